@@ -1,0 +1,120 @@
+// oneDNN matmul with a primitive cache. Each distinct (shape, layout) creates its
+// primitive once, together with the memory objects and argument map it runs with;
+// a repeated call only swaps data pointers, so it neither allocates nor re-creates.
+#include <mutex>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "autograd/kernels/matmul.h"
+
+namespace folio::kernels {
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+struct Key {
+  int64_t batch, M, N, K;
+  bool trans_a, trans_b, broadcast_a, broadcast_b, accumulate, bias;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 1469598103934665603ULL;
+    for (int64_t v : {k.batch, k.M, k.N, k.K}) h = (h ^ size_t(v)) * 1099511628211ULL;
+    const int flags = k.trans_a | k.trans_b << 1 | k.broadcast_a << 2 | k.broadcast_b << 3 |
+                      k.accumulate << 4 | k.bias << 5;
+    return (h ^ size_t(flags)) * 1099511628211ULL;
+  }
+};
+
+struct Entry {
+  dnnl::matmul primitive;
+  memory a, b, c, bias;
+  std::unordered_map<int, memory> args;
+};
+
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mu;
+  std::unordered_map<Key, Entry, KeyHash> cache;
+  int64_t created = 0;
+};
+
+Context& context() {
+  static Context* c = new Context;  // lives until exit; primitives may be used from statics
+  return *c;
+}
+
+// A (rows, cols) operand stored either as is or transposed, with a batch dimension.
+memory::desc operand(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
+  const Dims strides = transposed ? Dims{rows * cols, 1, rows} : Dims{rows * cols, cols, 1};
+  return memory::desc({batch, rows, cols}, memory::data_type::f32, strides);
+}
+
+Entry make_entry(Context& ctx, const Key& k) {
+  const auto a_md = operand(k.broadcast_a ? 1 : k.batch, k.M, k.K, k.trans_a);
+  const auto b_md = operand(k.broadcast_b ? 1 : k.batch, k.K, k.N, k.trans_b);
+  const auto c_md = operand(k.batch, k.M, k.N, false);
+  const auto bias_md = memory::desc({1, 1, k.N}, memory::data_type::f32, Dims{k.N, k.N, 1});
+  dnnl::primitive_attr attr;
+  if (k.accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  const auto desc = k.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                           : dnnl::matmul::desc(a_md, b_md, c_md);
+  Entry e{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine)),
+          memory(a_md, ctx.engine, DNNL_MEMORY_NONE), memory(b_md, ctx.engine, DNNL_MEMORY_NONE),
+          memory(c_md, ctx.engine, DNNL_MEMORY_NONE), memory(bias_md, ctx.engine, DNNL_MEMORY_NONE),
+          {}};
+  e.args = {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}};
+  if (k.bias) e.args.insert({DNNL_ARG_BIAS, e.bias});
+  ++ctx.created;
+  return e;
+}
+
+}  // namespace
+
+void matmul(const Gemm& g0, const float* A, const float* B, float* C, const float* bias) {
+  Gemm g = g0;
+  // A batch against one shared, untransposed-A weight is a single taller matmul.
+  if (g.batch > 1 && g.broadcast_b && !g.broadcast_a && !g.trans_a) {
+    g.M *= g.batch;
+    g.batch = 1;
+  }
+  if (g.batch == 1) g.broadcast_a = g.broadcast_b = false;
+  if (g.M == 0 || g.N == 0 || g.batch == 0) return;
+  if (g.K == 0) {  // an empty sum: oneDNN rejects zero-sized K
+    if (!g.accumulate)
+      for (int64_t i = 0; i < g.batch * g.M * g.N; ++i) C[i] = 0.0f;
+    if (bias)
+      for (int64_t i = 0; i < g.batch * g.M; ++i)
+        for (int64_t j = 0; j < g.N; ++j) C[i * g.N + j] += bias[j];
+    return;
+  }
+  const Key key{g.batch,       g.M,           g.N,          g.K, g.trans_a, g.trans_b,
+                g.broadcast_a, g.broadcast_b, g.accumulate, bias != nullptr};
+  Context& ctx = context();
+  std::lock_guard lock(ctx.mu);
+  auto it = ctx.cache.find(key);
+  if (it == ctx.cache.end()) it = ctx.cache.emplace(key, make_entry(ctx, key)).first;
+  Entry& e = it->second;
+  e.a.set_data_handle(const_cast<float*>(A));
+  e.b.set_data_handle(const_cast<float*>(B));
+  e.c.set_data_handle(C);
+  if (bias) e.bias.set_data_handle(const_cast<float*>(bias));
+  e.primitive.execute(ctx.stream, e.args);
+  ctx.stream.wait();
+}
+
+int64_t matmul_primitives_created() {
+  Context& ctx = context();
+  std::lock_guard lock(ctx.mu);
+  return ctx.created;
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,69 @@
+#pragma once
+// Every differentiable op. Each lives in an ops_*.cpp file with its backward closure
+// right beneath its forward. Shapes use B batch, T time, C channels, V vocabulary.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "autograd/rng.h"
+#include "autograd/tensor.h"
+
+namespace folio {
+
+// ---- elementwise (ops_elementwise.cpp); binary ops broadcast trailing dimensions
+Tensor add(const Tensor& a, const Tensor& b);  // e.g. (B, T, C) + (C) -> (B, T, C)
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor scale(const Tensor& x, float s);        // x * s
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);                  // exact: x * Phi(x), as torch.nn.GELU()
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+
+// ---- reductions (ops_reduce.cpp)
+Tensor sum(const Tensor& x);                                 // -> () scalar
+Tensor sum(const Tensor& x, int axis, bool keepdim = false); // removes (or keeps as 1) axis
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int axis, bool keepdim = false);
+
+// ---- shape (ops_shape.cpp); these copy, except reshape which shares the data
+Tensor reshape(const Tensor& x, std::vector<int64_t> dims);  // one dim may be -1
+Tensor transpose(const Tensor& x);                           // (..., M, N) -> (..., N, M)
+Tensor permute(const Tensor& x, std::vector<int> order);     // out dim i = x dim order[i]
+Tensor concat(const std::vector<Tensor>& xs);                // along the last dim
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);  // last dim
+
+// ---- matrix products (ops_matmul.cpp), through oneDNN
+// (..., M, K) @ (..., K, N) -> (..., M, N); trans_a reads a as (..., K, M) and trans_b
+// reads b as (..., N, K), without copying. Batch dims must match, or one side is 2-D.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// x (..., in) @ w (out, in)^T + b (out) -> (..., out); b may be undefined. Fused bias.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {});
+
+// ---- softmax family and losses (ops_softmax.cpp), over the last dim
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+// scores (..., Tq, Tk) -> softmax(scale * scores) with key j hidden from query i when
+// j > i + (Tk - Tq), i.e. the tril mask filled with -inf (queries are the last Tq positions).
+Tensor causal_softmax(const Tensor& scores, float scale = 1.0f);
+// logits (..., V), targets (one per row, in [0, V)) -> () mean cross-entropy.
+Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
+
+// ---- layers' ops (ops_nn.cpp)
+// weight (V, C), ids of shape S (values in [0, V)) -> S + (C)
+Tensor embedding(const Tensor& weight, std::span<const int32_t> ids, const Shape& ids_shape);
+// x (..., C), weight (C), bias (C) -> (..., C)
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+// Zeroes each element with probability p, scales the rest by 1/(1-p); identity when
+// !training or p == 0. The mask is a function of one draw from rng, so it is seeded.
+Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);
+
+}  // namespace folio

@@ -1,0 +1,167 @@
+// Elementwise ops. Binary ops broadcast like NumPy over trailing dimensions; their
+// backward sums the gradient over the dimensions an input was broadcast along.
+#include <cmath>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace folio {
+namespace {
+
+// Both operands and the output padded to 4 dims; element strides, 0 where broadcast.
+struct Broadcast {
+  int64_t dims[4];
+  int64_t sa[4], sb[4];
+  bool a_full, b_full;  // operand has the output's shape (no reduction in backward)
+};
+
+Broadcast plan(const char* op, const Shape& a, const Shape& b, Shape& out) {
+  out = Shape{};
+  out.ndim = std::max(a.ndim, b.ndim);
+  Broadcast p{};
+  int64_t stride_a = 1, stride_b = 1;
+  for (int i = 3; i >= 0; --i) {
+    const int ia = a.ndim - 4 + i, ib = b.ndim - 4 + i;
+    const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) fail(op, "shapes ", a, " and ", b, " do not broadcast");
+    p.dims[i] = std::max(da, db);
+    if (da == 0 || db == 0) p.dims[i] = 0;
+    p.sa[i] = da == 1 ? 0 : stride_a;
+    p.sb[i] = db == 1 ? 0 : stride_b;
+    stride_a *= da;
+    stride_b *= db;
+    const int io = out.ndim - 4 + i;
+    if (io >= 0) out.dims[io] = p.dims[i];
+  }
+  p.a_full = a == out;
+  p.b_full = b == out;
+  return p;
+}
+
+// Calls fn(o, ia, ib) for every output element o; parallel over rows when safe.
+template <class Fn>
+void each(const Broadcast& p, bool parallel, Fn fn) {
+  const int64_t outer = p.dims[0] * p.dims[1] * p.dims[2], inner = p.dims[3];
+  parallel = parallel && outer * inner >= kParallelGrain && outer > 1;
+#pragma omp parallel for if (parallel)
+  for (int64_t r = 0; r < outer; ++r) {
+    const int64_t i2 = r % p.dims[2], i1 = (r / p.dims[2]) % p.dims[1], i0 = r / (p.dims[2] * p.dims[1]);
+    const int64_t a0 = i0 * p.sa[0] + i1 * p.sa[1] + i2 * p.sa[2];
+    const int64_t b0 = i0 * p.sb[0] + i1 * p.sb[1] + i2 * p.sb[2];
+    for (int64_t j = 0; j < inner; ++j) fn(r * inner + j, a0 + j * p.sa[3], b0 + j * p.sb[3]);
+  }
+}
+
+// out = f(a, b); backward: ga += da(g, a, b), gb += db(g, a, b), reduced over broadcasts.
+template <class F, class DA, class DB>
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB db) {
+  Shape out_shape;
+  const Broadcast p = plan(op, a.shape(), b.shape(), out_shape);
+  Tensor out = Tensor::empty(out_shape);
+  {
+    const float *x = a.data(), *y = b.data();
+    float* o = out.data();
+    each(p, true, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
+  }
+  record(out, op, {a, b}, [a, b, p, da, db](const Tensor& grad) {
+    const float *g = grad.data(), *x = a.data(), *y = b.data();
+    if (a.requires_grad()) {
+      float* gx = a.grad_data();
+      each(p, p.a_full, [&](int64_t i, int64_t ia, int64_t ib) { gx[ia] += da(g[i], x[ia], y[ib]); });
+    }
+    if (b.requires_grad()) {
+      float* gy = b.grad_data();
+      each(p, p.b_full, [&](int64_t i, int64_t ia, int64_t ib) { gy[ib] += db(g[i], x[ia], y[ib]); });
+    }
+  });
+  return out;
+}
+
+// out = f(x); backward: gx += df(g, x, out).
+template <class F, class DF>
+Tensor unary(const char* op, const Tensor& x, F f, DF df) {
+  Tensor out = Tensor::empty(x.shape());
+  const int64_t n = x.numel();
+  {
+    const float* in = x.data();
+    float* o = out.data();
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]);
+  }
+  record(out, op, {x}, [x, y = out.detach(), df](const Tensor& grad) {
+    const int64_t n = x.numel();
+    const float *g = grad.data(), *in = x.data(), *o = y.data();
+    float* gx = x.grad_data();
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) gx[i] += df(g[i], in[i], o[i]);
+  });
+  return out;
+}
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary("add", a, b, [](float x, float y) { return x + y; },
+                [](float g, float, float) { return g; }, [](float g, float, float) { return g; });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary("sub", a, b, [](float x, float y) { return x - y; },
+                [](float g, float, float) { return g; }, [](float g, float, float) { return -g; });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary("mul", a, b, [](float x, float y) { return x * y; },
+                [](float g, float, float y) { return g * y; },
+                [](float g, float x, float) { return g * x; });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  return binary("div", a, b, [](float x, float y) { return x / y; },
+                [](float g, float, float y) { return g / y; },
+                [](float g, float x, float y) { return -g * x / (y * y); });
+}
+
+Tensor scale(const Tensor& x, float s) {
+  return unary("scale", x, [s](float v) { return v * s; },
+               [s](float g, float, float) { return g * s; });
+}
+
+Tensor neg(const Tensor& x) {
+  return unary("neg", x, [](float v) { return -v; }, [](float g, float, float) { return -g; });
+}
+
+Tensor exp(const Tensor& x) {
+  return unary("exp", x, [](float v) { return std::exp(v); },
+               [](float g, float, float y) { return g * y; });
+}
+
+Tensor log(const Tensor& x) {
+  return unary("log", x, [](float v) { return std::log(v); },
+               [](float g, float v, float) { return g / v; });
+}
+
+Tensor tanh(const Tensor& x) {
+  return unary("tanh", x, [](float v) { return std::tanh(v); },
+               [](float g, float, float y) { return g * (1.0f - y * y); });
+}
+
+Tensor relu(const Tensor& x) {
+  return unary("relu", x, [](float v) { return v > 0.0f ? v : 0.0f; },
+               [](float g, float v, float) { return v > 0.0f ? g : 0.0f; });
+}
+
+Tensor gelu(const Tensor& x) {
+  return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); },
+               [](float g, float v, float) {
+                 const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+                 const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+                 return g * (cdf + v * pdf);
+               });
+}
+
+}  // namespace folio

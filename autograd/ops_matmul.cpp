@@ -1,0 +1,150 @@
+// Matrix products on oneDNN. With C = op(A) @ op(B):
+//   d op(A) = dC @ op(B)^T     d op(B) = op(A)^T @ dC
+// and a transposed operand receives the transpose of that, so every backward
+// product is again one kernel call with transpose flags, never a copy.
+#include "autograd/error.h"
+#include "autograd/kernels/matmul.h"
+#include "autograd/ops.h"
+
+namespace folio {
+namespace {
+
+using kernels::Gemm;
+
+struct Plan {
+  Gemm g;
+  Shape out;
+};
+
+Plan plan(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const Shape &sa = a.shape(), &sb = b.shape();
+  if (sa.ndim < 2 || sb.ndim < 2)
+    fail("matmul", "needs operands of at least 2 dims, got shapes ", sa, " and ", sb);
+  Plan p;
+  Gemm& g = p.g;
+  g.M = ta ? sa[-1] : sa[-2];
+  g.K = ta ? sa[-2] : sa[-1];
+  const int64_t kb = tb ? sb[-1] : sb[-2];
+  g.N = tb ? sb[-2] : sb[-1];
+  g.trans_a = ta;
+  g.trans_b = tb;
+  if (g.K != kb)
+    fail("matmul", "shapes ", sa, (ta ? "^T" : ""), " and ", sb, (tb ? "^T" : ""),
+         " do not match: inner dims ", g.K, " and ", kb);
+  int64_t batch_a = 1, batch_b = 1;
+  for (int i = 0; i < sa.ndim - 2; ++i) batch_a *= sa.dims[i];
+  for (int i = 0; i < sb.ndim - 2; ++i) batch_b *= sb.dims[i];
+  const Shape& batched = sa.ndim >= sb.ndim ? sa : sb;
+  if (sa.ndim > 2 && sb.ndim > 2) {
+    bool same = sa.ndim == sb.ndim;
+    for (int i = 0; same && i < sa.ndim - 2; ++i) same = sa.dims[i] == sb.dims[i];
+    if (!same) fail("matmul", "batch dims of shapes ", sa, " and ", sb, " differ");
+  }
+  g.batch = sa.ndim > 2 ? batch_a : sb.ndim > 2 ? batch_b : 1;
+  g.broadcast_a = sa.ndim == 2 && g.batch > 1;
+  g.broadcast_b = sb.ndim == 2 && g.batch > 1;
+  p.out = batched;
+  p.out[-2] = g.M;
+  p.out[-1] = g.N;
+  return p;
+}
+
+// C += A-side x B-side where the product's batch must be summed into an operand
+// that was broadcast: one accumulating kernel call per batch entry.
+void product_into(const Gemm& g, const float* A, const float* B, float* C, bool sum_over_batch) {
+  if (!sum_over_batch) return kernels::matmul(g, A, B, C);
+  Gemm one = g;
+  one.batch = 1;
+  one.broadcast_a = one.broadcast_b = false;
+  for (int64_t i = 0; i < g.batch; ++i)
+    kernels::matmul(one, A + (g.broadcast_a ? 0 : i * g.M * g.K),
+                    B + (g.broadcast_b ? 0 : i * g.K * g.N), C, nullptr);
+}
+
+// Gradients of C = op(A) @ op(B) (+ bias), given dC; accumulates into A and B.
+void matmul_backward(const Gemm& f, const Tensor& a, const Tensor& b, const float* dC) {
+  if (a.requires_grad()) {
+    // d op(A) (M, K) = dC (M, N) @ op(B)^T; stored transposed when trans_a.
+    Gemm g;
+    g.batch = f.batch;
+    g.accumulate = true;
+    if (!f.trans_a) {  // dA (M, K) = dC (M, N) @ op(B)^T
+      g.M = f.M, g.N = f.K, g.K = f.N;
+      g.trans_a = false, g.trans_b = !f.trans_b;
+      g.broadcast_b = f.broadcast_b;
+      product_into(g, dC, b.data(), a.grad_data(), f.broadcast_a);
+    } else {  // dA^T (K, M) = op(B) (K, N) @ dC^T
+      g.M = f.K, g.N = f.M, g.K = f.N;
+      g.trans_a = f.trans_b, g.trans_b = true;
+      g.broadcast_a = f.broadcast_b;
+      product_into(g, b.data(), dC, a.grad_data(), f.broadcast_a);
+    }
+  }
+  if (b.requires_grad()) {
+    Gemm g;
+    g.batch = f.batch;
+    g.accumulate = true;
+    if (!f.trans_b) {  // dB (K, N) = op(A)^T (K, M) @ dC (M, N)
+      g.M = f.K, g.N = f.N, g.K = f.M;
+      g.trans_a = !f.trans_a, g.trans_b = false;
+      g.broadcast_a = f.broadcast_a;
+      if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: A_flat^T @ dC_flat
+        g.K = f.M * f.batch, g.batch = 1, g.broadcast_a = false;
+        product_into(g, a.data(), dC, b.grad_data(), false);
+      } else {
+        product_into(g, a.data(), dC, b.grad_data(), f.broadcast_b);
+      }
+    } else {  // dB^T (N, K) = dC^T (N, M) @ op(A) (M, K)
+      g.M = f.N, g.N = f.K, g.K = f.M;
+      g.trans_a = true, g.trans_b = f.trans_a;
+      g.broadcast_b = f.broadcast_a;
+      if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: dC_flat^T @ A_flat
+        g.K = f.M * f.batch, g.batch = 1, g.broadcast_b = false;
+        product_into(g, dC, a.data(), b.grad_data(), false);
+      } else {
+        product_into(g, dC, a.data(), b.grad_data(), f.broadcast_b);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  const Plan p = plan(a, b, trans_a, trans_b);
+  Tensor out = Tensor::empty(p.out);
+  kernels::matmul(p.g, a.data(), b.data(), out.data());
+  record(out, "matmul", {a, b}, [a, b, g = p.g](const Tensor& grad) {
+    matmul_backward(g, a, b, grad.data());
+  });
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  if (x.ndim() < 1 || w.ndim() != 2 || x.shape().last() != w.size(1))
+    fail("linear", "input ", x.shape(), " does not match weight ", w.shape(), " (out, in)");
+  if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != w.size(0)))
+    fail("linear", "bias ", bias.shape(), " does not match weight ", w.shape());
+  Gemm g;
+  g.M = x.shape().rows();
+  g.K = w.size(1);
+  g.N = w.size(0);
+  g.trans_b = true;
+  Shape out_shape = x.shape();
+  out_shape[-1] = g.N;
+  Tensor out = Tensor::empty(out_shape);
+  kernels::matmul(g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
+  record(out, "linear", {x, w, bias}, [x, w, bias, g](const Tensor& grad) {
+    matmul_backward(g, x, w, grad.data());
+    if (bias.defined() && bias.requires_grad()) {
+      float* gb = bias.grad_data();
+      const float* d = grad.data();
+      for (int64_t r = 0; r < g.M; ++r)
+#pragma omp simd
+        for (int64_t j = 0; j < g.N; ++j) gb[j] += d[r * g.N + j];
+    }
+  });
+  return out;
+}
+
+}  // namespace folio

@@ -1,0 +1,180 @@
+// Shape ops: reshape (shares data), transpose / permute / concat / split (copy).
+#include <cstring>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace folio {
+namespace {
+
+Shape shape_of(const char* op, const std::vector<int64_t>& dims, int64_t numel, const Shape& from) {
+  if (dims.size() > Shape::kMaxDims) fail(op, "at most 4 dimensions, got ", dims.size());
+  Shape s;
+  s.ndim = int(dims.size());
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < s.ndim; ++i) {
+    if (dims[i] == -1 && infer < 0) {
+      infer = i;
+      continue;
+    }
+    if (dims[i] < 0) fail(op, "bad dimension ", dims[i], " for shape ", from);
+    s.dims[i] = dims[i];
+    known *= dims[i];
+  }
+  if (infer >= 0) s.dims[infer] = known ? numel / known : 0;
+  if (s.numel() != numel) fail(op, "cannot view shape ", from, " as ", s);
+  return s;
+}
+
+// Strides of a contiguous shape.
+void strides_of(const Shape& s, int64_t* st) {
+  int64_t acc = 1;
+  for (int i = s.ndim - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= s.dims[i];
+  }
+}
+
+// dst[index permuted] (+)= src[index]: out dim i is in dim order[i].
+void permute_copy(const Shape& in_shape, const std::vector<int>& order, const float* src, float* dst,
+                  bool accumulate_into_src_layout) {
+  // Iterate over the output; pad to 4-D.
+  const int nd = in_shape.ndim;
+  int64_t in_st[4], od[4] = {1, 1, 1, 1}, os[4] = {0, 0, 0, 0};
+  strides_of(in_shape, in_st);
+  for (int i = 0; i < nd; ++i) {
+    od[4 - nd + i] = in_shape.dims[order[i]];
+    os[4 - nd + i] = in_st[order[i]];
+  }
+  const int64_t outer = od[0] * od[1] * od[2];
+#pragma omp parallel for if (in_shape.numel() >= kParallelGrain)
+  for (int64_t r = 0; r < outer; ++r) {
+    const int64_t i2 = r % od[2], i1 = (r / od[2]) % od[1], i0 = r / (od[2] * od[1]);
+    const int64_t base = i0 * os[0] + i1 * os[1] + i2 * os[2];
+    for (int64_t j = 0; j < od[3]; ++j) {
+      if (accumulate_into_src_layout)
+        dst[base + j * os[3]] += src[r * od[3] + j];  // backward: out-grad back to in layout
+      else
+        dst[r * od[3] + j] = src[base + j * os[3]];
+    }
+  }
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, std::vector<int64_t> dims) {
+  const Shape s = shape_of("reshape", dims, x.numel(), x.shape());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = s;
+  impl->data = x.impl()->data;
+  impl->offset = x.impl()->offset;
+  Tensor out(std::move(impl));
+  record(out, "reshape", {x}, [x](const Tensor& grad) {
+    float* gx = x.grad_data();
+    const float* g = grad.data();
+    for (int64_t i = 0; i < x.numel(); ++i) gx[i] += g[i];
+  });
+  return out;
+}
+
+Tensor permute(const Tensor& x, std::vector<int> order) {
+  const int nd = x.ndim();
+  if (int(order.size()) != nd) fail("permute", "order of ", order.size(), " dims for shape ", x.shape());
+  bool used[4] = {};
+  Shape s = x.shape();
+  for (int i = 0; i < nd; ++i) {
+    if (order[i] < 0 || order[i] >= nd || used[order[i]])
+      fail("permute", "order is not a permutation of the dims of ", x.shape());
+    used[order[i]] = true;
+    s.dims[i] = x.shape().dims[order[i]];
+  }
+  Tensor out = Tensor::empty(s);
+  permute_copy(x.shape(), order, x.data(), out.data(), false);
+  record(out, "permute", {x}, [x, order](const Tensor& grad) {
+    permute_copy(x.shape(), order, grad.data(), x.grad_data(), true);
+  });
+  return out;
+}
+
+Tensor transpose(const Tensor& x) {
+  if (x.ndim() < 2) fail("transpose", "needs at least 2 dims, got shape ", x.shape());
+  std::vector<int> order(x.ndim());
+  for (int i = 0; i < x.ndim(); ++i) order[i] = i;
+  std::swap(order[x.ndim() - 1], order[x.ndim() - 2]);
+  return permute(x, order);
+}
+
+Tensor concat(const std::vector<Tensor>& xs) {
+  if (xs.empty()) fail("concat", "needs at least one tensor");
+  const Shape& first = xs[0].shape();
+  if (first.ndim == 0) fail("concat", "cannot concatenate scalars");
+  Shape s = first;
+  s.dims[s.ndim - 1] = 0;
+  for (const Tensor& x : xs) {
+    Shape lead = x.shape();
+    lead.dims[lead.ndim - 1] = 0;
+    Shape want = first;
+    want.dims[want.ndim - 1] = 0;
+    if (x.ndim() != first.ndim || lead != want)
+      fail("concat", "shapes ", first, " and ", x.shape(), " differ outside the last dim");
+    s.dims[s.ndim - 1] += x.shape().last();
+  }
+  Tensor out = Tensor::empty(s);
+  const int64_t rows = s.rows(), width = s.last();
+  int64_t col = 0;
+  for (const Tensor& x : xs) {
+    const int64_t w = x.shape().last();
+    const float* src = x.data();
+    float* dst = out.data() + col;
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * width, src + r * w, sizeof(float) * w);
+    col += w;
+  }
+  record(out, "concat", xs, [xs, rows, width](const Tensor& grad) {
+    int64_t col = 0;
+    for (const Tensor& x : xs) {
+      const int64_t w = x.shape().last();
+      if (x.requires_grad()) {
+        float* gx = x.grad_data();
+        const float* g = grad.data() + col;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < w; ++j) gx[r * w + j] += g[r * width + j];
+      }
+      col += w;
+    }
+  });
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes) {
+  if (x.ndim() == 0) fail("split", "cannot split a scalar");
+  int64_t total = 0;
+  for (int64_t w : sizes) {
+    if (w < 0) fail("split", "negative size ", w);
+    total += w;
+  }
+  if (total != x.shape().last())
+    fail("split", "sizes add up to ", total, " but the last dim of ", x.shape(), " is ", x.shape().last());
+  const int64_t rows = x.shape().rows(), width = x.shape().last();
+  std::vector<Tensor> outs;
+  int64_t col = 0;
+  for (int64_t w : sizes) {
+    Shape s = x.shape();
+    s.dims[s.ndim - 1] = w;
+    Tensor out = Tensor::empty(s);
+    const float* src = x.data() + col;
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(out.data() + r * w, src + r * width, sizeof(float) * w);
+    record(out, "split", {x}, [x, col, w, rows, width](const Tensor& grad) {
+      float* gx = x.grad_data() + col;
+      const float* g = grad.data();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < w; ++j) gx[r * width + j] += g[r * w + j];
+    });
+    outs.push_back(out);
+    col += w;
+  }
+  return outs;
+}
+
+}  // namespace folio

@@ -1,0 +1,138 @@
+// Softmax family over the last dim, each row independent (rows run in parallel).
+#include <cmath>
+#include <limits>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace folio {
+namespace {
+
+// y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1.
+inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j] * scale);
+  float total = 0.0f;
+  for (int64_t j = 0; j < n; ++j) total += (y[j] = std::exp(x[j] * scale - mx));
+  const float inv = 1.0f / total;
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+  for (int64_t j = n; j < width; ++j) y[j] = 0.0f;
+}
+
+// dx[0, n) += scale * y * (dy - <dy, y>): the softmax Jacobian-vector product.
+inline void softmax_row_backward(const float* y, const float* dy, float* dx, int64_t n, float scale) {
+  float dot = 0.0f;
+  for (int64_t j = 0; j < n; ++j) dot += dy[j] * y[j];
+  for (int64_t j = 0; j < n; ++j) dx[j] += scale * y[j] * (dy[j] - dot);
+}
+
+void need_rows(const char* op, const Tensor& x) {
+  if (x.ndim() == 0 || x.shape().last() == 0) fail(op, "needs a non-empty last dim, got shape ", x.shape());
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x) {
+  need_rows("softmax", x);
+  const int64_t rows = x.shape().rows(), n = x.shape().last();
+  Tensor out = Tensor::empty(x.shape());
+  const float* in = x.data();
+  float* o = out.data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * n, o + r * n, n, n, 1.0f);
+  record(out, "softmax", {x}, [x, y = out.detach(), rows, n](const Tensor& grad) {
+    const float *py = y.data(), *g = grad.data();
+    float* gx = x.grad_data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    for (int64_t r = 0; r < rows; ++r) softmax_row_backward(py + r * n, g + r * n, gx + r * n, n, 1.0f);
+  });
+  return out;
+}
+
+Tensor causal_softmax(const Tensor& scores, float scale) {
+  if (scores.ndim() < 2) fail("causal_softmax", "needs (..., Tq, Tk), got shape ", scores.shape());
+  const int64_t tq = scores.size(-2), tk = scores.size(-1);
+  if (tq > tk) fail("causal_softmax", "more queries than keys in shape ", scores.shape());
+  const int64_t rows = scores.shape().rows(), shift = tk - tq;
+  Tensor out = Tensor::empty(scores.shape());
+  const float* in = scores.data();
+  float* o = out.data();
+  // Row r is query i = r % tq; it sees keys j <= i + shift (the rest is -inf: zero weight).
+#pragma omp parallel for if (scores.numel() >= kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * tk, o + r * tk, r % tq + shift + 1, tk, scale);
+  record(out, "causal_softmax", {scores},
+         [x = scores, y = out.detach(), rows, tq, tk, shift, scale](const Tensor& grad) {
+           const float *py = y.data(), *g = grad.data();
+           float* gx = x.grad_data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+           for (int64_t r = 0; r < rows; ++r)
+             softmax_row_backward(py + r * tk, g + r * tk, gx + r * tk, r % tq + shift + 1, scale);
+         });
+  return out;
+}
+
+Tensor log_softmax(const Tensor& x) {
+  need_rows("log_softmax", x);
+  const int64_t rows = x.shape().rows(), n = x.shape().last();
+  Tensor out = Tensor::empty(x.shape());
+  const float* in = x.data();
+  float* o = out.data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = in + r * n;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, xr[j]);
+    float total = 0.0f;
+    for (int64_t j = 0; j < n; ++j) total += std::exp(xr[j] - mx);
+    const float lse = mx + std::log(total);
+    for (int64_t j = 0; j < n; ++j) o[r * n + j] = xr[j] - lse;
+  }
+  // dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
+  record(out, "log_softmax", {x}, [x, y = out.detach(), rows, n](const Tensor& grad) {
+    const float *py = y.data(), *g = grad.data();
+    float* gx = x.grad_data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    for (int64_t r = 0; r < rows; ++r) {
+      float total = 0.0f;
+      for (int64_t j = 0; j < n; ++j) total += g[r * n + j];
+      for (int64_t j = 0; j < n; ++j) gx[r * n + j] += g[r * n + j] - std::exp(py[r * n + j]) * total;
+    }
+  });
+  return out;
+}
+
+Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets) {
+  need_rows("cross_entropy", logits);
+  const int64_t rows = logits.shape().rows(), V = logits.shape().last();
+  if (int64_t(targets.size()) != rows)
+    fail("cross_entropy", "logits ", logits.shape(), " have ", rows, " rows but ", targets.size(), " targets");
+  for (int64_t r = 0; r < rows; ++r)
+    if (targets[r] < 0 || targets[r] >= V)
+      fail("cross_entropy", "target ", targets[r], " at row ", r, " outside [0, ", V, ")");
+  // Keep the probabilities for backward: dlogits = (p - onehot) / rows.
+  Tensor probs = Tensor::empty(logits.shape());
+  const float* in = logits.data();
+  float* p = probs.data();
+  double loss = 0.0;
+#pragma omp parallel for reduction(+ : loss) if (logits.numel() >= kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    softmax_row(in + r * V, p + r * V, V, V, 1.0f);
+    loss -= std::log(std::max(p[r * V + targets[r]], std::numeric_limits<float>::min()));
+  }
+  Tensor out = Tensor::scalar(float(loss / double(rows)));
+  std::vector<int32_t> t(targets.begin(), targets.end());
+  record(out, "cross_entropy", {logits}, [logits, probs, t = std::move(t), rows, V](const Tensor& grad) {
+    const float g = grad.data()[0] / float(rows);
+    const float* p = probs.data();
+    float* gx = logits.grad_data();
+#pragma omp parallel for if (logits.numel() >= kParallelGrain)
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < V; ++j) gx[r * V + j] += g * p[r * V + j];
+      gx[r * V + t[r]] -= g;
+    }
+  });
+  return out;
+}
+
+}  // namespace folio

@@ -1,0 +1,153 @@
+#include "autograd/tensor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/error.h"
+#include "autograd/pool.h"
+
+namespace folio {
+
+Storage::Storage(size_t n) : data(pool::acquire(n)), size(n) {}
+Storage::~Storage() { pool::release(data, size); }
+
+Tensor Tensor::empty(const Shape& shape) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->data = std::make_shared<Storage>(size_t(shape.numel()));
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::full(const Shape& shape, float value) {
+  Tensor t = empty(shape);
+  std::fill_n(t.data(), t.numel(), value);
+  return t;
+}
+Tensor Tensor::zeros(const Shape& shape) { return full(shape, 0.0f); }
+Tensor Tensor::ones(const Shape& shape) { return full(shape, 1.0f); }
+Tensor Tensor::scalar(float value) { return full(Shape{}, value); }
+
+Tensor Tensor::from(const Shape& shape, std::span<const float> values) {
+  if (int64_t(values.size()) != shape.numel())
+    fail("tensor", "shape ", shape, " needs ", shape.numel(), " values, got ", values.size());
+  Tensor t = empty(shape);
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+Tensor Tensor::randn(const Shape& shape, Rng& rng, float stddev) {
+  Tensor t = empty(shape);
+  float* p = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = stddev * rng.normal();
+  return t;
+}
+
+Tensor Tensor::uniform(const Shape& shape, Rng& rng, float lo, float hi) {
+  Tensor t = empty(shape);
+  float* p = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = rng.uniform(lo, hi);
+  return t;
+}
+
+float Tensor::item() const {
+  if (numel() != 1) fail("item", "needs a tensor of one element, got shape ", shape());
+  return data()[0];
+}
+
+std::vector<float> Tensor::to_vector() const { return {data(), data() + numel()}; }
+
+float Tensor::at(std::initializer_list<int64_t> index) const {
+  if (int(index.size()) != ndim()) fail("at", "index of rank ", index.size(), " for shape ", shape());
+  int64_t flat = 0, d = 0;
+  for (int64_t i : index) {
+    if (i < 0 || i >= size(int(d))) fail("at", "index ", i, " out of range for shape ", shape());
+    flat = flat * size(int(d++)) + i;
+  }
+  return data()[flat];
+}
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  if (!is_leaf()) fail("requires_grad", "only leaf tensors can change requires_grad");
+  impl_->requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  if (!impl_->grad) return {};
+  auto g = std::make_shared<TensorImpl>();
+  g->shape = impl_->shape;
+  g->data = impl_->grad;
+  g->offset = impl_->grad_offset;
+  return Tensor(std::move(g));
+}
+
+float* Tensor::grad_data() const {
+  if (!impl_->grad) {
+    // A leaf alias shares the gradient of the packed tensor it came from (made when
+    // the alias was); everything else owns a gradient of exactly its own size.
+    impl_->grad = std::make_shared<Storage>(size_t(numel()));
+    impl_->grad_offset = 0;
+    std::memset(impl_->grad->data, 0, sizeof(float) * numel());
+  }
+  return impl_->grad->data + impl_->grad_offset;
+}
+
+void Tensor::zero_grad() const {
+  if (impl_->grad) std::memset(impl_->grad->data + impl_->grad_offset, 0, sizeof(float) * numel());
+}
+
+Tensor Tensor::detach() const {
+  auto d = std::make_shared<TensorImpl>();
+  d->shape = impl_->shape;
+  d->data = impl_->data;
+  d->offset = impl_->offset;
+  return Tensor(std::move(d));
+}
+
+Tensor Tensor::clone() const {
+  Tensor c = empty(shape());
+  std::memcpy(c.data(), data(), sizeof(float) * numel());
+  return c;
+}
+
+Tensor Tensor::alias(int64_t offset, const Shape& shape) const {
+  if (!is_leaf()) fail("alias", "only leaf tensors can be aliased");
+  if (offset < 0 || offset + shape.numel() > numel())
+    fail("alias", "range [", offset, ", ", offset + shape.numel(), ") outside a tensor of ",
+         numel(), " elements");
+  if (requires_grad()) grad_data();  // the alias must share an existing gradient buffer
+  auto a = std::make_shared<TensorImpl>();
+  a->shape = shape;
+  a->data = impl_->data;
+  a->grad = impl_->grad;
+  a->offset = impl_->offset + offset;
+  a->grad_offset = impl_->grad_offset + offset;
+  a->requires_grad = impl_->requires_grad;
+  return Tensor(std::move(a));
+}
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+void record(Tensor& out, const char* op, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!g_grad_enabled) return;
+  bool any = false;
+  for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
+  if (!any) return;
+  out.impl()->requires_grad = true;
+  out.impl()->node = std::make_shared<Node>(Node{op, std::move(inputs), std::move(backward)});
+}
+
+}  // namespace folio

@@ -1,0 +1,117 @@
+#pragma once
+// Tensor: a shared handle to contiguous float32 data, its gradient, and the graph
+// node that produced it. Copies of a Tensor alias the same data (like torch.Tensor).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "autograd/rng.h"
+#include "autograd/shape.h"
+
+namespace folio {
+
+// A float buffer from the pool, returned to it when the last owner goes.
+struct Storage {
+  float* data;
+  size_t size;
+  explicit Storage(size_t n);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+class Tensor;
+struct Node;
+
+struct TensorImpl {
+  Shape shape;
+  std::shared_ptr<Storage> data;
+  int64_t offset = 0;              // first element in data
+  std::shared_ptr<Storage> grad;   // allocated (zeroed) on first use
+  int64_t grad_offset = 0;         // first element in grad (non-zero only for aliases)
+  std::shared_ptr<Node> node;      // the op that produced this tensor; null for leaves
+  bool requires_grad = false;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  static Tensor empty(const Shape& shape);  // uninitialised
+  static Tensor zeros(const Shape& shape);
+  static Tensor ones(const Shape& shape);
+  static Tensor full(const Shape& shape, float value);
+  static Tensor scalar(float value);        // 0-d
+  static Tensor from(const Shape& shape, std::span<const float> values);
+  static Tensor randn(const Shape& shape, Rng& rng, float stddev = 1.0f);
+  static Tensor uniform(const Shape& shape, Rng& rng, float lo = 0.0f, float hi = 1.0f);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->shape; }
+  int ndim() const { return impl_->shape.ndim; }
+  int64_t size(int dim) const { return impl_->shape[dim]; }
+  int64_t numel() const { return impl_->shape.numel(); }
+
+  float* data() const { return impl_->data->data + impl_->offset; }
+  float item() const;                    // the value of a one-element tensor
+  std::vector<float> to_vector() const;
+  float at(std::initializer_list<int64_t> index) const;  // slow, for tests
+
+  bool requires_grad() const { return impl_->requires_grad; }
+  Tensor& set_requires_grad(bool on = true);
+  bool is_leaf() const { return impl_->node == nullptr; }
+
+  bool has_grad() const { return impl_->grad != nullptr; }
+  Tensor grad() const;          // the gradient as a tensor (no graph); undefined if none
+  float* grad_data() const;     // allocates a zero gradient on first use
+  void zero_grad() const;       // sets an existing gradient to zero
+
+  Tensor detach() const;        // same data, no graph, no grad
+  Tensor clone() const;         // a copy of the data, no graph
+  // A leaf alias of `shape` at element `offset` of this leaf's data; it shares both
+  // data and gradient, so parameters can live inside one packed buffer.
+  Tensor alias(int64_t offset, const Shape& shape) const;
+
+  // Reverse-mode autodiff from this tensor: a scalar, or any shape given its gradient.
+  void backward() const;
+  void backward(const Tensor& grad) const;
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// The backward of one op: reads the output's gradient, accumulates (+=) into its
+// inputs' gradients (only those that require grad).
+using BackwardFn = std::function<void(const Tensor& grad_out)>;
+
+struct Node {
+  const char* op;
+  std::vector<Tensor> inputs;
+  BackwardFn backward;
+};
+
+// Autograd recording is on by default; a NoGradGuard switches it off in its scope.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+ private:
+  bool previous_;
+};
+
+// For op implementations: does an op over `inputs` need to record a node?
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+// Makes `out` a non-leaf produced by `op` (only if needs_grad of the inputs).
+void record(Tensor& out, const char* op, std::vector<Tensor> inputs, BackwardFn backward);
+
+}  // namespace folio

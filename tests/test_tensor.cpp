@@ -1,0 +1,105 @@
+// Tensor basics, the RNG, and the autograd engine's bookkeeping.
+#include <gtest/gtest.h>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/pool.h"
+
+namespace folio {
+namespace {
+
+TEST(Tensor, Factories) {
+  EXPECT_EQ(Tensor::zeros({2, 3}).to_vector(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(Tensor::ones({4}).to_vector(), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(Tensor::full({1, 2}, 2.5f).to_vector(), (std::vector<float>{2.5f, 2.5f}));
+  EXPECT_FLOAT_EQ(Tensor::scalar(3.0f).item(), 3.0f);
+  const std::vector<float> v{1, 2, 3, 4, 5, 6};
+  Tensor t = Tensor::from({2, 3}, v);
+  EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  EXPECT_FLOAT_EQ(t.at({1, 2}), 6.0f);
+  EXPECT_THROW(Tensor::from({2, 2}, v), Error);
+}
+
+TEST(Rng, SeededAndPortable) {
+  Rng a(1337), b(1337), c(1338);
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+  EXPECT_NE(a.next_u64(), c.next_u64());
+  // Fixed values: the same on every machine and compiler.
+  Rng r(0);
+  EXPECT_EQ(r.next_u64(), 11091344671253066420ULL);
+  Rng n(42);
+  const Tensor x = Tensor::randn({10000}, n);
+  double m = 0, s = 0;
+  for (float v : x.to_vector()) m += v, s += double(v) * v;
+  m /= 10000;
+  EXPECT_NEAR(m, 0.0, 0.03);
+  EXPECT_NEAR(s / 10000 - m * m, 1.0, 0.05);
+}
+
+TEST(Rng, StateRoundTrip) {
+  Rng a(9);
+  a.normal();  // leaves a cached spare
+  const Rng::State st = a.state();
+  const float next = a.normal();
+  Rng b(0);
+  b.set_state(st);
+  EXPECT_EQ(b.normal(), next);
+}
+
+TEST(Autograd, AccumulatesAcrossUsesAndCalls) {
+  Tensor x = Tensor::from({2}, std::vector<float>{2.0f, -1.0f}).set_requires_grad();
+  sum(add(mul(x, x), x)).backward();  // d/dx (x^2 + x) = 2x + 1
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{5.0f, -1.0f}));
+  sum(x).backward();  // += 1: gradients accumulate until zeroed
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{6.0f, 0.0f}));
+  x.zero_grad();
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{0.0f, 0.0f}));
+}
+
+TEST(Autograd, GraphIsReleasedAfterBackward) {
+  Tensor x = Tensor::ones({3}).set_requires_grad();
+  Tensor y = exp(x);
+  std::weak_ptr<Node> node = y.impl()->node;
+  Tensor loss = sum(y);
+  loss.backward();
+  EXPECT_TRUE(node.expired());
+  EXPECT_TRUE(y.is_leaf());
+  EXPECT_FALSE(y.has_grad());  // intermediate gradients are freed
+}
+
+TEST(Autograd, NoGradGuardRecordsNothing) {
+  Tensor x = Tensor::ones({3}).set_requires_grad();
+  {
+    NoGradGuard guard;
+    Tensor y = exp(x);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_TRUE(y.is_leaf());
+  }
+  EXPECT_TRUE(exp(x).requires_grad());
+}
+
+TEST(Autograd, AliasesShareDataAndGradient) {
+  Tensor packed = Tensor::zeros({6}).set_requires_grad();
+  Tensor left = packed.alias(0, {2}), right = packed.alias(2, {2, 2});
+  sum(mul(right, Tensor::full({2, 2}, 3.0f))).backward();
+  sum(left).backward();
+  EXPECT_EQ(packed.grad().to_vector(), (std::vector<float>{1, 1, 3, 3, 3, 3}));
+  right.data()[0] = 7.0f;
+  EXPECT_EQ(packed.data()[2], 7.0f);
+  EXPECT_THROW(packed.alias(5, {2}), Error);
+}
+
+TEST(Pool, SteadyStateReusesBuffers) {
+  auto step = [] {
+    Tensor x = Tensor::ones({64, 64}).set_requires_grad();
+    sum(tanh(matmul(x, x))).backward();
+  };
+  step();
+  step();
+  const uint64_t fresh = pool::stats().fresh;
+  for (int i = 0; i < 5; ++i) step();
+  EXPECT_EQ(pool::stats().fresh, fresh);
+}
+
+}  // namespace
+}  // namespace folio
