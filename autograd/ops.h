@@ -40,6 +40,9 @@ Tensor transpose(const Tensor& x);                           // (..., M, N) -> (
 Tensor permute(const Tensor& x, std::vector<int> order);     // out dim i = x dim order[i]
 Tensor concat(const std::vector<Tensor>& xs);                // along the last dim
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);  // last dim
+// x (B, T, W) -> (B, n_head, T, head_size), out[b, h, t, d] = x[b, t, offset + h * stride + d]:
+// one of q/k/v, per head, out of a packed projection.
+Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t offset, int64_t stride);
 
 // ---- matrix products (ops_matmul.cpp), through oneDNN
 // (..., M, K) @ (..., K, N) -> (..., M, N); trans_a reads a as (..., K, M) and trans_b

@@ -178,3 +178,39 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes) {
 }
 
 }  // namespace folio
+
+namespace folio {
+
+Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t offset, int64_t stride) {
+  if (x.ndim() != 3) fail("select_heads", "needs (B, T, W), got shape ", x.shape());
+  const int64_t B = x.size(0), T = x.size(1), W = x.size(2);
+  if (n_head < 1 || head_size < 1 || offset < 0 || stride < head_size ||
+      offset + (n_head - 1) * stride + head_size > W)
+    fail("select_heads", n_head, " heads of size ", head_size, " at offset ", offset, " stride ", stride,
+         " do not fit in shape ", x.shape());
+  Tensor out = Tensor::empty({B, n_head, T, head_size});
+  const float* in = x.data();
+  float* o = out.data();
+#pragma omp parallel for collapse(2) if (out.numel() >= kParallelGrain)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < n_head; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        std::memcpy(o + ((b * n_head + h) * T + t) * head_size, in + (b * T + t) * W + offset + h * stride,
+                    sizeof(float) * head_size);
+  record(out, "select_heads", {x}, [x, n_head, head_size, offset, stride](const Tensor& grad) {
+    const int64_t B = x.size(0), T = x.size(1), W = x.size(2);
+    const float* g = grad.data();
+    float* gx = x.grad_data();
+#pragma omp parallel for collapse(2) if (grad.numel() >= kParallelGrain)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < n_head; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          const float* src = g + ((b * n_head + h) * T + t) * head_size;
+          float* dst = gx + (b * T + t) * W + offset + h * stride;
+          for (int64_t d = 0; d < head_size; ++d) dst[d] += src[d];
+        }
+  });
+  return out;
+}
+
+}  // namespace folio

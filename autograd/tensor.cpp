@@ -112,18 +112,43 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::alias(int64_t offset, const Shape& shape) const {
   if (!is_leaf()) fail("alias", "only leaf tensors can be aliased");
-  if (offset < 0 || offset + shape.numel() > numel())
-    fail("alias", "range [", offset, ", ", offset + shape.numel(), ") outside a tensor of ",
-         numel(), " elements");
+  const int64_t room = int64_t(impl_->data->size) - impl_->offset;
+  if (offset < 0 || offset + shape.numel() > room)
+    fail("alias", "range [", offset, ", ", offset + shape.numel(), ") outside a storage of ", room,
+         " elements from this tensor");
   if (requires_grad()) grad_data();  // the alias must share an existing gradient buffer
   auto a = std::make_shared<TensorImpl>();
   a->shape = shape;
   a->data = impl_->data;
-  a->grad = impl_->grad;
   a->offset = impl_->offset + offset;
-  a->grad_offset = impl_->grad_offset + offset;
   a->requires_grad = impl_->requires_grad;
+  if (impl_->grad) {
+    if (impl_->grad_offset + offset + shape.numel() > int64_t(impl_->grad->size))
+      fail("alias", "range outside the gradient storage");
+    a->grad = impl_->grad;
+    a->grad_offset = impl_->grad_offset + offset;
+  }
   return Tensor(std::move(a));
+}
+
+void Tensor::rebind(const Tensor& packed, int64_t offset) const {
+  if (!is_leaf() || !packed.is_leaf()) fail("rebind", "only leaf tensors can be rebound");
+  if (offset < 0 || offset + numel() > packed.numel())
+    fail("rebind", "range [", offset, ", ", offset + numel(), ") outside a packed tensor of ",
+         packed.numel(), " elements");
+  std::memcpy(packed.data() + offset, data(), sizeof(float) * numel());
+  const float* old_grad = has_grad() ? grad_data() : nullptr;
+  if (packed.requires_grad()) {
+    float* dst = packed.grad_data() + offset;
+    if (old_grad) std::memcpy(dst, old_grad, sizeof(float) * numel());
+    impl_->grad = packed.impl()->grad;
+    impl_->grad_offset = packed.impl()->grad_offset + offset;
+  } else {
+    impl_->grad.reset();
+    impl_->grad_offset = 0;
+  }
+  impl_->data = packed.impl()->data;
+  impl_->offset = packed.impl()->offset + offset;
 }
 
 namespace {

@@ -71,9 +71,13 @@ class Tensor {
 
   Tensor detach() const;        // same data, no graph, no grad
   Tensor clone() const;         // a copy of the data, no graph
-  // A leaf alias of `shape` at element `offset` of this leaf's data; it shares both
-  // data and gradient, so parameters can live inside one packed buffer.
+  // A leaf alias of `shape` at element `offset` from this leaf's first element; it
+  // shares both data and gradient, so parameters can live inside one packed buffer.
+  // The range may extend past this tensor but not past its storage.
   Tensor alias(int64_t offset, const Shape& shape) const;
+  // Moves this leaf's data and gradient into `packed` at `offset` (values are
+  // copied): every handle to this tensor then sees the packed storage.
+  void rebind(const Tensor& packed, int64_t offset) const;
 
   // Reverse-mode autodiff from this tensor: a scalar, or any shape given its gradient.
   void backward() const;

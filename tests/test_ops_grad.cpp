@@ -186,3 +186,14 @@ TEST(Grad, AttentionChain) {  // q k^T -> causal softmax -> @ v, batched and non
 
 }  // namespace
 }  // namespace folio
+
+namespace folio {
+namespace {
+TEST(Grad, SelectHeads) {  // q/k/v of 2 heads interleaved per head in a (B, T, 3 * 2 * 2) projection
+  for (int64_t offset : {0, 2, 4})
+    EXPECT_TRUE(gradcheck([offset](const V& v) { return select_heads(v[0], 2, 2, offset, 6); },
+                          {testing::param({2, 3, 12}, 1)}))
+        << "offset " << offset;
+}
+}  // namespace
+}  // namespace folio

@@ -1,0 +1,74 @@
+#include "data/dataset.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "autograd/error.h"
+
+namespace folio {
+
+std::string read_file(const std::string& path) {
+  // stdio + fstat rather than ifstream: ifstream loses errno, and opening a
+  // directory "succeeds" on Linux, so we ask for the file type ourselves.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) fail("data", path, ": cannot open (", std::strerror(errno), ")");
+  struct stat st {};
+  if (fstat(fileno(f.get()), &st) != 0) fail("data", path, ": cannot stat (", std::strerror(errno), ")");
+  if (S_ISDIR(st.st_mode)) fail("data", path, ": is a directory");
+
+  std::string bytes;
+  if (S_ISREG(st.st_mode)) bytes.reserve(size_t(st.st_size));
+  // Read to EOF rather than trusting st_size, so pipes and /proc files work too.
+  char chunk[1 << 16];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) bytes.append(chunk, got);
+  if (std::ferror(f.get())) fail("data", path, ": read error (", std::strerror(errno), ")");
+  if (bytes.empty()) fail("data", path, ": file is empty");
+  return bytes;
+}
+
+Split split_tokens(std::span<const int32_t> tokens, double train_fraction) {
+  // Written as !(inside) so that NaN is rejected too.
+  if (!(train_fraction > 0.0 && train_fraction <= 1.0))
+    fail("data", "train fraction must be in (0, 1], got ", train_fraction);
+  const size_t n_train = size_t(std::floor(double(tokens.size()) * train_fraction));
+  Split s;
+  s.train.assign(tokens.begin(), tokens.begin() + n_train);
+  s.val.assign(tokens.begin() + n_train, tokens.end());
+  return s;
+}
+
+void sample_batch(std::span<const int32_t> tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
+                  std::string_view split_name) {
+  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
+  const int64_t n = int64_t(tokens.size());
+  if (n < T + 1)
+    fail("data", split_name, " split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
+  batch.B = B;
+  batch.T = T;
+  batch.inputs.resize(size_t(B * T));  // resize keeps capacity: no allocation after the first call
+  batch.targets.resize(size_t(B * T));
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t* window = tokens.data() + rng.below(uint64_t(n - T));  // T + 1 tokens from here
+    std::copy(window, window + T, batch.inputs.begin() + b * T);
+    std::copy(window + 1, window + T + 1, batch.targets.begin() + b * T);
+  }
+}
+
+Corpus Corpus::load(const std::string& path, double train_fraction) {
+  const std::string bytes = read_file(path);
+  const std::vector<char32_t> text = decode_utf8(bytes, path);
+  Vocab vocab = Vocab::from_text(text);
+  const std::vector<int32_t> tokens = vocab.encode(text);
+  return Corpus{std::move(vocab), split_tokens(tokens, train_fraction), path};
+}
+
+std::string default_corpus_path() { return FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt"; }
+
+}  // namespace folio

@@ -1,0 +1,102 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "autograd/error.h"
+
+namespace folio::nn {
+
+Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
+           std::shared_ptr<Rng> dropout_rng)
+    : head_size(head_size), block_size(block_size) {
+  key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false, init));
+  query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false, init));
+  value = register_module("value", std::make_shared<Linear>(n_embd, head_size, false, init));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
+}
+
+Tensor Head::forward(const Tensor& x) const {
+  if (x.ndim() != 3 || x.size(1) > block_size)
+    fail("head", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
+  const Tensor k = key->forward(x), q = query->forward(x), v = value->forward(x);  // (B, T, hs)
+  Tensor wei = matmul(q, k, false, true);                                        // (B, T, T)
+  wei = causal_softmax(wei, 1.0f / std::sqrt(float(head_size)));
+  wei = dropout_->forward(wei);
+  return matmul(wei, v);  // (B, T, hs)
+}
+
+MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
+                     bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng)
+    : n_head(n_head), head_size(head_size), block_size(block_size) {
+  if (n_head < 1 || head_size < 1) fail("multihead", "n_head ", n_head, " and head_size ", head_size, " must be positive");
+  std::vector<Tensor> qkv;
+  for (int64_t h = 0; h < n_head; ++h) {
+    auto head = std::make_shared<Head>(n_embd, head_size, block_size, dropout, init, dropout_rng);
+    heads.push_back(register_module("heads." + std::to_string(h), head));
+    for (const auto& lin : {head->key, head->query, head->value}) qkv.push_back(lin->weight);
+  }
+  pack(qkv);  // the heads' weights now lie back to back: one (3 * C, C) matrix
+  proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, init));
+  attn_dropout_ = register_module("attn_dropout", std::make_shared<Dropout>(dropout, dropout_rng));
+  resid_dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, dropout_rng));
+}
+
+Tensor MultiHead::packed_qkv_weight() const {
+  std::vector<Tensor> ws;
+  for (const auto& h : heads)
+    for (const auto& lin : {h->key, h->query, h->value}) ws.push_back(lin->weight);
+  if (contiguous(ws)) return ws[0].alias(0, {n_head * 3 * head_size, ws[0].size(1)});
+  // Someone re-packed the parameters: stack the rows the slow, differentiable way.
+  for (Tensor& w : ws) w = transpose(w);
+  return transpose(concat(ws));
+}
+
+Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache) const {
+  const int64_t hs = head_size, stride = 3 * hs;
+  Tensor k = select_heads(qkv, n_head, hs, 0, stride);  // (B, nh, T, hs)
+  Tensor q = select_heads(qkv, n_head, hs, hs, stride);
+  Tensor v = select_heads(qkv, n_head, hs, 2 * hs, stride);
+  if (cache) {
+    // Append along time: (B, nh, L, hs) + (B, nh, T, hs). Inference only, so plain copies.
+    auto append = [&](const Tensor& old, const Tensor& fresh) {
+      if (!old.defined()) return fresh;
+      const int64_t L = old.size(2);
+      Tensor out = Tensor::empty({B, n_head, L + T, hs});
+      for (int64_t bh = 0; bh < B * n_head; ++bh) {
+        std::memcpy(out.data() + bh * (L + T) * hs, old.data() + bh * L * hs, sizeof(float) * L * hs);
+        std::memcpy(out.data() + (bh * (L + T) + L) * hs, fresh.data() + bh * T * hs, sizeof(float) * T * hs);
+      }
+      return out;
+    };
+    cache->k = k = append(cache->k, k);
+    cache->v = v = append(cache->v, v);
+  }
+  Tensor att = causal_softmax(matmul(q, k, false, true), 1.0f / std::sqrt(float(hs)));  // (B, nh, T, L+T)
+  att = attn_dropout_->forward(att);
+  Tensor y = matmul(att, v);                                           // (B, nh, T, hs)
+  y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});         // heads side by side
+  return resid_dropout_->forward(proj->forward(y));
+}
+
+Tensor MultiHead::forward(const Tensor& x) const {
+  if (x.ndim() != 3 || x.size(1) > block_size)
+    fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
+  return attend(linear(x, packed_qkv_weight()), x.size(0), x.size(1), nullptr);
+}
+
+Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {
+  if (grad_enabled()) fail("multihead", "forward_cached is for inference: use a NoGradGuard");
+  if (x.ndim() != 3 || cache.length() + x.size(1) > block_size)
+    fail("multihead", "input ", x.shape(), " with ", cache.length(), " cached positions exceeds block_size ",
+         block_size);
+  return attend(linear(x, packed_qkv_weight()), x.size(0), x.size(1), &cache);
+}
+
+Tensor MultiHead::forward_heads(const Tensor& x) const {
+  std::vector<Tensor> outs;
+  for (const auto& h : heads) outs.push_back(h->forward(x));
+  return resid_dropout_->forward(proj->forward(concat(outs)));
+}
+
+}  // namespace folio::nn

@@ -1,0 +1,55 @@
+#pragma once
+// Causal self-attention, as in ../shared/seeds/causal-head-with-dropout.txt.
+#include <memory>
+#include <vector>
+
+#include "nn/layers.h"
+
+namespace folio::nn {
+
+// One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),
+// softmax, dropout on the weights, weights @ v.   x (B, T, C) -> (B, T, head_size)
+class Head : public Module {
+ public:
+  Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
+       std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<Linear> key, query, value;  // registered in this order, no bias
+  int64_t head_size, block_size;
+
+ private:
+  std::shared_ptr<Dropout> dropout_;
+};
+
+// Keys and values of the positions seen so far, for generation: (B, n_head, L, head_size).
+struct KVCache {
+  Tensor k, v;
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }
+};
+
+// n_head Heads side by side, concatenated and projected: x (B, T, C) -> (B, T, C).
+// The Heads' key/query/value weights live back to back in one buffer, so forward()
+// runs them as one packed (3 * C, C) projection and batched matmuls over B * n_head;
+// forward_heads() runs the Head modules one by one: the specification it must equal.
+class MultiHead : public Module {
+ public:
+  MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
+            bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  Tensor forward(const Tensor& x) const;
+  Tensor forward_heads(const Tensor& x) const;
+  // Inference only: attends the new positions x (B, Tn, C) to the cache and to each
+  // other, and appends their keys and values to the cache.
+  Tensor forward_cached(const Tensor& x, KVCache& cache) const;
+
+  std::vector<std::shared_ptr<Head>> heads;
+  std::shared_ptr<Linear> proj;
+  int64_t n_head, head_size, block_size;
+
+ private:
+  Tensor packed_qkv_weight() const;  // (n_head * 3 * head_size, C), per head [k; q; v]
+  Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache) const;
+  std::shared_ptr<Dropout> attn_dropout_, resid_dropout_;
+};
+
+}  // namespace folio::nn

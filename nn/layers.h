@@ -1,0 +1,52 @@
+#pragma once
+// The small layers: Linear, Embedding, LayerNorm, Dropout. Initialised as the
+// well-known GPT recipes do: weights ~ N(0, 0.02), biases 0, LayerNorm weight 1.
+#include <memory>
+
+#include "autograd/ops.h"
+#include "nn/module.h"
+
+namespace folio::nn {
+
+constexpr float kInitStd = 0.02f;
+
+// x (..., in) -> (..., out); weight (out, in) as in PyTorch.
+class Linear : public Module {
+ public:
+  Linear(int64_t in, int64_t out, bool bias, Rng& init);
+  Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+  Tensor weight, bias;  // bias undefined when off
+};
+
+// ids of shape S -> S + (dim)
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num, int64_t dim, Rng& init);
+  Tensor forward(std::span<const int32_t> ids, const Shape& ids_shape) const {
+    return embedding(weight, ids, ids_shape);
+  }
+  Tensor weight;
+};
+
+// x (..., dim) -> (..., dim)
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim);
+  Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias); }
+  Tensor weight, bias;
+};
+
+// Draws its masks from a generator it shares with the rest of the model, so that
+// one saved state reproduces every mask of a resumed run.
+class Dropout : public Module {
+ public:
+  explicit Dropout(float p, std::shared_ptr<Rng> rng = std::make_shared<Rng>(0));
+  Tensor forward(const Tensor& x) const { return dropout(x, p_, training(), *rng_); }
+  float p() const { return p_; }
+
+ private:
+  float p_;
+  std::shared_ptr<Rng> rng_;
+};
+
+}  // namespace folio::nn

@@ -1,0 +1,67 @@
+#include "nn/module.h"
+
+#include "autograd/error.h"
+
+namespace folio::nn {
+
+const Tensor& Module::register_parameter(std::string name, Tensor t) {
+  t.set_requires_grad(true);
+  params_.emplace_back(std::move(name), std::move(t));
+  return params_.back().second;
+}
+
+void Module::collect(const std::string& prefix, NamedParameters& out) const {
+  for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+NamedParameters Module::named_parameters() const {
+  NamedParameters out;
+  collect("", out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& t : parameters()) n += t.numel();
+  return n;
+}
+
+void Module::zero_grad() const {
+  for (const Tensor& t : parameters()) t.zero_grad();
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+Tensor pack(const std::vector<Tensor>& params) {
+  int64_t total = 0;
+  for (const Tensor& p : params) total += p.numel();
+  Tensor packed = Tensor::zeros({total}).set_requires_grad(true);
+  int64_t offset = 0;
+  for (const Tensor& p : params) {
+    p.rebind(packed, offset);
+    offset += p.numel();
+  }
+  return packed;
+}
+
+bool contiguous(const std::vector<Tensor>& params) {
+  for (size_t i = 1; i < params.size(); ++i) {
+    const TensorImpl *a = params[i - 1].impl(), *b = params[i].impl();
+    if (a->data != b->data || a->grad != b->grad || !a->grad) return false;
+    if (a->offset + params[i - 1].numel() != b->offset) return false;
+    if (a->grad_offset + params[i - 1].numel() != b->grad_offset) return false;
+  }
+  return !params.empty();
+}
+
+}  // namespace folio::nn

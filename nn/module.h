@@ -1,0 +1,50 @@
+#pragma once
+// Module: parameters and child modules registered by name, so that every parameter
+// has a stable dotted name (blocks.0.attn.heads.1.query.weight) for checkpoints.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace folio::nn {
+
+using NamedParameters = std::vector<std::pair<std::string, Tensor>>;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+
+  NamedParameters named_parameters() const;  // depth-first, in registration order
+  std::vector<Tensor> parameters() const;
+  int64_t num_parameters() const;
+  void zero_grad() const;
+
+  void train(bool on = true);  // switches dropout (recursively)
+  void eval() { train(false); }
+  bool training() const { return training_; }
+
+ protected:
+  const Tensor& register_parameter(std::string name, Tensor t);
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> m) {
+    children_.emplace_back(std::move(name), m);
+    return m;
+  }
+
+ private:
+  void collect(const std::string& prefix, NamedParameters& out) const;
+  NamedParameters params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+// Moves `params` (leaves) into one new contiguous leaf, in order, and returns it:
+// every handle to a parameter then reads and writes inside the packed buffer.
+Tensor pack(const std::vector<Tensor>& params);
+
+// True when `params` lie back to back, in order, in one storage (data and gradient).
+bool contiguous(const std::vector<Tensor>& params);
+
+}  // namespace folio::nn

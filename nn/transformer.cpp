@@ -1,0 +1,99 @@
+#include "nn/transformer.h"
+
+#include <numeric>
+
+#include "autograd/error.h"
+
+namespace folio::nn {
+
+FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
+                         std::shared_ptr<Rng> dropout_rng)
+    : act_(act) {
+  fc = register_module("fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, init));
+  proj = register_module("proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, init));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
+}
+
+Tensor FeedForward::forward(const Tensor& x) const {
+  const Tensor h = fc->forward(x);
+  return dropout_->forward(proj->forward(act_ == Activation::gelu ? gelu(h) : relu(h)));
+}
+
+Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
+             Rng& init, std::shared_ptr<Rng> dropout_rng) {
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd));
+  attn = register_module("attn", std::make_shared<MultiHead>(n_embd, n_head, n_embd / n_head, block_size,
+                                                             dropout, bias, init, dropout_rng));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd));
+  ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, init, dropout_rng));
+}
+
+Tensor Block::forward(const Tensor& x) const {
+  const Tensor h = add(x, attn->forward(ln1->forward(x)));
+  return add(h, ffwd->forward(ln2->forward(h)));
+}
+
+Tensor Block::forward_cached(const Tensor& x, KVCache& cache) const {
+  const Tensor h = add(x, attn->forward_cached(ln1->forward(x), cache));
+  return add(h, ffwd->forward(ln2->forward(h)));
+}
+
+void GPTConfig::validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    if (v < 1) fail("config", name, " must be positive, got ", v);
+  };
+  positive("vocab_size", vocab_size);
+  positive("block_size", block_size);
+  positive("n_layer", n_layer);
+  positive("n_head", n_head);
+  positive("n_embd", n_embd);
+  if (n_embd % n_head) fail("config", "n_embd ", n_embd, " is not divisible by n_head ", n_head);
+  if (!(dropout >= 0.0f && dropout < 1.0f)) fail("config", "dropout ", dropout, " outside [0, 1)");
+}
+
+GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
+  config.validate();
+  Rng init(config.seed);
+  const int64_t C = config.n_embd;
+  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, C, init));
+  position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, init));
+  drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_rng_));
+  for (int64_t l = 0; l < config.n_layer; ++l)
+    blocks.push_back(register_module("blocks." + std::to_string(l),
+                                     std::make_shared<Block>(C, config.n_head, config.block_size, config.dropout,
+                                                             config.bias, config.activation, init, dropout_rng_)));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C));
+  lm_head = register_module("lm_head", std::make_shared<Linear>(C, config.vocab_size, config.bias, init));
+  flat_ = pack(parameters());
+}
+
+Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const {
+  if (B < 1 || T < 1 || int64_t(ids.size()) != B * T)
+    fail("gpt", ids.size(), " token ids for a batch of B ", B, " x T ", T);
+  if (start + T > config_.block_size)
+    fail("gpt", "sequence of ", start + T, " positions exceeds block_size ", config_.block_size);
+  std::vector<int32_t> positions(T);
+  std::iota(positions.begin(), positions.end(), int32_t(start));
+  const Tensor tok = token_embedding->forward(ids, {B, T});           // (B, T, C)
+  const Tensor pos = position_embedding->forward(positions, {T});     // (T, C)
+  return drop_->forward(add(tok, pos));
+}
+
+GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T,
+                         std::span<const int32_t> targets) const {
+  Tensor x = embed(ids, B, T, 0);
+  for (const auto& block : blocks) x = block->forward(x);
+  Output out;
+  out.logits = lm_head->forward(ln_f->forward(x));  // (B, T, V)
+  if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);
+  return out;
+}
+
+Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const {
+  if (caches.size() != blocks.size()) caches.assign(blocks.size(), KVCache{});
+  Tensor x = embed(ids, B, T, caches[0].length());
+  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(x, caches[l]);
+  return lm_head->forward(ln_f->forward(x));
+}
+
+}  // namespace folio::nn

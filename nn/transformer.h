@@ -1,0 +1,87 @@
+#pragma once
+// FeedForward, Block and the character-level GPT.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+
+namespace folio::nn {
+
+enum class Activation { gelu, relu };
+
+// x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
+class FeedForward : public Module {
+ public:
+  FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
+              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  Tensor forward(const Tensor& x) const;
+  std::shared_ptr<Linear> fc, proj;
+
+ private:
+  Activation act_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+// Pre-LayerNorm residual block: x + attn(ln1(x)), then x + ffwd(ln2(x)).
+class Block : public Module {
+ public:
+  Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
+        Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  Tensor forward(const Tensor& x) const;
+  Tensor forward_cached(const Tensor& x, KVCache& cache) const;
+  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<MultiHead> attn;
+  std::shared_ptr<FeedForward> ffwd;
+};
+
+struct GPTConfig {
+  int64_t vocab_size = 65;
+  int64_t block_size = 64;
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  float dropout = 0.0f;
+  bool bias = true;  // on every Linear but key/query/value, and on the LayerNorms' shift
+  Activation activation = Activation::gelu;
+  uint64_t seed = 1337;  // initialisation
+  void validate() const;  // throws naming the bad field
+};
+
+// Token + learned position embeddings -> n_layer Blocks -> LayerNorm -> Linear onto V.
+class GPT : public Module {
+ public:
+  explicit GPT(const GPTConfig& config);
+
+  struct Output {
+    Tensor logits;  // (B, T, V)
+    Tensor loss;    // () mean cross-entropy, when targets were given
+  };
+  // ids and targets: (B, T) row-major, T <= block_size.
+  Output forward(std::span<const int32_t> ids, int64_t B, int64_t T,
+                 std::span<const int32_t> targets = {}) const;
+  // Inference with a KV cache: positions start at caches[0].length().
+  Tensor forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const;
+
+  const GPTConfig& config() const { return config_; }
+  // All parameters live in this one contiguous buffer (and its gradient), in
+  // named_parameters() order: the optimizer can sweep it in one loop.
+  const Tensor& flat_parameters() const { return flat_; }
+  // The generator all dropout masks come from; its state is part of a checkpoint.
+  Rng& dropout_rng() const { return *dropout_rng_; }
+
+  std::shared_ptr<Embedding> token_embedding, position_embedding;
+  std::vector<std::shared_ptr<Block>> blocks;
+  std::shared_ptr<LayerNorm> ln_f;
+  std::shared_ptr<Linear> lm_head;
+
+ private:
+  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const;
+  GPTConfig config_;
+  std::shared_ptr<Rng> dropout_rng_;
+  std::shared_ptr<Dropout> drop_;
+  Tensor flat_;
+};
+
+}  // namespace folio::nn
