@@ -51,6 +51,14 @@ void GPTConfig::validate() const {
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("config", "dropout ", dropout, " outside [0, 1)");
 }
 
+int64_t GPTConfig::parameter_count() const {
+  const int64_t C = n_embd, b = bias ? 1 : 0;
+  const int64_t attn = 3 * C * C + C * C + b * C;                 // packed q/k/v, projection
+  const int64_t ffwd = C * 4 * C + b * 4 * C + 4 * C * C + b * C;  // fc, proj
+  const int64_t block = attn + ffwd + 2 * 2 * C;                  // + ln1, ln2
+  return vocab_size * C + block_size * C + n_layer * block + 2 * C + C * vocab_size + b * vocab_size;
+}
+
 GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
   config.validate();
   Rng init(config.seed);

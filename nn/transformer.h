@@ -43,10 +43,13 @@ struct GPTConfig {
   int64_t n_head = 4;
   int64_t n_embd = 128;
   float dropout = 0.0f;
-  bool bias = true;  // on every Linear but key/query/value, and on the LayerNorms' shift
+  bool bias = true;  // on every Linear but key/query/value (LayerNorms always have one)
   Activation activation = Activation::gelu;
   uint64_t seed = 1337;  // initialisation
   void validate() const;  // throws naming the bad field
+  // The number of parameters a GPT of this config has, computed without building it
+  // (so a checkpoint's claim can be checked before anything is allocated).
+  int64_t parameter_count() const;
 };
 
 // Token + learned position embeddings -> n_layer Blocks -> LayerNorm -> Linear onto V.

@@ -231,6 +231,9 @@ TEST(GPT, ParameterCountMatchesPyTorchReference) {
   GPTConfig c;  // 4L / 4H / 128d / block 64 / vocab 65, biases on
   c.activation = Activation::relu;
   EXPECT_EQ(GPT(c).num_parameters(), 816705);
+  EXPECT_EQ(c.parameter_count(), 816705);
+  c.bias = false, c.n_layer = 2, c.n_head = 3, c.n_embd = 48, c.vocab_size = 11;
+  EXPECT_EQ(c.parameter_count(), GPT(c).num_parameters());
 }
 
 TEST(GPT, StableDottedNames) {

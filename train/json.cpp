@@ -4,7 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <unordered_set>
+#include <algorithm>
+#include <numeric>
 
 #include "autograd/error.h"
 
@@ -90,15 +91,14 @@ class Parser {
     if (depth > Json::kMaxDepth) error("nesting deeper than ", Json::kMaxDepth);
     ++i_;  // '{'
     Json::Object o;
-    std::unordered_set<std::string> seen;  // a hash set keeps huge objects O(n)
+    std::vector<size_t> key_at;  // where each key starts, to point at a duplicate
     skip_space();
     if (i_ < s_.size() && s_[i_] == '}') { ++i_; return Json(std::move(o)); }
     for (;;) {
       skip_space();
       if (i_ >= s_.size() || s_[i_] != '"') error("expected a string key but found ", describe());
-      const size_t key_at = i_;
+      key_at.push_back(i_);
       std::string key = string();
-      if (!seen.insert(key).second) error_at(key_at, "duplicate key ", json_quote(key));
       skip_space();
       if (i_ >= s_.size() || s_[i_] != ':') error("expected ':' but found ", describe());
       ++i_;
@@ -106,9 +106,26 @@ class Parser {
       o.emplace_back(std::move(key), value(depth));
       skip_space();
       if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-      if (i_ < s_.size() && s_[i_] == '}') { ++i_; return Json(std::move(o)); }
+      if (i_ < s_.size() && s_[i_] == '}') { ++i_; break; }
       error("expected ',' or '}' but found ", describe());
     }
+    check_unique(o, key_at);
+    return Json(std::move(o));
+  }
+
+  // Duplicate keys, found by sorting once the object is complete: O(n log n) with
+  // no per-key allocation, since an object in a hostile file may have millions of keys.
+  void check_unique(const Json::Object& o, const std::vector<size_t>& key_at) const {
+    std::vector<size_t> order(o.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const int c = o[a].first.compare(o[b].first);
+      return c ? c < 0 : a < b;
+    });
+    size_t dup = SIZE_MAX;  // the earliest second occurrence of any key
+    for (size_t k = 1; k < order.size(); ++k)
+      if (o[order[k]].first == o[order[k - 1]].first) dup = std::min(dup, order[k]);
+    if (dup != SIZE_MAX) error_at(key_at[dup], "duplicate key ", json_quote(o[dup].first));
   }
 
   // Four hex digits of a \u escape starting at i_.

@@ -1,0 +1,110 @@
+// folio eval (loss of a checkpoint on a text) and folio info (what a checkpoint holds).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "cli/common.h"
+#include "data/dataset.h"
+#include "train/checkpoint.h"
+
+namespace folio::cli {
+
+int eval_main(int argc, char** argv) {
+  constexpr const char* kUsage = R"(usage: folio eval [options]
+
+Mean cross-entropy (and perplexity) of a checkpoint on a text file, over every
+non-overlapping window of block_size characters of the chosen part of the text.)";
+  po::options_description opts("options");
+  opts.add_options()("help,h", "show this help")
+      ("checkpoint", po::value<std::string>()->default_value("out"), "run directory or .safetensors file")
+      ("data", po::value<std::string>()->default_value(default_corpus_path()), "text to evaluate on (UTF-8)")
+      ("split", po::value<std::string>()->default_value("val"), "which part: val (the last --val-fraction), train or all")
+      ("val-fraction", po::value<double>()->default_value(0.1), "fraction at the end of the text that is val")
+      ("batch-size", po::value<int64_t>()->default_value(32), "windows per forward pass")
+      ("threads", po::value<int>()->default_value(0), "threads (0: all cores)");
+  po::variables_map vm;
+  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
+  ModelCheckpoint ck;
+  std::vector<int32_t> tokens;
+  int64_t batch = 0;
+  try {
+    apply_threads(vm);
+    batch = positive<int64_t>(vm, "batch-size");
+    const std::string split = vm["split"].as<std::string>();
+    const double vf = vm["val-fraction"].as<double>();
+    if (split != "val" && split != "train" && split != "all")
+      throw UsageError(cat("--split must be val, train or all, got '", split, "'"));
+    if (!(vf > 0.0 && vf < 1.0)) throw UsageError(cat("--val-fraction ", vf, " outside (0, 1)"));
+    ck = load_model(vm["checkpoint"].as<std::string>());
+    const std::string path = vm["data"].as<std::string>();
+    const std::string text = read_file(path);
+    const std::vector<char32_t> chars = decode_utf8(text, path);
+    try {
+      tokens = ck.vocab.encode(chars);
+    } catch (const Error& e) {
+      throw UsageError(cat(path, ": ", e.what()));
+    }
+    const Split parts = split_tokens(tokens, 1.0 - vf);
+    if (split != "all") tokens = split == "val" ? parts.val : parts.train;
+    if (int64_t(tokens.size()) < ck.model->config().block_size + 1)
+      throw UsageError(cat(path, ": the ", split, " text has ", tokens.size(), " characters, needs at least block_size + 1 = ",
+                           ck.model->config().block_size + 1));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  NoGradGuard no_grad;
+  ck.model->eval();
+  const int64_t T = ck.model->config().block_size, windows = (int64_t(tokens.size()) - 1) / T;
+  double total = 0;
+  std::vector<int32_t> x, y;
+  for (int64_t w = 0; w < windows; w += batch) {
+    const int64_t B = std::min(batch, windows - w);
+    x.assign(tokens.begin() + w * T, tokens.begin() + (w + B) * T);
+    y.assign(tokens.begin() + w * T + 1, tokens.begin() + (w + B) * T + 1);
+    total += double(ck.model->forward(x, B, T, y).loss.item()) * double(B);
+  }
+  const double loss = total / double(windows);
+  std::printf("loss %.4f  perplexity %.3f  (%lld windows of %lld characters)\n", loss, std::exp(loss),
+              (long long)windows, (long long)T);
+  return 0;
+}
+
+int info_main(int argc, char** argv) {
+  constexpr const char* kUsage = R"(usage: folio info [options]
+
+Prints the model config, parameter count, vocabulary and training state of a
+checkpoint (a run directory, or a .safetensors file).)";
+  po::options_description opts("options");
+  opts.add_options()("help,h", "show this help")
+      ("checkpoint", po::value<std::string>()->default_value("out"), "run directory or .safetensors file");
+  po::variables_map vm;
+  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
+  const std::string path = vm["checkpoint"].as<std::string>();
+  ModelCheckpoint ck;
+  std::optional<TrainState> state;
+  try {
+    ck = load_model(path);
+    const std::filesystem::path state_path = std::filesystem::path(ck.path).parent_path() / "state.safetensors";
+    if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) state = load_state(state_path.string());
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  const nn::GPTConfig& c = ck.model->config();
+  std::printf("checkpoint   %s\n", ck.path.c_str());
+  std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %g, bias %s, %s\n",
+              (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size, c.dropout,
+              c.bias ? "on" : "off", c.activation == nn::Activation::gelu ? "gelu" : "relu");
+  std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
+  std::printf("vocabulary   %d characters: %s\n", ck.vocab.size(), json_quote(ck.vocab.to_utf8()).c_str());
+  std::printf("step         %lld\n", (long long)ck.step);
+  if (state) {
+    std::printf("best val     %.4f\n", state->best_val_loss);
+    std::printf("training     %s\n", to_json(state->config).dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,76 @@
+// folio: train character-level GPTs on a CPU and generate text from them.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "autograd/parallel.h"
+#include "cli/common.h"
+
+namespace folio::cli {
+
+bool parse(int argc, char** argv, const char* usage, const po::options_description& options, po::variables_map& vm) {
+  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  if (vm.count("help")) {
+    std::printf("%s\n\n", usage);
+    std::cout << options << std::flush;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+void apply_threads(const po::variables_map& vm) {
+  const int threads = vm["threads"].as<int>();
+  if (threads < 0) throw UsageError(cat("--threads must be >= 0 (0: all cores), got ", threads));
+  set_num_threads(threads);
+}
+
+}  // namespace folio::cli
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: folio <command> [options]
+
+Train small character-level GPT models on a CPU and generate text from them.
+
+commands:
+  train      train a model on a text file (default: the bundled tiny Shakespeare)
+  generate   write text from a checkpoint
+  eval       loss of a checkpoint on a text file
+  info       config, parameter count and training state of a checkpoint
+
+Run 'folio <command> --help' for the options of a command.)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace folio::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::printf("%s\n", kUsage);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  int (*run)(int, char**) = command == "train"      ? train_main
+                            : command == "generate" ? generate_main
+                            : command == "eval"     ? eval_main
+                            : command == "info"     ? info_main
+                                                    : nullptr;
+  if (!run) {
+    std::fprintf(stderr, "folio: unknown command '%s' (expected train, generate, eval or info; see folio --help)\n",
+                 command.c_str());
+    return 2;
+  }
+  try {
+    return run(argc - 1, argv + 1);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "folio %s: %s (see folio %s --help)\n", command.c_str(), e.what(), command.c_str());
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "folio %s: %s\n", command.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio %s: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,73 @@
+// folio generate: write text from a checkpoint, streaming it as it is sampled.
+#include <cstdio>
+
+#include "cli/common.h"
+#include "data/dataset.h"
+#include "train/checkpoint.h"
+#include "train/generate.h"
+
+namespace folio::cli {
+namespace {
+constexpr const char* kUsage = R"(usage: folio generate [options]
+
+Samples text from a checkpoint (--checkpoint: a run directory or a .safetensors
+file) after a prompt, and writes it to standard output as it is produced.)";
+}
+
+int generate_main(int argc, char** argv) {
+  const SampleOptions d;
+  po::options_description opts("options");
+  opts.add_options()("help,h", "show this help")
+      ("checkpoint", po::value<std::string>()->default_value("out"), "run directory or .safetensors file")
+      ("prompt", po::value<std::string>()->default_value("\n"), "text to continue")
+      ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
+      ("max-new-tokens", po::value<int64_t>()->default_value(d.max_new_tokens), "characters to generate per sample")
+      ("num-samples", po::value<int64_t>()->default_value(1), "independent samples")
+      ("temperature", po::value<float>()->default_value(0.8f), "softmax temperature (> 0)")
+      ("top-k", po::value<int64_t>()->default_value(d.top_k), "sample from the k most likely characters (0: all)")
+      ("top-p", po::value<float>()->default_value(d.top_p), "nucleus sampling mass in (0, 1]")
+      ("seed", po::value<uint64_t>()->default_value(1337), "sampling seed")
+      ("no-kv-cache", po::bool_switch(), "recompute every position at every step")
+      ("threads", po::value<int>()->default_value(0), "threads (0: all cores)");
+  po::variables_map vm;
+  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
+
+  SampleOptions so;
+  ModelCheckpoint ck;
+  std::vector<int32_t> prompt;
+  int64_t samples = 0;
+  try {
+    apply_threads(vm);
+    so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
+    so.temperature = vm["temperature"].as<float>();
+    so.top_k = vm["top-k"].as<int64_t>();
+    so.top_p = vm["top-p"].as<float>();
+    so.kv_cache = !vm["no-kv-cache"].as<bool>();
+    so.validate();
+    samples = positive<int64_t>(vm, "num-samples");
+    const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
+                                                     : vm["prompt"].as<std::string>();
+    if (text.empty()) throw UsageError("the prompt is empty");
+    ck = load_model(vm["checkpoint"].as<std::string>());
+    prompt = ck.vocab.encode(text);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  Rng rng(vm["seed"].as<uint64_t>());
+  for (int64_t s = 0; s < samples; ++s) {
+    if (s) std::fputs("\n---------------\n", stdout);
+    const std::string shown = ck.vocab.decode(prompt);  // the prompt, then its continuation
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    generate(*ck.model, prompt, so, rng, [&](int32_t id) {
+      const std::string piece = ck.vocab.decode(std::span(&id, 1));
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+  }
+  std::fputc('\n', stdout);
+  return 0;
+}
+
+}  // namespace folio::cli

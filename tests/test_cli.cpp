@@ -1,0 +1,145 @@
+// The folio binary end to end: train, generate, eval, info, and bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "data/dataset.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+// Runs the folio binary with `args` (a shell-quoted string), capturing both streams.
+Result folio(const std::string& args) {
+  const fs::path err_file = fs::temp_directory_path() / ("folio_cli_err_" + std::to_string(::getpid()));
+  const std::string cmd = std::string(FOLIO_BINARY) + " " + args + " 2>" + err_file.string();
+  Result r{};
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("folio_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ifstream in(default_corpus_path(), std::ios::binary);
+    std::string text(30000, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    std::ofstream(corpus(), std::ios::binary) << text;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string corpus() const { return (dir_ / "corpus.txt").string(); }
+  std::string run_dir() const { return (dir_ / "run").string(); }
+  std::string tiny_train(int iters = 60) const {
+    return "train --data " + corpus() + " --out " + run_dir() +
+           " --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch-size 8 --eval-interval 30"
+           " --eval-iters 4 --warmup-iters 5 --lr 3e-3 --log-interval 20 --max-iters " + std::to_string(iters);
+  }
+  fs::path dir_;
+};
+
+TEST_F(Cli, TrainGenerateEvalInfo) {
+  const Result t = folio(tiny_train());
+  ASSERT_EQ(t.code, 0) << t.err;
+  for (const char* f : {"model.safetensors", "best.safetensors", "state.safetensors", "log.csv"})
+    EXPECT_TRUE(fs::exists(dir_ / "run" / f)) << f;
+  // The loss falls: compare the first and last evaluation rows of the log.
+  std::ifstream log(dir_ / "run" / "log.csv");
+  std::string header, first, line, last;
+  std::getline(log, header);
+  std::getline(log, first);
+  while (std::getline(log, line)) last = line;
+  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s");
+  auto val_loss = [](const std::string& row) {
+    std::stringstream s(row);
+    std::string cell;
+    for (int i = 0; i < 3; ++i) std::getline(s, cell, ',');
+    return std::stod(cell);
+  };
+  EXPECT_LT(val_loss(last), val_loss(first) - 0.3);
+
+  const Result g = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 57 --seed 3");
+  ASSERT_EQ(g.code, 0) << g.err;
+  ASSERT_EQ(g.out.substr(0, 5), "First");
+  EXPECT_EQ(decode_utf8(g.out).size(), 5u + 57u + 1u);  // prompt, the characters asked for, a final newline
+  const Result again = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 57 --seed 3");
+  EXPECT_EQ(again.out, g.out);  // the seed decides the sample
+
+  const Result e = folio("eval --checkpoint " + run_dir() + "/best.safetensors --data " + corpus());
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("loss "), std::string::npos) << e.out;
+
+  const Result i = folio("info --checkpoint " + run_dir());
+  ASSERT_EQ(i.code, 0) << i.err;
+  EXPECT_NE(i.out.find("parameters"), std::string::npos);
+  EXPECT_NE(i.out.find("step         60"), std::string::npos) << i.out;
+}
+
+TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
+  const Result h = folio("train --help");
+  EXPECT_EQ(h.code, 0);
+  for (const char* opt : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size", "--dropout", "--lr",
+                          "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
+                          "--eval-interval", "--eval-iters", "--seed", "--threads", "--data", "--out", "--resume"})
+    EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
+  EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
+  EXPECT_EQ(folio("--help").code, 0);
+  for (const char* cmd : {"generate", "eval", "info"}) EXPECT_EQ(folio(std::string(cmd) + " --help").code, 0) << cmd;
+}
+
+// Bad input: exit code 2, one clear line on stderr, nothing written.
+TEST_F(Cli, BadInputExitsTwoAndWritesNothing) {
+  const std::string out = " --out " + run_dir();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --bogus" + out, "bogus"},
+      {"train --n-layer" + out, "n-layer"},
+      {"train --n-layer -1" + out, "n-layer"},
+      {"train --batch-size 0" + out, "batch-size"},
+      {"train --n-embd 30 --n-head 4" + out, "divisible"},
+      {"train --dropout 1" + out, "dropout"},
+      {"train --lr abc" + out, "lr"},
+      {"train --data " + (dir_ / "nope.txt").string() + out, "nope.txt"},
+      {"train --data " + dir_.string() + out, "directory"},
+      {"frobnicate", "unknown command"},
+      {"generate --checkpoint " + (dir_ / "nope").string(), "nope"},
+  };
+  for (const auto& [args, fragment] : cases) {
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(run_dir())) << args << " created the output directory";
+  }
+}
+
+TEST_F(Cli, GenerateRejectsUnknownPromptCharacter) {
+  ASSERT_EQ(folio(tiny_train(2)).code, 0);
+  const Result r = folio("generate --checkpoint " + run_dir() + " --prompt 'caf\xc3\xa9 \xe2\x98\x83'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("U+"), std::string::npos) << r.err;
+  EXPECT_EQ(folio("generate --checkpoint " + run_dir() + " --temperature 0").code, 2);
+  EXPECT_EQ(folio("generate --checkpoint " + run_dir() + " --top-p 1.5").code, 2);
+}
+
+}  // namespace
+}  // namespace folio

@@ -1,0 +1,250 @@
+// Optimizer, schedule, checkpoints, exact resume, generation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+#include "autograd/error.h"
+#include "train/generate.h"
+#include "train/safetensors.h"
+#include "train/trainer.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("folio_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(AdamW, OneStepMatchesHandComputation) {
+  nn::NamedParameters params{{"w", Tensor::from({1, 2}, std::vector<float>{1.0f, -2.0f}).set_requires_grad()},
+                             {"b", Tensor::from({2}, std::vector<float>{0.5f, 0.5f}).set_requires_grad()}};
+  AdamW opt(params, {.beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f});
+  const float gw[] = {0.5f, -1.0f}, gb[] = {2.0f, 0.0f};
+  for (int i = 0; i < 2; ++i) params[0].second.grad_data()[i] = gw[i], params[1].second.grad_data()[i] = gb[i];
+  opt.step(0.01f);
+  // Step 1: m_hat = g, v_hat = g^2, so the update is lr * g / (|g| + eps) = lr * sign(g);
+  // decay multiplies 2-D weights by (1 - lr * wd) first and leaves the 1-D bias alone.
+  EXPECT_FLOAT_EQ(params[0].second.data()[0], 1.0f * (1 - 0.001f) - 0.01f);
+  EXPECT_FLOAT_EQ(params[0].second.data()[1], -2.0f * (1 - 0.001f) + 0.01f);
+  EXPECT_FLOAT_EQ(params[1].second.data()[0], 0.5f - 0.01f);
+  EXPECT_FLOAT_EQ(params[1].second.data()[1], 0.5f);  // zero gradient: no move, no decay
+  // Step 2 with the same gradient: m = g (0.9 g + 0.1 g), v = g^2, corrections 0.19 and 0.0199.
+  opt.step(0.01f);
+  const double m_hat = 0.19 * 0.5 / 0.19, v_hat = 0.0199 * 0.25 / 0.0199;
+  const double expected = (1.0 * (1 - 0.001) - 0.01) * (1 - 0.001) - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
+  EXPECT_NEAR(params[0].second.data()[0], expected, 1e-6);
+}
+
+TEST(AdamW, ClipGradNorm) {
+  Tensor a = Tensor::zeros({2}).set_requires_grad(), b = Tensor::zeros({1}).set_requires_grad();
+  a.grad_data()[0] = 3.0f, a.grad_data()[1] = 0.0f, b.grad_data()[0] = 4.0f;  // norm 5
+  EXPECT_FLOAT_EQ(clip_grad_norm({a, b}, 10.0f), 5.0f);
+  EXPECT_FLOAT_EQ(a.grad_data()[0], 3.0f);  // under the limit: untouched
+  EXPECT_FLOAT_EQ(clip_grad_norm({a, b}, 1.0f), 5.0f);
+  EXPECT_NEAR(a.grad_data()[0], 0.6f, 1e-6f);
+  EXPECT_NEAR(b.grad_data()[0], 0.8f, 1e-6f);
+}
+
+TEST(Schedule, WarmupCosineAndFloor) {
+  const Schedule s{.lr = 1e-3f, .min_lr = 1e-4f, .warmup_iters = 10, .decay_iters = 110};
+  EXPECT_FLOAT_EQ(s.at(0), 1e-3f / 11);
+  EXPECT_FLOAT_EQ(s.at(9), 1e-3f * 10 / 11);
+  EXPECT_FLOAT_EQ(s.at(10), 1e-3f);               // peak after warm-up
+  EXPECT_NEAR(s.at(60), 0.55e-3f, 1e-9f);         // halfway: midpoint of lr and min_lr
+  EXPECT_FLOAT_EQ(s.at(110), 1e-4f);
+  EXPECT_FLOAT_EQ(s.at(5000), 1e-4f);
+  const Schedule constant{.lr = 3e-4f, .min_lr = 3e-4f, .warmup_iters = 0, .decay_iters = 100};
+  for (int step : {0, 50, 99, 200}) EXPECT_FLOAT_EQ(constant.at(step), 3e-4f);
+}
+
+nn::GPTConfig tiny(int64_t vocab) {
+  return {.vocab_size = vocab, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16, .dropout = 0.1f};
+}
+
+TEST(Checkpoint, ModelRoundTripPreservesEveryTensorAndMetadata) {
+  const fs::path dir = temp_dir("roundtrip");
+  const Vocab vocab = Vocab::from_utf8("\n abcé—");
+  nn::GPT model(tiny(vocab.size()));
+  save_model((dir / "model.safetensors").string(), model, vocab, 42);
+  const ModelCheckpoint ck = load_model(dir.string());  // a directory means DIR/model.safetensors
+  EXPECT_EQ(ck.step, 42);
+  EXPECT_EQ(ck.vocab.chars(), vocab.chars());
+  EXPECT_EQ(to_json(ck.model->config()).dump(), to_json(model.config()).dump());
+  const auto a = model.named_parameters(), b = ck.model->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
+  }
+}
+
+// Every way of breaking a checkpoint is a clear Error naming the file, never a crash.
+TEST(Checkpoint, DamagedFilesAreClearErrors) {
+  const fs::path dir = temp_dir("damaged");
+  const Vocab vocab = Vocab::from_utf8("abc");
+  nn::GPT model(tiny(3));
+  const std::string good = (dir / "good.safetensors").string();
+  save_model(good, model, vocab, 1);
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto expect_error = [&](const std::string& content, const char* fragment) {
+    const std::string bad = (dir / "bad.safetensors").string();
+    std::ofstream(bad, std::ios::binary | std::ios::trunc) << content;
+    try {
+      load_model(bad);
+      ADD_FAILURE() << "loaded a damaged file; expected " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error(bytes.substr(0, bytes.size() / 2), "");                        // truncated
+  expect_error(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + bytes.substr(8), "header length");
+  std::string flipped = bytes;
+  flipped[20] = '!';                                                           // corrupt JSON
+  expect_error(flipped, "");
+  // A tensor whose shape disagrees with the config: rewrite with a wrong embedding.
+  std::vector<NamedTensor> tensors;
+  for (const auto& [name, t] : model.named_parameters())
+    tensors.push_back({name, name == "lm_head.bias" ? Tensor::zeros({4}) : t});
+  tensors.push_back({"extra", Tensor::zeros({1})});
+  tensors.erase(tensors.begin());  // drop token_embedding.weight
+  save_safetensors((dir / "bad.safetensors").string(), tensors, load_safetensors(good).metadata);
+  EXPECT_THROW(load_model((dir / "bad.safetensors").string()), Error);
+  EXPECT_THROW(load_model((dir / "missing.safetensors").string()), Error);
+}
+
+// A small corpus file for training tests.
+std::string write_corpus(const fs::path& dir) {
+  std::ifstream in(default_corpus_path(), std::ios::binary);
+  std::string text(20000, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  const std::string path = (dir / "corpus.txt").string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TrainOptions tiny_run(const fs::path& dir, int64_t max_iters) {
+  TrainOptions o;
+  o.model = tiny(0);
+  o.train.data = write_corpus(dir);
+  o.train.batch_size = 4;
+  o.train.max_iters = max_iters;
+  o.train.warmup_iters = 20;
+  o.train.eval_interval = 50;
+  o.train.eval_iters = 2;
+  o.out_dir = (dir / "run").string();
+  o.quiet = true;
+  return o;
+}
+
+TEST(Trainer, ResumeIsBitExact) {
+  const fs::path straight = temp_dir("straight"), split = temp_dir("split");
+  Trainer(tiny_run(straight, 200)).run();
+  // A run planned for 200 steps (its schedule decays until 200) that stops at 100.
+  TrainOptions first = tiny_run(split, 200);
+  first.train.max_iters = 100;
+  first.train.lr_decay_iters = 200;
+  Trainer(first).run();
+  TrainOptions second = tiny_run(split, 200);
+  second.resume = true;
+  second.train = saved_run(second.out_dir).config;
+  second.train.max_iters = 200;
+  Trainer resumed(second);
+  EXPECT_EQ(resumed.step(), 100);
+  resumed.run();
+  const ModelCheckpoint a = load_model((straight / "run").string()), b = load_model((split / "run").string());
+  EXPECT_EQ(a.step, 200);
+  EXPECT_EQ(b.step, 200);
+  const auto pa = a.model->named_parameters(), pb = b.model->named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i)
+    ASSERT_EQ(pa[i].second.to_vector(), pb[i].second.to_vector()) << pa[i].first << " differs after resume";
+  // The resumed run's log continues the first one's.
+  std::ifstream log(split / "run" / "log.csv");
+  std::string line, last;
+  int lines = 0;
+  while (std::getline(log, line)) ++lines, last = line;
+  EXPECT_EQ(lines, 1 + 5);  // header + steps 0, 50, 100, 150, 200
+  EXPECT_EQ(last.substr(0, 4), "200,");
+}
+
+TEST(Trainer, LossFalls) {
+  const fs::path dir = temp_dir("falls");
+  TrainOptions o = tiny_run(dir, 150);
+  o.model.dropout = 0.0f;
+  Trainer t(o);
+  const float before = t.evaluate().train;
+  EXPECT_LT(t.run().train, before - 0.5f);
+}
+
+TEST(Training, SmallGPTOverfitsOneBatch) {
+  nn::GPT gpt({.vocab_size = 12, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32});
+  Rng r(5);
+  std::vector<int32_t> x(4 * 16), y(4 * 16);
+  for (auto& v : x) v = int32_t(r.below(12));
+  for (auto& v : y) v = int32_t(r.below(12));
+  AdamW opt(gpt.named_parameters(), {.weight_decay = 0.0f});
+  float loss = 0;
+  for (int step = 0; step < 300 && !(loss < 0.1f && step > 0); ++step) {
+    const Tensor l = gpt.forward(x, 4, 16, y).loss;
+    loss = l.item();
+    l.backward();
+    opt.step(3e-3f);
+    gpt.zero_grad();
+  }
+  EXPECT_LT(loss, 0.1f);
+}
+
+TEST(Generate, KVCacheGivesTheSameTokens) {
+  nn::GPT gpt({.vocab_size = 11, .block_size = 12, .n_layer = 2, .n_head = 2, .n_embd = 16});
+  const std::vector<int32_t> prompt{1, 2, 3};
+  auto run = [&](bool cache) {
+    SampleOptions o;
+    o.max_new_tokens = 40;  // past block_size: the window slides and is recomputed
+    o.kv_cache = cache;
+    Rng rng(99);
+    std::vector<int32_t> out;
+    generate(gpt, prompt, o, rng, [&](int32_t id) { out.push_back(id); });
+    return out;
+  };
+  const auto cached = run(true), plain = run(false);
+  EXPECT_EQ(cached.size(), 40u);
+  EXPECT_EQ(cached, plain);
+}
+
+TEST(Generate, SamplingFilters) {
+  const std::vector<float> logits{0.1f, 3.0f, 2.9f, -1.0f};
+  std::vector<std::pair<float, int32_t>> scratch;
+  Rng rng(1);
+  SampleOptions greedy;
+  greedy.top_k = 1;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, greedy, rng, scratch), 1);
+  SampleOptions nucleus;
+  nucleus.top_p = 0.6f;  // token 1 alone holds 50.6%: tokens 1 and 2 make the nucleus
+  std::set<int32_t> seen;
+  for (int i = 0; i < 200; ++i) seen.insert(sample_token(logits, nucleus, rng, scratch));
+  EXPECT_EQ(seen, (std::set<int32_t>{1, 2}));
+  nucleus.top_p = 0.5f;  // ...and 50.6% alone reaches 0.5
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, nucleus, rng, scratch), 1);
+  SampleOptions cold;
+  cold.temperature = 0.01f;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, cold, rng, scratch), 1);
+  SampleOptions bad;
+  bad.top_p = 0.0f;
+  EXPECT_THROW(bad.validate(), Error);
+}
+
+}  // namespace
+}  // namespace folio

@@ -1,0 +1,52 @@
+#pragma once
+// AdamW (decoupled weight decay, as torch.optim.AdamW) and clipping by global norm.
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace folio {
+
+struct AdamWConfig {
+  float beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f;
+  float weight_decay = 0.1f;  // applied only to parameters of 2 or more dims
+};
+
+class AdamW {
+ public:
+  AdamW(const nn::NamedParameters& params, AdamWConfig config);
+  // One update with learning rate lr from the parameters' current gradients.
+  void step(float lr);
+  int64_t steps_taken() const { return t_; }
+
+  // The moments as flat vectors in parameter order, for checkpoints.
+  std::vector<float>& m() { return m_; }
+  std::vector<float>& v() { return v_; }
+  void set_steps_taken(int64_t t) { t_ = t; }
+  const AdamWConfig& config() const { return config_; }
+
+ private:
+  struct Segment {
+    Tensor param;
+    int64_t offset;  // into m_ and v_
+    bool decay;
+  };
+  AdamWConfig config_;
+  std::vector<Segment> segments_;
+  std::vector<float> m_, v_;
+  int64_t t_ = 0;
+};
+
+// Scales all gradients so their global L2 norm is at most max_norm (when > 0);
+// returns the norm before clipping, as torch.nn.utils.clip_grad_norm_.
+float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
+
+// Warm-up (linear, over warmup_iters) then cosine decay from lr to min_lr at
+// decay_iters; constant min_lr after. With min_lr == lr and no warm-up: constant.
+struct Schedule {
+  float lr = 1e-3f, min_lr = 1e-4f;
+  int64_t warmup_iters = 100, decay_iters = 2000;
+  float at(int64_t step) const;
+};
+
+}  // namespace folio

@@ -1,0 +1,296 @@
+#include "train/checkpoint.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "autograd/error.h"
+#include "train/safetensors.h"
+
+namespace folio {
+namespace {
+
+constexpr const char* kFormat = "folio-gpt-1";
+
+// Limits for values read from a file: generous, but they keep a hostile header
+// from asking for absurd allocations.
+constexpr int64_t kMaxVocab = 1 << 21, kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
+
+const Json& field(const Json& j, const char* key, const std::string& where) {
+  const Json* v = j.find(key);
+  if (!v) fail("checkpoint", where, ": config: missing field \"", key, "\"");
+  return *v;
+}
+
+int64_t int_field(const Json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
+  const Json& v = field(j, key, where);
+  if (!v.is_int() || v.as_int() < lo || v.as_int() > hi)
+    fail("checkpoint", where, ": config: ", key, " = ", v.dump(), " outside [", lo, ", ", hi, "]");
+  return v.as_int();
+}
+
+double number_field(const Json& j, const char* key, double lo, double hi, const std::string& where) {
+  const Json& v = field(j, key, where);
+  if (!v.is_number() || !(v.as_double() >= lo && v.as_double() <= hi))
+    fail("checkpoint", where, ": config: ", key, " = ", v.dump(), " outside [", lo, ", ", hi, "]");
+  return v.as_double();
+}
+
+std::string float_text(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(x));  // 9 digits: reads back to the same float
+  return buf;
+}
+
+Json rng_json(const Rng::State& s) {
+  Json::Array a;
+  for (uint64_t w : s) a.push_back(std::to_string(w));
+  return a;
+}
+
+Rng::State rng_from_json(const Json& v, const char* key, const std::string& where) {
+  Rng::State s{};
+  if (!v.is_array() || v.as_array().size() != s.size()) fail("checkpoint", where, ": ", key, ": expected 5 words");
+  for (size_t i = 0; i < s.size(); ++i) {
+    const Json& w = v.as_array()[i];
+    if (!w.is_string()) fail("checkpoint", where, ": ", key, ": expected decimal strings");
+    const std::string& t = w.as_string();
+    size_t used = 0;
+    try {
+      s[i] = std::stoull(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (t.empty() || used != t.size() || t[0] == '-') fail("checkpoint", where, ": ", key, ": bad word ", json_quote(t));
+  }
+  return s;
+}
+
+Json parse_meta(const SafetensorsFile& f, const char* key, const std::string& where) {
+  const std::string text = f.meta(key);
+  try {
+    return Json::parse(text);
+  } catch (const Error& e) {
+    fail("checkpoint", where, ": __metadata__.", key, ": ", e.what());
+  }
+}
+
+void check_format(const SafetensorsFile& f, const std::string& where, const char* kind) {
+  const auto it = std::find_if(f.metadata.begin(), f.metadata.end(), [](auto& kv) { return kv.first == "format"; });
+  if (it == f.metadata.end() || it->second != std::string(kFormat) + kind)
+    fail("checkpoint", where, ": __metadata__.format: expected \"", kFormat, kind, "\" (not a folio ", kind + 1,
+         " file?)");
+}
+
+}  // namespace
+
+void TrainConfig::validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    if (v < 1) fail("config", name, " must be positive, got ", v);
+  };
+  positive("batch_size", batch_size);
+  positive("max_iters", max_iters);
+  positive("eval_interval", eval_interval);
+  positive("eval_iters", eval_iters);
+  positive("log_interval", log_interval);
+  if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
+  if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
+  if (!(train_fraction > 0.0 && train_fraction < 1.0))
+    fail("config", "train_fraction ", train_fraction, " outside (0, 1)");
+  if (!(lr > 0.0f && std::isfinite(lr))) fail("config", "lr must be positive, got ", lr);
+  if (!(min_lr >= 0.0f && min_lr <= lr)) fail("config", "min_lr ", min_lr, " outside [0, lr = ", lr, "]");
+  if (!(weight_decay >= 0.0f && std::isfinite(weight_decay))) fail("config", "weight_decay must be >= 0, got ", weight_decay);
+  if (!(beta2 > 0.0f && beta2 < 1.0f)) fail("config", "beta2 ", beta2, " outside (0, 1)");
+  if (!(grad_clip >= 0.0f && std::isfinite(grad_clip))) fail("config", "grad_clip must be >= 0 (0: off), got ", grad_clip);
+}
+
+Json to_json(const nn::GPTConfig& c) {
+  return Json::Object{{"vocab_size", c.vocab_size},
+                      {"block_size", c.block_size},
+                      {"n_layer", c.n_layer},
+                      {"n_head", c.n_head},
+                      {"n_embd", c.n_embd},
+                      {"dropout", double(c.dropout)},
+                      {"bias", c.bias},
+                      {"activation", c.activation == nn::Activation::gelu ? "gelu" : "relu"},
+                      {"seed", std::to_string(c.seed)}};
+}
+
+nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("checkpoint", where, ": config: expected a JSON object");
+  nn::GPTConfig c;
+  c.vocab_size = int_field(j, "vocab_size", 1, kMaxVocab, where);
+  c.block_size = int_field(j, "block_size", 1, kMaxBlock, where);
+  c.n_layer = int_field(j, "n_layer", 1, kMaxLayers, where);
+  c.n_head = int_field(j, "n_head", 1, kMaxEmbd, where);
+  c.n_embd = int_field(j, "n_embd", 1, kMaxEmbd, where);
+  c.dropout = float(number_field(j, "dropout", 0.0, 0.999, where));
+  const Json& bias = field(j, "bias", where);
+  if (!bias.is_bool()) fail("checkpoint", where, ": config: bias must be true or false");
+  c.bias = bias.as_bool();
+  const Json& act = field(j, "activation", where);
+  if (!act.is_string() || (act.as_string() != "gelu" && act.as_string() != "relu"))
+    fail("checkpoint", where, ": config: activation must be \"gelu\" or \"relu\"");
+  c.activation = act.as_string() == "gelu" ? nn::Activation::gelu : nn::Activation::relu;
+  if (c.n_embd % c.n_head) fail("checkpoint", where, ": config: n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
+  return c;
+}
+
+Json to_json(const TrainConfig& c) {
+  return Json::Object{{"data", c.data},
+                      {"train_fraction", c.train_fraction},
+                      {"batch_size", c.batch_size},
+                      {"max_iters", c.max_iters},
+                      {"warmup_iters", c.warmup_iters},
+                      {"lr_decay_iters", c.lr_decay_iters},
+                      {"eval_interval", c.eval_interval},
+                      {"eval_iters", c.eval_iters},
+                      {"log_interval", c.log_interval},
+                      {"lr", double(c.lr)},
+                      {"min_lr", double(c.min_lr)},
+                      {"weight_decay", double(c.weight_decay)},
+                      {"beta2", double(c.beta2)},
+                      {"grad_clip", double(c.grad_clip)},
+                      {"seed", std::to_string(c.seed)}};
+}
+
+TrainConfig train_config_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("checkpoint", where, ": train config: expected a JSON object");
+  TrainConfig c;
+  const Json& data = field(j, "data", where);
+  if (!data.is_string()) fail("checkpoint", where, ": config: data must be a string");
+  c.data = data.as_string();
+  constexpr int64_t big = int64_t(1) << 40;
+  c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
+  c.batch_size = int_field(j, "batch_size", 1, 1 << 20, where);
+  c.max_iters = int_field(j, "max_iters", 1, big, where);
+  c.warmup_iters = int_field(j, "warmup_iters", 0, big, where);
+  c.lr_decay_iters = int_field(j, "lr_decay_iters", 0, big, where);
+  c.eval_interval = int_field(j, "eval_interval", 1, big, where);
+  c.eval_iters = int_field(j, "eval_iters", 1, big, where);
+  c.log_interval = int_field(j, "log_interval", 1, big, where);
+  c.lr = float(number_field(j, "lr", 0.0, 1e3, where));
+  c.min_lr = float(number_field(j, "min_lr", 0.0, 1e3, where));
+  c.weight_decay = float(number_field(j, "weight_decay", 0.0, 1e3, where));
+  c.beta2 = float(number_field(j, "beta2", 0.0, 1.0, where));
+  c.grad_clip = float(number_field(j, "grad_clip", 0.0, 1e9, where));
+  const Json& seed = field(j, "seed", where);
+  try {
+    c.seed = std::stoull(seed.is_string() ? seed.as_string() : std::string("x"));
+  } catch (const std::exception&) {
+    fail("checkpoint", where, ": config: seed must be a decimal string");
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail("checkpoint", where, ": ", e.what());
+  }
+  return c;
+}
+
+std::string model_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return (std::filesystem::path(path) / "model.safetensors").string();
+  return path;
+}
+
+void save_model(const std::string& file, const nn::GPT& model, const Vocab& vocab, int64_t step) {
+  std::vector<NamedTensor> tensors;
+  for (const auto& [name, t] : model.named_parameters()) tensors.push_back({name, t});
+  save_safetensors(file, tensors,
+                   {{"format", std::string(kFormat) + "-model"},
+                    {"config", to_json(model.config()).dump()},
+                    {"vocab", vocab.to_utf8()},
+                    {"step", std::to_string(step)}});
+}
+
+ModelCheckpoint load_model(const std::string& path) {
+  ModelCheckpoint ck;
+  ck.path = model_file(path);
+  const std::string& where = ck.path;
+  const SafetensorsFile f = load_safetensors(where);
+  check_format(f, where, "-model");
+  const nn::GPTConfig config = model_config_from_json(parse_meta(f, "config", where), where);
+  try {
+    ck.vocab = Vocab::from_utf8(f.meta("vocab"));
+  } catch (const Error& e) {
+    fail("checkpoint", where, ": __metadata__.vocab: ", e.what());
+  }
+  if (ck.vocab.size() != config.vocab_size)
+    fail("checkpoint", where, ": __metadata__.vocab has ", ck.vocab.size(), " characters but config.vocab_size is ",
+         config.vocab_size);
+  const Json step = parse_meta(f, "step", where);
+  if (!step.is_int() || step.as_int() < 0) fail("checkpoint", where, ": __metadata__.step: expected an integer >= 0");
+  ck.step = step.as_int();
+  // The file's tensors must add up to the configured model before it is allocated:
+  // a header cannot make folio build a model larger than the file that describes it.
+  int64_t in_file = 0;
+  for (const auto& t : f.tensors) in_file += t.tensor.numel();
+  if (in_file != config.parameter_count())
+    fail("checkpoint", where, ": tensors hold ", in_file, " values but the config needs ", config.parameter_count());
+  ck.model = std::make_unique<nn::GPT>(config);
+  const auto params = ck.model->named_parameters();
+  for (const auto& t : f.tensors) {
+    bool known = false;
+    for (const auto& [name, p] : params) known = known || name == t.name;
+    if (!known) fail("checkpoint", where, ": tensor ", json_quote(t.name), " is not a parameter of this config");
+  }
+  for (const auto& [name, p] : params) {
+    const Tensor* t = f.find(name);
+    if (!t) fail("checkpoint", where, ": tensor ", name, " is missing for this config");
+    if (t->shape() != p.shape())
+      fail("checkpoint", where, ": tensor ", name, ": shape ", t->shape(), " but the config needs ", p.shape());
+    std::copy(t->data(), t->data() + t->numel(), p.data());
+  }
+  return ck;
+}
+
+void save_state(const std::string& file, const TrainState& s) {
+  const Tensor m = Tensor::from({int64_t(s.adamw_m.size())}, s.adamw_m);
+  const Tensor v = Tensor::from({int64_t(s.adamw_v.size())}, s.adamw_v);
+  save_safetensors(file, {{"adamw.m", m}, {"adamw.v", v}},
+                   {{"format", std::string(kFormat) + "-state"},
+                    {"step", std::to_string(s.step)},
+                    {"adamw_steps", std::to_string(s.adamw_steps)},
+                    {"best_val_loss", float_text(s.best_val_loss)},
+                    {"data_rng", rng_json(s.data_rng).dump()},
+                    {"dropout_rng", rng_json(s.dropout_rng).dump()},
+                    {"train_config", to_json(s.config).dump()}});
+}
+
+TrainState load_state(const std::string& file) {
+  const SafetensorsFile f = load_safetensors(file);
+  check_format(f, file, "-state");
+  TrainState s;
+  const Json step = parse_meta(f, "step", file), adam_steps = parse_meta(f, "adamw_steps", file);
+  if (!step.is_int() || step.as_int() < 0) fail("checkpoint", file, ": __metadata__.step: expected an integer >= 0");
+  if (!adam_steps.is_int() || adam_steps.as_int() < 0)
+    fail("checkpoint", file, ": __metadata__.adamw_steps: expected an integer >= 0");
+  s.step = step.as_int();
+  s.adamw_steps = adam_steps.as_int();
+  const Json best = parse_meta(f, "best_val_loss", file);
+  if (!best.is_number()) fail("checkpoint", file, ": __metadata__.best_val_loss: expected a number");
+  s.best_val_loss = float(best.as_double());
+  s.data_rng = rng_from_json(parse_meta(f, "data_rng", file), "data_rng", file);
+  s.dropout_rng = rng_from_json(parse_meta(f, "dropout_rng", file), "dropout_rng", file);
+  s.config = train_config_from_json(parse_meta(f, "train_config", file), file);
+  for (auto [name, moments] : {std::pair{"adamw.m", &s.adamw_m}, std::pair{"adamw.v", &s.adamw_v}}) {
+    const Tensor* t = f.find(name);
+    if (!t || t->ndim() != 1) fail("checkpoint", file, ": tensor ", name, " is missing or not 1-D");
+    moments->assign(t->data(), t->data() + t->numel());
+  }
+  if (s.adamw_m.size() != s.adamw_v.size())
+    fail("checkpoint", file, ": tensors adamw.m and adamw.v differ in size");
+  return s;
+}
+
+void restore_optimizer(const TrainState& s, AdamW& optimizer, const std::string& file) {
+  if (s.adamw_m.size() != optimizer.m().size())
+    fail("checkpoint", file, ": tensor adamw.m has ", s.adamw_m.size(), " values but the model has ",
+         optimizer.m().size(), " parameters");
+  optimizer.m() = s.adamw_m;
+  optimizer.v() = s.adamw_v;
+  optimizer.set_steps_taken(s.adamw_steps);
+}
+
+}  // namespace folio

@@ -1,0 +1,83 @@
+#include "train/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include "autograd/error.h"
+
+namespace folio {
+
+void SampleOptions::validate() const {
+  if (max_new_tokens < 0) fail("generate", "max_new_tokens must be >= 0, got ", max_new_tokens);
+  if (!(temperature > 0.0f && std::isfinite(temperature))) fail("generate", "temperature must be > 0, got ", temperature);
+  if (top_k < 0) fail("generate", "top_k must be >= 0 (0: off), got ", top_k);
+  if (!(top_p > 0.0f && top_p <= 1.0f)) fail("generate", "top_p ", top_p, " outside (0, 1]");
+}
+
+int32_t sample_token(std::span<const float> logits, const SampleOptions& opt, Rng& rng,
+                     std::vector<std::pair<float, int32_t>>& scratch) {
+  const int64_t V = int64_t(logits.size());
+  scratch.resize(V);
+  for (int64_t i = 0; i < V; ++i) scratch[i] = {logits[i] / opt.temperature, int32_t(i)};
+  // Most likely first; ties broken by id so the order is deterministic.
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  std::sort(scratch.begin(), scratch.end(), by_logit);
+  int64_t keep = opt.top_k > 0 ? std::min(opt.top_k, V) : V;
+  const float mx = scratch[0].first;
+  double total = 0;
+  for (int64_t i = 0; i < keep; ++i) total += (scratch[i].first = std::exp(scratch[i].first - mx));
+  if (opt.top_p < 1.0f) {  // nucleus: the smallest prefix whose mass reaches top_p
+    double mass = 0;
+    int64_t n = 0;
+    while (n < keep && mass < opt.top_p * total) mass += scratch[n++].first;
+    keep = std::max<int64_t>(n, 1);
+    total = mass > 0 ? mass : scratch[0].first;
+  }
+  double u = double(rng.uniform()) * total;
+  for (int64_t i = 0; i < keep; ++i) {
+    u -= scratch[i].first;
+    if (u < 0) return scratch[i].second;
+  }
+  return scratch[keep - 1].second;
+}
+
+void generate(const nn::GPT& model, std::span<const int32_t> prompt, const SampleOptions& opt, Rng& rng,
+              const std::function<void(int32_t)>& emit) {
+  opt.validate();
+  if (prompt.empty()) fail("generate", "the prompt is empty");
+  NoGradGuard no_grad;
+  const int64_t block = model.config().block_size, V = model.config().vocab_size;
+  std::deque<int32_t> window(prompt.size() > size_t(block) ? prompt.end() - block : prompt.begin(), prompt.end());
+  std::vector<nn::KVCache> caches;
+  bool fresh = true;  // the caches hold nothing of the current window
+  std::vector<int32_t> ids;
+  std::vector<std::pair<float, int32_t>> scratch;
+  for (int64_t n = 0; n < opt.max_new_tokens; ++n) {
+    Tensor logits;
+    if (opt.kv_cache && !fresh) {
+      const int32_t last = window.back();
+      logits = model.forward_cached(std::span(&last, 1), 1, 1, caches);
+    } else {
+      ids.assign(window.begin(), window.end());
+      const int64_t T = int64_t(ids.size());
+      if (opt.kv_cache) {
+        caches.clear();
+        logits = model.forward_cached(ids, 1, T, caches);
+      } else {
+        logits = model.forward(ids, 1, T).logits;
+      }
+    }
+    const float* row = logits.data() + (logits.numel() - V);  // the last position
+    const int32_t next = sample_token(std::span(row, V), opt, rng, scratch);
+    emit(next);
+    window.push_back(next);
+    fresh = false;
+    if (int64_t(window.size()) > block) {  // slide: every position moves, recompute
+      window.pop_front();
+      fresh = true;
+    }
+  }
+}
+
+}  // namespace folio
