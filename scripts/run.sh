@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Set up, build, train on the bundled corpus, and print a sample.
+# Set up, build, train the default model on the bundled corpus, and print a sample.
+# Extra arguments go to `folio train` (e.g. --max-iters 500 for a quicker run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-echo "[run] the folio CLI is not built yet; the test suite is: bash scripts/test.sh"
+out=runs/shakespeare-char
+rm -rf "$out"   # a fresh run each time; use `folio train --resume --out DIR` to continue one
+build/folio train --out "$out" "$@"
+echo
+echo "=== a sample from $out/best.safetensors ==="
+build/folio generate --checkpoint "$out/best.safetensors" --max-new-tokens 500
