@@ -2,9 +2,16 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+
 namespace folio {
 
-void set_num_threads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
+void set_num_threads(int n) {
+  if (n > 0) return omp_set_num_threads(n);
+  // Default: OMP_NUM_THREADS when the user set it (the OpenMP runtime already read
+  // it), otherwise every core.
+  if (!std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(omp_get_num_procs());
+}
 int num_threads() { return omp_get_max_threads(); }
 
 }  // namespace folio

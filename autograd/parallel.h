@@ -5,7 +5,7 @@
 
 namespace folio {
 
-void set_num_threads(int n);  // <= 0: all cores
+void set_num_threads(int n);  // <= 0: OMP_NUM_THREADS if set, else all cores
 int num_threads();
 
 // Below this many elements of work a kernel stays on one thread: forking costs more.

@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -61,7 +62,7 @@ Rng::State rng_from_json(const Json& v, const char* key, const std::string& wher
     } catch (const std::exception&) {
       used = 0;
     }
-    if (t.empty() || used != t.size() || t[0] == '-') fail("checkpoint", where, ": ", key, ": bad word ", json_quote(t));
+    if (t.empty() || used != t.size() || !std::isdigit((unsigned char)t[0])) fail("checkpoint", where, ": ", key, ": bad word ", json_quote(t));
   }
   return s;
 }

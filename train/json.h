@@ -68,6 +68,8 @@ class Json {
   static Json parse(std::string_view text);
   // Compact text (no spaces), keys in insertion order, strings escaped so the output
   // is plain JSON any parser reads back. NaN and infinity throw (JSON cannot hold them).
+  // String bytes >= 0x80 are copied as they are: a string built in code that is not
+  // valid UTF-8 gives text that parse() refuses.
   std::string dump() const;
 
   bool operator==(const Json& o) const { return v_ == o.v_; }

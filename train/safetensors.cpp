@@ -21,7 +21,10 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 static_assert(sizeof(float) == 4);
 
-constexpr uint64_t kMaxHeader = uint64_t(100) << 20;  // a header beyond this is not a checkpoint
+// A folio header is tens of KB (a few hundred tensors, a config, a vocabulary). Parsing
+// costs ~25x the header in memory, so a cap of 8 MiB bounds what a hostile file can make
+// the reader spend (~200 MB, ~2 s) while leaving 100x room for real checkpoints.
+constexpr uint64_t kMaxHeader = uint64_t(8) << 20;
 constexpr size_t kChunk = size_t(64) << 20;           // bytes per read()/write() call
 constexpr int64_t kF32 = 4;
 
@@ -286,7 +289,7 @@ const Tensor* SafetensorsFile::find(std::string_view name) const {
 std::string SafetensorsFile::meta(std::string_view key) const {
   for (const auto& [k, v] : metadata)
     if (k == key) return v;
-  fail("checkpoint", "no metadata key ", quote(key));
+  fail("checkpoint", path, ": __metadata__: no key ", quote(key));
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
@@ -323,6 +326,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   // Validate every entry before allocating anything for tensor data.
   const uint64_t data_size = size - 8 - n;
   SafetensorsFile out;
+  out.path = path;
   std::vector<Entry> entries;
   for (const auto& [name, value] : header.as_object()) {
     if (name == "__metadata__") {  // the JSON parser already refused a second one

@@ -38,7 +38,8 @@ struct SafetensorsFile {
   Metadata metadata;
 
   const Tensor* find(std::string_view name) const;  // nullptr if absent
-  std::string meta(std::string_view key) const;     // throws if absent
+  std::string meta(std::string_view key) const;     // throws (naming the file) if absent
+  std::string path;                                 // where it was read from
 };
 
 // Reads and fully validates a safetensors file (F32 tensors of up to 4 dimensions).
