@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/parallel.h"
 #include "autograd/tensor.h"
 
 namespace folio {
@@ -61,9 +62,11 @@ void Tensor::backward(const Tensor& grad) const {
   if (!requires_grad()) fail("backward", "the tensor of shape ", shape(), " does not require grad");
   if (grad.shape() != shape())
     fail("backward", "gradient of shape ", grad.shape(), " for a tensor of shape ", shape());
-  float* g = grad_data();
+  const int64_t n = numel();
   const float* src = grad.data();
-  for (int64_t i = 0; i < numel(); ++i) g[i] += src[i];
+  float* g = grad_data();
+#pragma omp parallel for simd if (n >= kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) g[i] += src[i];
   if (!is_leaf()) run_backward(impl_);
 }
 

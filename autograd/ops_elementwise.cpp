@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/error.h"
+#include "autograd/kernels/vecmath.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 
@@ -156,10 +157,11 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor gelu(const Tensor& x) {
-  return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); },
+  using kernels::fast_erf, kernels::fast_exp;
+  return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + fast_erf(v * kInvSqrt2)); },
                [](float g, float v, float) {
-                 const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-                 const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+                 const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
+                 const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);
                  return g * (cdf + v * pdf);
                });
 }

@@ -72,9 +72,11 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> dims) {
   impl->offset = x.impl()->offset;
   Tensor out(std::move(impl));
   record(out, "reshape", {x}, [x](const Tensor& grad) {
+    const int64_t n = x.numel();
     float* gx = x.grad_data();
     const float* g = grad.data();
-    for (int64_t i = 0; i < x.numel(); ++i) gx[i] += g[i];
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) gx[i] += g[i];
   });
   return out;
 }

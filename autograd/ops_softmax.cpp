@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "autograd/error.h"
+#include "autograd/kernels/vecmath.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 
@@ -10,12 +11,26 @@ namespace folio {
 namespace {
 
 // y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1.
-inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
+using kernels::fast_exp;
+
+inline float row_max(const float* x, int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j] * scale);
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+  return mx;
+}
+
+// y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1, scale > 0.
+inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
+  const float mx = row_max(x, n) * scale;
   float total = 0.0f;
-  for (int64_t j = 0; j < n; ++j) total += (y[j] = std::exp(x[j] * scale - mx));
+#pragma omp simd reduction(+ : total)
+  for (int64_t j = 0; j < n; ++j) {
+    y[j] = fast_exp(x[j] * scale - mx);
+    total += y[j];
+  }
   const float inv = 1.0f / total;
+#pragma omp simd
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
   for (int64_t j = n; j < width; ++j) y[j] = 0.0f;
 }
@@ -23,7 +38,9 @@ inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, floa
 // dx[0, n) += scale * y * (dy - <dy, y>): the softmax Jacobian-vector product.
 inline void softmax_row_backward(const float* y, const float* dy, float* dx, int64_t n, float scale) {
   float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
   for (int64_t j = 0; j < n; ++j) dot += dy[j] * y[j];
+#pragma omp simd
   for (int64_t j = 0; j < n; ++j) dx[j] += scale * y[j] * (dy[j] - dot);
 }
 
@@ -81,10 +98,10 @@ Tensor log_softmax(const Tensor& x) {
 #pragma omp parallel for if (x.numel() >= kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = in + r * n;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, xr[j]);
+    const float mx = row_max(xr, n);
     float total = 0.0f;
-    for (int64_t j = 0; j < n; ++j) total += std::exp(xr[j] - mx);
+#pragma omp simd reduction(+ : total)
+    for (int64_t j = 0; j < n; ++j) total += fast_exp(xr[j] - mx);
     const float lse = mx + std::log(total);
     for (int64_t j = 0; j < n; ++j) o[r * n + j] = xr[j] - lse;
   }
@@ -96,7 +113,8 @@ Tensor log_softmax(const Tensor& x) {
     for (int64_t r = 0; r < rows; ++r) {
       float total = 0.0f;
       for (int64_t j = 0; j < n; ++j) total += g[r * n + j];
-      for (int64_t j = 0; j < n; ++j) gx[r * n + j] += g[r * n + j] - std::exp(py[r * n + j]) * total;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) gx[r * n + j] += g[r * n + j] - fast_exp(py[r * n + j]) * total;
     }
   });
   return out;
@@ -128,6 +146,7 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets) {
     float* gx = logits.grad_data();
 #pragma omp parallel for if (logits.numel() >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
       for (int64_t j = 0; j < V; ++j) gx[r * V + j] += g * p[r * V + j];
       gx[r * V + t[r]] -= g;
     }

@@ -12,12 +12,6 @@ Shape::Shape(std::initializer_list<int64_t> d) {
   }
 }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; ++i) n *= dims[i];
-  return n;
-}
-
 bool Shape::operator==(const Shape& o) const {
   if (ndim != o.ndim) return false;
   for (int i = 0; i < ndim; ++i)

@@ -18,7 +18,11 @@ struct Shape {
 
   int64_t operator[](int i) const { return dims[i < 0 ? i + ndim : i]; }
   int64_t& operator[](int i) { return dims[i < 0 ? i + ndim : i]; }
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= dims[i];
+    return n;
+  }
   int64_t last() const { return ndim ? dims[ndim - 1] : 1; }
   // Product of all dimensions but the last: the number of rows of a (rows, last) view.
   int64_t rows() const { return ndim ? numel() / dims[ndim - 1] : 1; }

@@ -1,0 +1,52 @@
+#pragma once
+// exp and erf in plain float arithmetic that GCC vectorizes inside `omp simd` loops
+// (libm's expf/erff are scalar calls and cost more than the matmuls around them).
+// Their plain twins are std::exp / std::erf; tests/test_vecmath.cpp compares them.
+// Written branch-free (selects only, no float->int conversion) so that nothing in
+// them stops GCC's if-conversion.
+#include <bit>
+#include <cstdint>
+
+namespace folio::kernels {
+
+// e^x, relative error below 3e-7 over the float range; 0 below -87.3, +inf above 88.7.
+inline float fast_exp(float x) {
+  constexpr float kLo = -87.33654f, kHi = 88.72283f;
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;  // ln 2 split for exact reduction
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+  float xc = x < kLo ? kLo : x;
+  xc = xc > kHi ? kHi : xc;
+  const float shifted = xc * kLog2e + kRound;  // n = round(x / ln 2), held in the mantissa
+  const float n = shifted - kRound;
+  const float r = (xc - n * kLn2Hi) - n * kLn2Lo;  // |r| <= ln2 / 2
+  // e^r by its minimax polynomial (Cephes expf coefficients).
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n: n sits in the low mantissa bits of `shifted`; move it into the exponent field.
+  const int32_t n_bits = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
+  float result = p * std::bit_cast<float>((n_bits + 127) << 23);
+  result = x < kLo ? 0.0f : result;
+  result = x > kHi ? __builtin_inff() : result;
+  return result;
+}
+
+// erf(x), absolute error below 6e-7 (Abramowitz & Stegun 7.1.26, 1.5e-7, evaluated in float).
+inline float fast_erf(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float poly = 1.061405429f;
+  poly = poly * t - 1.453152027f;
+  poly = poly * t + 1.421413741f;
+  poly = poly * t - 0.284496736f;
+  poly = poly * t + 0.254829592f;
+  const float y = 1.0f - poly * t * fast_exp(-a * a);
+  return x < 0.0f ? -y : y;
+}
+
+}  // namespace folio::kernels
