@@ -2,6 +2,7 @@
 // Shared by the benchmark programs: the thread-count option, aligned scratch buffers,
 // and a reporter that forwards to Google Benchmark's own (console, json or csv, as
 // --benchmark_format asks) while keeping every run, so main() can print a summary.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +19,8 @@
 
 namespace folio::bench {
 
-// --threads=N (removed from argv) or FOLIO_BENCH_THREADS=N; 0 or absent: all cores.
+// --threads=N (removed from argv) or FOLIO_BENCH_THREADS=N; 0 or absent: folio's
+// default (OMP_NUM_THREADS if set, else all cores).
 // Sets folio's (and so oneDNN's: one OpenMP runtime) thread count, and returns it.
 inline int setup_threads(int& argc, char** argv) {
   int n = 0;
@@ -92,22 +94,38 @@ class CollectingReporter : public benchmark::BenchmarkReporter {
   std::vector<Run> runs_;
 };
 
-// The counter `name` of the benchmark registered as `benchmark`: the median over
-// repetitions when there are aggregates, else the (first) run itself.
+// Extra aggregates over repetitions: on a shared machine other processes only ever
+// slow a run down, so the best repetition ("max" GFLOP/s, "min" time) is the most
+// stable estimate of what the code itself can do; the median shows the typical run.
+inline benchmark::internal::Benchmark* add_min_max(benchmark::internal::Benchmark* b) {
+  return b
+      ->ComputeStatistics("min",
+                          [](const std::vector<double>& v) {
+                            return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+                          })
+      ->ComputeStatistics("max", [](const std::vector<double>& v) {
+        return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+      });
+}
+
+// The counter `name` of the benchmark registered as `benchmark`: its `aggregate`
+// ("median", "max", ...) over repetitions when there are aggregates, else the value
+// of the (first) plain run.
 inline bool counter_of(const std::vector<benchmark::BenchmarkReporter::Run>& runs,
-                       const std::string& benchmark, const std::string& name, double& value) {
+                       const std::string& benchmark, const std::string& name,
+                       const std::string& aggregate, double& value) {
   bool found = false;
   for (const auto& r : runs) {
     if (r.error_occurred || r.run_name.function_name != benchmark) continue;
     const auto it = r.counters.find(name);
     if (it == r.counters.end()) continue;
     if (r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate) {
-      if (r.aggregate_name == "median") {
+      if (r.aggregate_name == aggregate) {
         value = it->second.value;
         return true;
       }
     } else if (!found) {
-      value = it->second.value;  // the first plain run, unless a median turns up
+      value = it->second.value;  // the first plain run, unless the aggregate turns up
       found = true;
     }
   }
