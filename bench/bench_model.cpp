@@ -1,0 +1,172 @@
+// The model at the configurations, forward + backward:
+//   Block/<cfg>        one Block on x (B, T, C)
+//   MultiHead/<cfg>    the fast path (packed QKV, batched attention) ...
+//   Heads/<cfg>        ... and the same module run head by head (the specification)
+//   GPT/<cfg>          the whole model with its loss
+//   TrainStep/<cfg>    GPT forward + backward + clip + AdamW + zero_grad: tokens/s
+// Configs: T 2L/4H/64d block 32 batch 16; S 4L/4H/128d block 64 batch 12;
+//          M 6L/6H/384d block 256 batch 64, dropout 0.2.
+// GFLOP/s is "effective": 3x the forward matmul FLOPs (causal attention counted in full).
+// Per step after warm-up: pool_fresh (buffers the pool had to allocate), dnnl_new_prims
+// (oneDNN primitives created), heap_allocs (malloc-family calls, whole process).
+// Threads: --threads=N or FOLIO_BENCH_THREADS=N (default: OMP_NUM_THREADS, else all cores).
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "autograd/kernels/matmul.h"
+#include "autograd/pool.h"
+#include "bench/alloc_hooks.h"
+#include "bench/bench_common.h"
+#include "nn/transformer.h"
+#include "train/adamw.h"
+
+namespace {
+
+using namespace folio;
+
+struct Config {
+  const char* name;
+  int64_t n_layer, n_head, n_embd, block, batch;
+  float dropout;
+};
+const Config kConfigs[] = {{"T", 2, 4, 64, 32, 16, 0.0f}, {"S", 4, 4, 128, 64, 12, 0.0f}, {"M", 6, 6, 384, 256, 64, 0.2f}};
+constexpr int64_t kVocab = 65;
+
+nn::GPTConfig gpt_config(const Config& c) {
+  return {.vocab_size = kVocab, .block_size = c.block, .n_layer = c.n_layer, .n_head = c.n_head,
+          .n_embd = c.n_embd, .dropout = c.dropout};
+}
+
+// Forward matmul FLOPs of one Block and of the GPT on (B, T).
+double block_flops(const Config& c) {
+  const double BT = double(c.batch) * c.block, C = double(c.n_embd);
+  return 24.0 * BT * C * C + 4.0 * BT * c.block * C;
+}
+double gpt_flops(const Config& c) { return c.n_layer * block_flops(c) + 2.0 * c.batch * c.block * c.n_embd * kVocab; }
+
+// Counts what a step allocates, over the timed iterations.
+struct AllocCounter {
+  uint64_t fresh = pool::stats().fresh, prims = uint64_t(kernels::matmul_primitives_created());
+  uint64_t heap = g_heap_allocs.load();
+  void report(benchmark::State& state) const {
+    const double n = double(state.iterations());
+    state.counters["pool_fresh"] = double(pool::stats().fresh - fresh) / n;
+    state.counters["dnnl_new_prims"] = double(kernels::matmul_primitives_created() - prims) / n;
+    state.counters["heap_allocs"] = double(g_heap_allocs.load() - heap) / n;
+  }
+};
+
+void flops_counter(benchmark::State& state, double flops_per_iter) {
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iter * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::pair<std::vector<int32_t>, std::vector<int32_t>> random_batch(const Config& c, uint64_t seed) {
+  Rng r(seed);
+  std::vector<int32_t> x(c.batch * c.block), y(c.batch * c.block);
+  for (auto& v : x) v = int32_t(r.below(kVocab));
+  for (auto& v : y) v = int32_t(r.below(kVocab));
+  return {x, y};
+}
+
+// Runs `step` twice to warm up, then times it with the allocation counters.
+template <class Step>
+void timed(benchmark::State& state, Step step) {
+  step();
+  step();
+  AllocCounter counter;
+  for (auto _ : state) step();
+  counter.report(state);
+}
+
+void BM_Block(benchmark::State& state, Config c) {
+  Rng init(1);
+  nn::Block block(c.n_embd, c.n_head, c.block, c.dropout, true, nn::Activation::gelu, init);
+  Rng xr(2);
+  const Tensor x0 = Tensor::randn({c.batch, c.block, c.n_embd}, xr);
+  timed(state, [&] {
+    Tensor x = x0.detach().set_requires_grad();
+    sum(block.forward(x)).backward();
+    block.zero_grad();
+  });
+  flops_counter(state, 3 * block_flops(c));
+}
+
+void BM_Attention(benchmark::State& state, Config c, bool fast) {
+  Rng init(1);
+  nn::MultiHead mh(c.n_embd, c.n_head, c.n_embd / c.n_head, c.block, c.dropout, true, init);
+  Rng xr(2);
+  const Tensor x0 = Tensor::randn({c.batch, c.block, c.n_embd}, xr);
+  timed(state, [&] {
+    Tensor x = x0.detach().set_requires_grad();
+    sum(fast ? mh.forward(x) : mh.forward_heads(x)).backward();
+    mh.zero_grad();
+  });
+  const double BT = double(c.batch) * c.block, C = double(c.n_embd);
+  flops_counter(state, 3 * (8.0 * BT * C * C + 4.0 * BT * c.block * C));
+}
+
+void BM_GPT(benchmark::State& state, Config c) {
+  nn::GPT gpt(gpt_config(c));
+  const auto [x, y] = random_batch(c, 3);
+  timed(state, [&] {
+    gpt.forward(x, c.batch, c.block, y).loss.backward();
+    gpt.zero_grad();
+  });
+  flops_counter(state, 3 * gpt_flops(c));
+}
+
+void BM_TrainStep(benchmark::State& state, Config c) {
+  nn::GPT gpt(gpt_config(c));
+  AdamW opt(gpt.named_parameters(), {});
+  const std::vector<Tensor> params = gpt.parameters();
+  const auto [x, y] = random_batch(c, 3);
+  timed(state, [&] {
+    gpt.forward(x, c.batch, c.block, y).loss.backward();
+    clip_grad_norm(params, 1.0f);
+    opt.step(1e-4f);
+    gpt.zero_grad();
+  });
+  flops_counter(state, 3 * gpt_flops(c));
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(c.batch * c.block), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = folio::bench::setup_threads(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  for (const Config& c : kConfigs) {
+    const std::string n = c.name;
+    const int iters = n == "M" ? 2 : 0;  // M steps take seconds: a fixed, small count
+    auto reg = [&](const std::string& name, auto fn) {
+      auto* b = folio::bench::add_min_max(benchmark::RegisterBenchmark(name.c_str(), fn));
+      b->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (iters) b->Iterations(iters);
+    };
+    reg("Block/" + n, [c](benchmark::State& s) { BM_Block(s, c); });
+    reg("MultiHead/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
+    reg("Heads/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false); });
+    reg("GPT/" + n, [c](benchmark::State& s) { BM_GPT(s, c); });
+    reg("TrainStep/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c); });
+  }
+  folio::bench::CollectingReporter reporter(folio::bench::display_format(argc, argv));
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  // MultiHead fast path against head by head, from this run.
+  for (const Config& c : kConfigs) {
+    double fast = 0, heads = 0;
+    const std::string n = c.name;
+    if (folio::bench::counter_of(reporter.runs(), "MultiHead/" + n, "GFLOP/s", "median", fast) &&
+        folio::bench::counter_of(reporter.runs(), "Heads/" + n, "GFLOP/s", "median", heads) && heads > 0)
+      std::fprintf(stderr, "MultiHead fast path / head by head, config %s: %.2fx\n", c.name, fast / heads);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr, "threads: %d, peak RSS %.0f MB\n", threads, double(usage.ru_maxrss) / 1024.0);
+  benchmark::Shutdown();
+  return 0;
+}
