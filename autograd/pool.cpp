@@ -1,5 +1,7 @@
 #include "autograd/pool.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -10,7 +12,16 @@ namespace folio::pool {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr uint64_t kMaxCachedBytes = uint64_t(4) << 30;  // beyond this, free instead of caching
+// Beyond this much cached memory, released buffers are freed instead. Half the
+// machine's memory: a training step's whole working set stays cached (re-faulting
+// fresh pages costs ~10 us per 4 KiB), while odd shapes cannot hoard all of it.
+uint64_t max_cached_bytes() {
+  static const uint64_t cap = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 2 : uint64_t(4) << 30;
+  }();
+  return cap;
+}
 
 struct Cache {
   std::mutex mu;
@@ -55,7 +66,7 @@ void release(float* p, size_t n) {
   {
     std::lock_guard lock(c.mu);
     c.stats.bytes_in_use -= m * sizeof(float);
-    if (c.stats.bytes_cached + m * sizeof(float) <= kMaxCachedBytes) {
+    if (c.stats.bytes_cached + m * sizeof(float) <= max_cached_bytes()) {
       c.free_lists[m].push_back(p);
       c.stats.bytes_cached += m * sizeof(float);
       return;

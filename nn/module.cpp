@@ -1,5 +1,7 @@
 #include "nn/module.h"
 
+#include <cstring>
+
 #include "autograd/error.h"
 
 namespace folio::nn {
@@ -34,7 +36,7 @@ int64_t Module::num_parameters() const {
 }
 
 void Module::zero_grad() const {
-  for (const Tensor& t : parameters()) t.zero_grad();
+  for (const GradRun& run : grad_runs(parameters())) std::memset(run.grad, 0, sizeof(float) * run.numel);
 }
 
 void Module::train(bool on) {
@@ -52,6 +54,18 @@ Tensor pack(const std::vector<Tensor>& params) {
     offset += p.numel();
   }
   return packed;
+}
+
+std::vector<GradRun> grad_runs(const std::vector<Tensor>& params) {
+  std::vector<GradRun> runs;
+  for (const Tensor& p : params) {
+    float* g = p.grad_data();
+    if (!runs.empty() && runs.back().grad + runs.back().numel == g)
+      runs.back().numel += p.numel();
+    else
+      runs.push_back({g, p.numel()});
+  }
+  return runs;
 }
 
 bool contiguous(const std::vector<Tensor>& params) {

@@ -47,4 +47,12 @@ Tensor pack(const std::vector<Tensor>& params);
 // True when `params` lie back to back, in order, in one storage (data and gradient).
 bool contiguous(const std::vector<Tensor>& params);
 
+// The parameters' gradients as maximal runs of adjacent memory (allocating missing
+// gradients): a packed model is one run, so sweeps over gradients are long loops.
+struct GradRun {
+  float* grad;
+  int64_t numel;
+};
+std::vector<GradRun> grad_runs(const std::vector<Tensor>& params);
+
 }  // namespace folio::nn

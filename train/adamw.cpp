@@ -10,7 +10,14 @@ namespace folio {
 AdamW::AdamW(const nn::NamedParameters& params, AdamWConfig config) : config_(config) {
   int64_t total = 0;
   for (const auto& [name, p] : params) {
-    segments_.push_back({p, total, p.ndim() >= 2});
+    params_.push_back(p);
+    const bool decay = p.ndim() >= 2;  // matrices and embeddings; not biases or norms
+    float *data = p.data(), *grad = p.grad_data();
+    Segment* last = segments_.empty() ? nullptr : &segments_.back();
+    if (last && last->decay == decay && last->data + last->numel == data && last->grad + last->numel == grad)
+      last->numel += p.numel();
+    else
+      segments_.push_back({data, grad, p.numel(), total, decay});
     total += p.numel();
   }
   m_.assign(total, 0.0f);
@@ -25,10 +32,9 @@ void AdamW::step(float lr) {
   const float step_size = lr / correction1;
   const float inv_sqrt_c2 = 1.0f / std::sqrt(correction2);
   for (const Segment& s : segments_) {
-    if (!s.param.has_grad()) continue;  // untouched by this step's loss
-    const int64_t n = s.param.numel();
-    float* p = s.param.data();
-    const float* g = s.param.grad_data();
+    const int64_t n = s.numel;
+    float* p = s.data;
+    const float* g = s.grad;
     float *m = m_.data() + s.offset, *v = v_.data() + s.offset;
     const float decay = s.decay ? 1.0f - lr * config_.weight_decay : 1.0f;
 #pragma omp parallel for simd if (n >= kParallelGrain)
@@ -41,21 +47,22 @@ void AdamW::step(float lr) {
 }
 
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
+  const std::vector<nn::GradRun> runs = nn::grad_runs(params);
   double total = 0.0;
-  for (const Tensor& p : params) {
-    if (!p.has_grad()) continue;
-    const float* g = p.grad_data();
+  for (const nn::GradRun& r : runs) {
+    const float* g = r.grad;
     double s = 0.0;
-    for (int64_t i = 0; i < p.numel(); ++i) s += double(g[i]) * g[i];
+#pragma omp parallel for simd reduction(+ : s) if (r.numel >= kParallelGrain)
+    for (int64_t i = 0; i < r.numel; ++i) s += double(g[i]) * g[i];
     total += s;
   }
   const float norm = float(std::sqrt(total));
   if (max_norm > 0.0f && norm > max_norm) {
     const float k = max_norm / (norm + 1e-6f);
-    for (const Tensor& p : params) {
-      if (!p.has_grad()) continue;
-      float* g = p.grad_data();
-      for (int64_t i = 0; i < p.numel(); ++i) g[i] *= k;
+    for (const nn::GradRun& r : runs) {
+      float* g = r.grad;
+#pragma omp parallel for simd if (r.numel >= kParallelGrain)
+      for (int64_t i = 0; i < r.numel; ++i) g[i] *= k;
     }
   }
   return norm;

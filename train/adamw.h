@@ -1,5 +1,7 @@
 #pragma once
 // AdamW (decoupled weight decay, as torch.optim.AdamW) and clipping by global norm.
+// Both sweep parameters as long runs of adjacent memory: the GPT packs all of its
+// parameters into one buffer, so a step is a handful of vectorised, threaded loops.
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@ struct AdamWConfig {
 
 class AdamW {
  public:
+  // Build it after the parameters are in their final storage (nn::pack rebinds them).
   AdamW(const nn::NamedParameters& params, AdamWConfig config);
   // One update with learning rate lr from the parameters' current gradients.
   void step(float lr);
@@ -26,12 +29,16 @@ class AdamW {
   const AdamWConfig& config() const { return config_; }
 
  private:
+  // Adjacent parameters with the same weight-decay rule, merged.
   struct Segment {
-    Tensor param;
+    float* data;
+    float* grad;
+    int64_t numel;
     int64_t offset;  // into m_ and v_
     bool decay;
   };
   AdamWConfig config_;
+  std::vector<Tensor> params_;  // keeps the storage the segments point into alive
   std::vector<Segment> segments_;
   std::vector<float> m_, v_;
   int64_t t_ = 0;
