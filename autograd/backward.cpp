@@ -1,8 +1,9 @@
-// Reverse-mode autodiff: a depth-first topological sort from the root, then a walk in
-// reverse order that hands each node its output's gradient. Gradients accumulate with
-// +=, so a tensor used twice receives both contributions. The graph is released as
-// the walk passes, and so are the gradients of intermediate tensors.
-#include <memory>
+// Reverse-mode autodiff: a depth-first topological sort of the nodes above the root,
+// then a walk in reverse order. Each node's output gradient has been accumulated (+=)
+// by all of its consumers before the node runs, so a tensor used twice receives both
+// contributions. A node frees its closure (and with it the data it saved) and its
+// gradient as soon as it has run: memory falls as backward proceeds.
+#include <cstring>
 #include <unordered_set>
 #include <vector>
 
@@ -13,40 +14,40 @@
 namespace folio {
 namespace {
 
-using ImplPtr = std::shared_ptr<TensorImpl>;
+using NodePtr = std::shared_ptr<Node>;
 
-// Inputs come before the tensors computed from them. Holding owners keeps every
-// tensor alive while the walk frees the nodes that referenced them.
-std::vector<ImplPtr> topological_order(const ImplPtr& root) {
-  std::vector<ImplPtr> order;
-  std::unordered_set<TensorImpl*> seen{root.get()};
-  std::vector<std::pair<ImplPtr, size_t>> stack{{root, 0}};  // (tensor, next input)
+// Producers come before the nodes that consumed them.
+std::vector<NodePtr> topological_order(const NodePtr& root) {
+  std::vector<NodePtr> order;
+  std::unordered_set<Node*> seen{root.get()};
+  std::vector<std::pair<NodePtr, size_t>> stack{{root, 0}};  // (node, next input)
   while (!stack.empty()) {
-    auto& [t, next] = stack.back();
-    if (t->node && next < t->node->inputs.size()) {
-      const ImplPtr& in = t->node->inputs[next++].impl_ptr();
-      if (in && in->requires_grad && seen.insert(in.get()).second) stack.push_back({in, 0});
+    auto& [n, next] = stack.back();
+    if (next < n->inputs.size()) {
+      const NodePtr& in = n->inputs[next++].node;
+      if (in && seen.insert(in.get()).second) stack.push_back({in, 0});
     } else {
-      order.push_back(t);
+      order.push_back(n);
       stack.pop_back();
     }
   }
   return order;
 }
 
-void run_backward(const ImplPtr& root) {
-  std::vector<ImplPtr> order = topological_order(root);
+void run_backward(const NodePtr& root) {
+  const std::vector<NodePtr> order = topological_order(root);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    TensorImpl* t = it->get();
-    if (!t->node) continue;  // a leaf: its gradient stays
-    std::shared_ptr<Node> node = std::move(t->node);
-    t->requires_grad = false;  // spent: nothing above it any more
-    if (!t->grad) continue;    // nothing flowed here (e.g. an unused output)
-    auto g = std::make_shared<TensorImpl>();
-    g->shape = t->shape;
-    g->data = std::move(t->grad);
-    g->offset = t->grad_offset;
-    node->backward(Tensor(std::move(g)));
+    Node& node = **it;
+    if (!node.backward) fail("backward", "the graph through ", node.op, " was already used by a backward pass");
+    BackwardFn fn = std::move(node.backward);
+    node.backward = nullptr;
+    if (node.grad) {  // else nothing flowed here (e.g. an unused output)
+      auto g = std::make_shared<TensorImpl>();
+      g->shape = node.shape;
+      g->data = std::move(node.grad);
+      fn(Tensor(std::move(g)), InputGrads(node));
+    }
+    node.inputs.clear();  // the graph below is no longer reachable from here
   }
 }
 
@@ -64,10 +65,21 @@ void Tensor::backward(const Tensor& grad) const {
     fail("backward", "gradient of shape ", grad.shape(), " for a tensor of shape ", shape());
   const int64_t n = numel();
   const float* src = grad.data();
-  float* g = grad_data();
+  float* g;
+  if (is_leaf()) {
+    g = grad_data();
+  } else {
+    Node& node = *impl_->node;
+    if (!node.backward) fail("backward", "the graph through ", node.op, " was already used by a backward pass");
+    if (!node.grad) {
+      node.grad = std::make_shared<Storage>(size_t(n));
+      std::memset(node.grad->data, 0, sizeof(float) * n);
+    }
+    g = node.grad->data;
+  }
 #pragma omp parallel for simd if (n >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) g[i] += src[i];
-  if (!is_leaf()) run_backward(impl_);
+  if (!is_leaf()) run_backward(impl_->node);
 }
 
 }  // namespace folio

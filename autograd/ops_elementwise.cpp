@@ -55,7 +55,8 @@ void each(const Broadcast& p, bool parallel, Fn fn) {
 }
 
 // out = f(a, b); backward: ga += da(g, a, b), gb += db(g, a, b), reduced over broadcasts.
-template <class F, class DA, class DB>
+// kSave: the derivatives read a and b, so the node keeps their data.
+template <bool kSave, class F, class DA, class DB>
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB db) {
   Shape out_shape;
   const Broadcast p = plan(op, a.shape(), b.shape(), out_shape);
@@ -65,22 +66,25 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB d
     float* o = out.data();
     each(p, true, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
   }
-  record(out, op, {a, b}, [a, b, p, da, db](const Tensor& grad) {
-    const float *g = grad.data(), *x = a.data(), *y = b.data();
-    if (a.requires_grad()) {
-      float* gx = a.grad_data();
-      each(p, p.a_full, [&](int64_t i, int64_t ia, int64_t ib) { gx[ia] += da(g[i], x[ia], y[ib]); });
-    }
-    if (b.requires_grad()) {
-      float* gy = b.grad_data();
-      each(p, p.b_full, [&](int64_t i, int64_t ia, int64_t ib) { gy[ib] += db(g[i], x[ia], y[ib]); });
-    }
+  if (!needs_grad({&a, &b})) return out;
+  Tensor sa = kSave ? a.detach() : Tensor(), sb = kSave ? b.detach() : Tensor();
+  record(out, op, {&a, &b}, [sa, sb, p, da, db](const Tensor& grad, const InputGrads& in) {
+    const float* g = grad.data();
+    const float *x = kSave ? sa.data() : nullptr, *y = kSave ? sb.data() : nullptr;
+    auto at = [](const float* v, int64_t i) { return kSave ? v[i] : 0.0f; };
+    if (float* gx = in(0))
+      each(p, p.a_full, [&](int64_t i, int64_t ia, int64_t ib) { gx[ia] += da(g[i], at(x, ia), at(y, ib)); });
+    if (float* gy = in(1))
+      each(p, p.b_full, [&](int64_t i, int64_t ia, int64_t ib) { gy[ib] += db(g[i], at(x, ia), at(y, ib)); });
   });
   return out;
 }
 
-// out = f(x); backward: gx += df(g, x, out).
-template <class F, class DF>
+// What a unary op's derivative reads, and so what its node keeps.
+enum class Saves { nothing, input, output };
+
+// out = f(x); backward: gx += df(g, x, out) (x or out are 0 when not saved).
+template <Saves kSave, class F, class DF>
 Tensor unary(const char* op, const Tensor& x, F f, DF df) {
   Tensor out = Tensor::empty(x.shape());
   const int64_t n = x.numel();
@@ -90,12 +94,16 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
 #pragma omp parallel for simd if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]);
   }
-  record(out, op, {x}, [x, y = out.detach(), df](const Tensor& grad) {
-    const int64_t n = x.numel();
-    const float *g = grad.data(), *in = x.data(), *o = y.data();
-    float* gx = x.grad_data();
+  if (!needs_grad({&x})) return out;
+  const Tensor saved = kSave == Saves::input ? x.detach() : kSave == Saves::output ? out.detach() : Tensor();
+  record(out, op, {&x}, [saved, n, df](const Tensor& grad, const InputGrads& in) {
+    const float *g = grad.data(), *v = saved.defined() ? saved.data() : nullptr;
+    float* gx = in(0);
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) gx[i] += df(g[i], in[i], o[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      const float value = kSave == Saves::nothing ? 0.0f : v[i];
+      gx[i] += kSave == Saves::output ? df(g[i], 0.0f, value) : df(g[i], value, 0.0f);
+    }
   });
   return out;
 }
@@ -106,59 +114,59 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return binary("add", a, b, [](float x, float y) { return x + y; },
+  return binary<false>("add", a, b, [](float x, float y) { return x + y; },
                 [](float g, float, float) { return g; }, [](float g, float, float) { return g; });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return binary("sub", a, b, [](float x, float y) { return x - y; },
+  return binary<false>("sub", a, b, [](float x, float y) { return x - y; },
                 [](float g, float, float) { return g; }, [](float g, float, float) { return -g; });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary("mul", a, b, [](float x, float y) { return x * y; },
+  return binary<true>("mul", a, b, [](float x, float y) { return x * y; },
                 [](float g, float, float y) { return g * y; },
                 [](float g, float x, float) { return g * x; });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  return binary("div", a, b, [](float x, float y) { return x / y; },
+  return binary<true>("div", a, b, [](float x, float y) { return x / y; },
                 [](float g, float, float y) { return g / y; },
                 [](float g, float x, float y) { return -g * x / (y * y); });
 }
 
 Tensor scale(const Tensor& x, float s) {
-  return unary("scale", x, [s](float v) { return v * s; },
+  return unary<Saves::nothing>("scale", x, [s](float v) { return v * s; },
                [s](float g, float, float) { return g * s; });
 }
 
 Tensor neg(const Tensor& x) {
-  return unary("neg", x, [](float v) { return -v; }, [](float g, float, float) { return -g; });
+  return unary<Saves::nothing>("neg", x, [](float v) { return -v; }, [](float g, float, float) { return -g; });
 }
 
 Tensor exp(const Tensor& x) {
-  return unary("exp", x, [](float v) { return std::exp(v); },
+  return unary<Saves::output>("exp", x, [](float v) { return std::exp(v); },
                [](float g, float, float y) { return g * y; });
 }
 
 Tensor log(const Tensor& x) {
-  return unary("log", x, [](float v) { return std::log(v); },
+  return unary<Saves::input>("log", x, [](float v) { return std::log(v); },
                [](float g, float v, float) { return g / v; });
 }
 
 Tensor tanh(const Tensor& x) {
-  return unary("tanh", x, [](float v) { return std::tanh(v); },
+  return unary<Saves::output>("tanh", x, [](float v) { return std::tanh(v); },
                [](float g, float, float y) { return g * (1.0f - y * y); });
 }
 
 Tensor relu(const Tensor& x) {
-  return unary("relu", x, [](float v) { return v > 0.0f ? v : 0.0f; },
+  return unary<Saves::input>("relu", x, [](float v) { return v > 0.0f ? v : 0.0f; },
                [](float g, float v, float) { return v > 0.0f ? g : 0.0f; });
 }
 
 Tensor gelu(const Tensor& x) {
   using kernels::fast_erf, kernels::fast_exp;
-  return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + fast_erf(v * kInvSqrt2)); },
+  return unary<Saves::input>("gelu", x, [](float v) { return 0.5f * v * (1.0f + fast_erf(v * kInvSqrt2)); },
                [](float g, float v, float) {
                  const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
                  const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);

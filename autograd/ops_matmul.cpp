@@ -61,9 +61,9 @@ void product_into(const Gemm& g, const float* A, const float* B, float* C, bool 
                     B + (g.broadcast_b ? 0 : i * g.K * g.N), C, nullptr);
 }
 
-// Gradients of C = op(A) @ op(B) (+ bias), given dC; accumulates into A and B.
-void matmul_backward(const Gemm& f, const Tensor& a, const Tensor& b, const float* dC) {
-  if (a.requires_grad()) {
+// Gradients of C = op(A) @ op(B), given dC; accumulates into dA and dB (when non-null).
+void matmul_backward(const Gemm& f, const float* A, const float* B, const float* dC, float* dA, float* dB) {
+  if (dA) {
     // d op(A) (M, K) = dC (M, N) @ op(B)^T; stored transposed when trans_a.
     Gemm g;
     g.batch = f.batch;
@@ -72,15 +72,15 @@ void matmul_backward(const Gemm& f, const Tensor& a, const Tensor& b, const floa
       g.M = f.M, g.N = f.K, g.K = f.N;
       g.trans_a = false, g.trans_b = !f.trans_b;
       g.broadcast_b = f.broadcast_b;
-      product_into(g, dC, b.data(), a.grad_data(), f.broadcast_a);
+      product_into(g, dC, B, dA, f.broadcast_a);
     } else {  // dA^T (K, M) = op(B) (K, N) @ dC^T
       g.M = f.K, g.N = f.M, g.K = f.N;
       g.trans_a = f.trans_b, g.trans_b = true;
       g.broadcast_a = f.broadcast_b;
-      product_into(g, b.data(), dC, a.grad_data(), f.broadcast_a);
+      product_into(g, B, dC, dA, f.broadcast_a);
     }
   }
-  if (b.requires_grad()) {
+  if (dB) {
     Gemm g;
     g.batch = f.batch;
     g.accumulate = true;
@@ -90,9 +90,9 @@ void matmul_backward(const Gemm& f, const Tensor& a, const Tensor& b, const floa
       g.broadcast_a = f.broadcast_a;
       if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: A_flat^T @ dC_flat
         g.K = f.M * f.batch, g.batch = 1, g.broadcast_a = false;
-        product_into(g, a.data(), dC, b.grad_data(), false);
+        product_into(g, A, dC, dB, false);
       } else {
-        product_into(g, a.data(), dC, b.grad_data(), f.broadcast_b);
+        product_into(g, A, dC, dB, f.broadcast_b);
       }
     } else {  // dB^T (N, K) = dC^T (N, M) @ op(A) (M, K)
       g.M = f.N, g.N = f.K, g.K = f.M;
@@ -100,9 +100,9 @@ void matmul_backward(const Gemm& f, const Tensor& a, const Tensor& b, const floa
       g.broadcast_b = f.broadcast_a;
       if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: dC_flat^T @ A_flat
         g.K = f.M * f.batch, g.batch = 1, g.broadcast_b = false;
-        product_into(g, dC, a.data(), b.grad_data(), false);
+        product_into(g, dC, A, dB, false);
       } else {
-        product_into(g, dC, a.data(), b.grad_data(), f.broadcast_b);
+        product_into(g, dC, A, dB, f.broadcast_b);
       }
     }
   }
@@ -114,8 +114,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   const Plan p = plan(a, b, trans_a, trans_b);
   Tensor out = Tensor::empty(p.out);
   kernels::matmul(p.g, a.data(), b.data(), out.data());
-  record(out, "matmul", {a, b}, [a, b, g = p.g](const Tensor& grad) {
-    matmul_backward(g, a, b, grad.data());
+  if (!needs_grad({&a, &b})) return out;
+  record(out, "matmul", {&a, &b}, [sa = a.detach(), sb = b.detach(), g = p.g](const Tensor& grad, const InputGrads& in) {
+    matmul_backward(g, sa.data(), sb.data(), grad.data(), in(0), in(1));
   });
   return out;
 }
@@ -134,10 +135,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   out_shape[-1] = g.N;
   Tensor out = Tensor::empty(out_shape);
   kernels::matmul(g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
-  record(out, "linear", {x, w, bias}, [x, w, bias, g](const Tensor& grad) {
-    matmul_backward(g, x, w, grad.data());
-    if (bias.defined() && bias.requires_grad()) {
-      float* gb = bias.grad_data();
+  if (!needs_grad({&x, &w, &bias})) return out;
+  record(out, "linear", {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g](const Tensor& grad, const InputGrads& in) {
+    matmul_backward(g, sx.data(), sw.data(), grad.data(), in(0), in(1));
+    if (float* gb = in(2)) {
       const float* d = grad.data();
       for (int64_t r = 0; r < g.M; ++r)
 #pragma omp simd

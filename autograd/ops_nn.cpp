@@ -1,4 +1,5 @@
 // The ops layers are made of: embedding lookup, layer norm, dropout.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -6,6 +7,7 @@
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "autograd/pool.h"
 
 namespace folio {
 
@@ -24,8 +26,8 @@ Tensor embedding(const Tensor& weight, std::span<const int32_t> ids, const Shape
   float* o = out.data();
   for (int64_t i = 0; i < n; ++i) std::memcpy(o + i * C, w + int64_t(ids[i]) * C, sizeof(float) * C);
   std::vector<int32_t> saved(ids.begin(), ids.end());
-  record(out, "embedding", {weight}, [weight, saved = std::move(saved), C](const Tensor& grad) {
-    float* gw = weight.grad_data();
+  record(out, "embedding", {&weight}, [saved = std::move(saved), C](const Tensor& grad, const InputGrads& in) {
+    float* gw = in(0);
     const float* g = grad.data();
     for (size_t i = 0; i < saved.size(); ++i) {  // rows may repeat: scatter-add in order
       float* row = gw + int64_t(saved[i]) * C;
@@ -35,6 +37,50 @@ Tensor embedding(const Tensor& weight, std::span<const int32_t> ids, const Shape
   });
   return out;
 }
+
+namespace {
+
+// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w;
+// dw += sum over rows of g * xhat, db += sum of g. Rows run in parallel in fixed
+// blocks whose partial dw/db are added in block order: the same result every run.
+void layer_norm_backward(const float* x, const float* w, const float* stats, const float* g, int64_t rows,
+                         int64_t C, float* gx, float* gw, float* gb) {
+  const int64_t blocks = std::min<int64_t>(rows, 2 * int64_t(num_threads()));
+  float* partial = pool::acquire(size_t(2 * blocks * C));
+  std::fill_n(partial, 2 * blocks * C, 0.0f);
+#pragma omp parallel for if (rows * C >= kParallelGrain)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float *pw = partial + 2 * blk * C, *pb = pw + C;
+    for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+      const float *xr = x + r * C, *gr = g + r * C;
+      const float m = stats[2 * r], rstd = stats[2 * r + 1];
+      float mean_d = 0.0f, mean_dx = 0.0f;
+#pragma omp simd reduction(+ : mean_d, mean_dx)
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * rstd, d = gr[c] * w[c];
+        mean_d += d;
+        mean_dx += d * xhat;
+        pw[c] += gr[c] * xhat;
+        pb[c] += gr[c];
+      }
+      mean_d /= float(C);
+      mean_dx /= float(C);
+      if (gx) {
+        float* gxr = gx + r * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) gxr[c] += rstd * (gr[c] * w[c] - mean_d - (xr[c] - m) * rstd * mean_dx);
+      }
+    }
+  }
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    for (int64_t c = 0; c < C; ++c) {
+      if (gw) gw[c] += partial[2 * blk * C + c];
+      if (gb) gb[c] += partial[(2 * blk + 1) * C + c];
+    }
+  pool::release(partial, size_t(2 * blocks * C));
+}
+
+}  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
   if (x.ndim() == 0) fail("layer_norm", "needs (..., C), got a scalar");
@@ -61,32 +107,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
       st[2 * r + 1] = rstd;
     }
   }
-  record(out, "layer_norm", {x, weight, bias}, [x, weight, bias, stats, rows, C](const Tensor& grad) {
-    const float *in = x.data(), *w = weight.data(), *g = grad.data(), *st = stats.data();
-    float* gx = x.requires_grad() ? x.grad_data() : nullptr;
-    float* gw = weight.requires_grad() ? weight.grad_data() : nullptr;
-    float* gb = bias.requires_grad() ? bias.grad_data() : nullptr;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *xr = in + r * C, *gr = g + r * C;
-      const float m = st[2 * r], rstd = st[2 * r + 1];
-      // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w
-      float mean_d = 0.0f, mean_dx = 0.0f;
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - m) * rstd, d = gr[c] * w[c];
-        mean_d += d;
-        mean_dx += d * xhat;
-        if (gw) gw[c] += gr[c] * xhat;
-        if (gb) gb[c] += gr[c];
-      }
-      mean_d /= float(C);
-      mean_dx /= float(C);
-      if (gx)
-        for (int64_t c = 0; c < C; ++c) {
-          const float xhat = (xr[c] - m) * rstd;
-          gx[r * C + c] += rstd * (gr[c] * w[c] - mean_d - xhat * mean_dx);
-        }
-    }
-  });
+  if (!needs_grad({&x, &weight, &bias})) return out;
+  record(out, "layer_norm", {&x, &weight, &bias},
+         [sx = x.detach(), sw = weight.detach(), stats, rows, C](const Tensor& grad, const InputGrads& in) {
+           layer_norm_backward(sx.data(), sw.data(), stats.data(), grad.data(), rows, C, in(0), in(1), in(2));
+         });
   return out;
 }
 
@@ -100,6 +125,12 @@ inline uint64_t mix(uint64_t z) {
 }
 }  // namespace
 
+// Whether element i is kept: a pure function of (seed, i), so backward regenerates
+// the mask instead of storing it.
+inline bool kept(uint64_t seed, int64_t i, uint32_t threshold) {
+  return uint32_t(mix(seed + uint64_t(i) * 0x9e3779b97f4a7c15ULL) >> 32) >= threshold;
+}
+
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
   if (!(p >= 0.0f && p < 1.0f)) fail("dropout", "probability ", p, " outside [0, 1)");
   if (!training || p == 0.0f) return x;
@@ -107,22 +138,16 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
   const uint32_t threshold = uint32_t(double(p) * 4294967296.0);  // drop when draw < threshold
   const float keep_scale = 1.0f / (1.0f - p);
   const int64_t n = x.numel();
-  Tensor mask = Tensor::empty(x.shape());  // 0 or 1/(1-p)
   Tensor out = Tensor::empty(x.shape());
   const float* in = x.data();
-  float *m = mask.data(), *o = out.data();
+  float* o = out.data();
 #pragma omp parallel for simd if (n >= kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t draw = uint32_t(mix(seed + uint64_t(i) * 0x9e3779b97f4a7c15ULL) >> 32);
-    m[i] = draw < threshold ? 0.0f : keep_scale;
-    o[i] = in[i] * m[i];
-  }
-  record(out, "dropout", {x}, [x, mask](const Tensor& grad) {
-    const int64_t n = x.numel();
-    const float *g = grad.data(), *m = mask.data();
-    float* gx = x.grad_data();
+  for (int64_t i = 0; i < n; ++i) o[i] = kept(seed, i, threshold) ? in[i] * keep_scale : 0.0f;
+  record(out, "dropout", {&x}, [seed, threshold, keep_scale, n](const Tensor& grad, const InputGrads& in) {
+    const float* g = grad.data();
+    float* gx = in(0);
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) gx[i] += g[i] * m[i];
+    for (int64_t i = 0; i < n; ++i) gx[i] += kept(seed, i, threshold) ? g[i] * keep_scale : 0.0f;
   });
   return out;
 }

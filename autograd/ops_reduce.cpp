@@ -30,10 +30,9 @@ Tensor reduce_all(const char* op, const Tensor& x, float factor) {
 #pragma omp parallel for reduction(+ : acc) if (n >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) acc += p[i];
   Tensor out = Tensor::scalar(float(acc * factor));
-  record(out, op, {x}, [x, factor](const Tensor& grad) {
+  record(out, op, {&x}, [n, factor](const Tensor& grad, const InputGrads& in) {
     const float g = grad.data()[0] * factor;
-    float* gx = x.grad_data();
-    const int64_t n = x.numel();
+    float* gx = in(0);
 #pragma omp parallel for simd if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) gx[i] += g;
   });
@@ -62,10 +61,10 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, floa
         for (int64_t j = 0; j < r.inner; ++j) o[i * r.inner + j] += p[(i * r.n + k) * r.inner + j];
     for (int64_t i = 0; i < out.numel(); ++i) o[i] *= factor;
   }
-  record(out, op, {x}, [x, r, factor](const Tensor& grad) {
+  record(out, op, {&x}, [r, factor](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    float* gx = x.grad_data();
-#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    float* gx = in(0);
+#pragma omp parallel for if (r.outer * r.n * r.inner >= kParallelGrain)
     for (int64_t i = 0; i < r.outer; ++i)
       for (int64_t k = 0; k < r.n; ++k)
         for (int64_t j = 0; j < r.inner; ++j) gx[(i * r.n + k) * r.inner + j] += factor * g[i * r.inner + j];

@@ -71,9 +71,8 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> dims) {
   impl->data = x.impl()->data;
   impl->offset = x.impl()->offset;
   Tensor out(std::move(impl));
-  record(out, "reshape", {x}, [x](const Tensor& grad) {
-    const int64_t n = x.numel();
-    float* gx = x.grad_data();
+  record(out, "reshape", {&x}, [n = x.numel()](const Tensor& grad, const InputGrads& in) {
+    float* gx = in(0);
     const float* g = grad.data();
 #pragma omp parallel for simd if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) gx[i] += g[i];
@@ -94,8 +93,8 @@ Tensor permute(const Tensor& x, std::vector<int> order) {
   }
   Tensor out = Tensor::empty(s);
   permute_copy(x.shape(), order, x.data(), out.data(), false);
-  record(out, "permute", {x}, [x, order](const Tensor& grad) {
-    permute_copy(x.shape(), order, grad.data(), x.grad_data(), true);
+  record(out, "permute", {&x}, [shape = x.shape(), order](const Tensor& grad, const InputGrads& in) {
+    permute_copy(shape, order, grad.data(), in(0), true);
   });
   return out;
 }
@@ -133,12 +132,13 @@ Tensor concat(const std::vector<Tensor>& xs) {
     for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * width, src + r * w, sizeof(float) * w);
     col += w;
   }
-  record(out, "concat", xs, [xs, rows, width](const Tensor& grad) {
+  std::vector<int64_t> widths;
+  for (const Tensor& x : xs) widths.push_back(x.shape().last());
+  record(out, "concat", xs, [widths, rows, width](const Tensor& grad, const InputGrads& in) {
     int64_t col = 0;
-    for (const Tensor& x : xs) {
-      const int64_t w = x.shape().last();
-      if (x.requires_grad()) {
-        float* gx = x.grad_data();
+    for (size_t k = 0; k < widths.size(); ++k) {
+      const int64_t w = widths[k];
+      if (float* gx = in(k)) {
         const float* g = grad.data() + col;
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < w; ++j) gx[r * w + j] += g[r * width + j];
@@ -167,8 +167,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes) {
     Tensor out = Tensor::empty(s);
     const float* src = x.data() + col;
     for (int64_t r = 0; r < rows; ++r) std::memcpy(out.data() + r * w, src + r * width, sizeof(float) * w);
-    record(out, "split", {x}, [x, col, w, rows, width](const Tensor& grad) {
-      float* gx = x.grad_data() + col;
+    record(out, "split", {&x}, [col, w, rows, width](const Tensor& grad, const InputGrads& in) {
+      float* gx = in(0) + col;
       const float* g = grad.data();
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < w; ++j) gx[r * width + j] += g[r * w + j];
@@ -199,10 +199,9 @@ Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t 
       for (int64_t t = 0; t < T; ++t)
         std::memcpy(o + ((b * n_head + h) * T + t) * head_size, in + (b * T + t) * W + offset + h * stride,
                     sizeof(float) * head_size);
-  record(out, "select_heads", {x}, [x, n_head, head_size, offset, stride](const Tensor& grad) {
-    const int64_t B = x.size(0), T = x.size(1), W = x.size(2);
+  record(out, "select_heads", {&x}, [B, T, W, n_head, head_size, offset, stride](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    float* gx = x.grad_data();
+    float* gx = in(0);
 #pragma omp parallel for collapse(2) if (grad.numel() >= kParallelGrain)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < n_head; ++h)

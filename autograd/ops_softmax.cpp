@@ -58,10 +58,10 @@ Tensor softmax(const Tensor& x) {
   float* o = out.data();
 #pragma omp parallel for if (x.numel() >= kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * n, o + r * n, n, n, 1.0f);
-  record(out, "softmax", {x}, [x, y = out.detach(), rows, n](const Tensor& grad) {
+  record(out, "softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
-    float* gx = x.grad_data();
-#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    float* gx = in(0);
+#pragma omp parallel for if (rows * n >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) softmax_row_backward(py + r * n, g + r * n, gx + r * n, n, 1.0f);
   });
   return out;
@@ -78,11 +78,11 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
   // Row r is query i = r % tq; it sees keys j <= i + shift (the rest is -inf: zero weight).
 #pragma omp parallel for if (scores.numel() >= kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * tk, o + r * tk, r % tq + shift + 1, tk, scale);
-  record(out, "causal_softmax", {scores},
-         [x = scores, y = out.detach(), rows, tq, tk, shift, scale](const Tensor& grad) {
+  record(out, "causal_softmax", {&scores},
+         [y = out.detach(), rows, tq, tk, shift, scale](const Tensor& grad, const InputGrads& in) {
            const float *py = y.data(), *g = grad.data();
-           float* gx = x.grad_data();
-#pragma omp parallel for if (x.numel() >= kParallelGrain)
+           float* gx = in(0);
+#pragma omp parallel for if (rows * tk >= kParallelGrain)
            for (int64_t r = 0; r < rows; ++r)
              softmax_row_backward(py + r * tk, g + r * tk, gx + r * tk, r % tq + shift + 1, scale);
          });
@@ -106,10 +106,10 @@ Tensor log_softmax(const Tensor& x) {
     for (int64_t j = 0; j < n; ++j) o[r * n + j] = xr[j] - lse;
   }
   // dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
-  record(out, "log_softmax", {x}, [x, y = out.detach(), rows, n](const Tensor& grad) {
+  record(out, "log_softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
-    float* gx = x.grad_data();
-#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    float* gx = in(0);
+#pragma omp parallel for if (rows * n >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
       float total = 0.0f;
       for (int64_t j = 0; j < n; ++j) total += g[r * n + j];
@@ -140,11 +140,11 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets) {
   }
   Tensor out = Tensor::scalar(float(loss / double(rows)));
   std::vector<int32_t> t(targets.begin(), targets.end());
-  record(out, "cross_entropy", {logits}, [logits, probs, t = std::move(t), rows, V](const Tensor& grad) {
+  record(out, "cross_entropy", {&logits}, [probs, t = std::move(t), rows, V](const Tensor& grad, const InputGrads& in) {
     const float g = grad.data()[0] / float(rows);
     const float* p = probs.data();
-    float* gx = logits.grad_data();
-#pragma omp parallel for if (logits.numel() >= kParallelGrain)
+    float* gx = in(0);
+#pragma omp parallel for if (rows * V >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
       for (int64_t j = 0; j < V; ++j) gx[r * V + j] += g * p[r * V + j];

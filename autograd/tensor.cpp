@@ -82,6 +82,7 @@ Tensor Tensor::grad() const {
 }
 
 float* Tensor::grad_data() const {
+  if (!is_leaf()) fail("grad", "a non-leaf tensor's gradient lives in the graph (", impl_->node->op, ")");
   if (!impl_->grad) {
     // A leaf alias shares the gradient of the packed tensor it came from (made when
     // the alias was); everything else owns a gradient of exactly its own size.
@@ -166,13 +167,56 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void record(Tensor& out, const char* op, std::vector<Tensor> inputs, BackwardFn backward) {
+namespace {
+Edge edge_to(const Tensor& t) {
+  Edge e;
+  if (!t.defined() || !t.requires_grad()) return e;
+  e.shape = t.shape();
+  if (t.is_leaf())
+    e.leaf = t.impl_ptr();
+  else
+    e.node = t.impl()->node;
+  return e;
+}
+
+template <class Inputs, class Get>
+void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, BackwardFn backward) {
   if (!g_grad_enabled) return;
+  auto node = std::make_shared<Node>();
   bool any = false;
-  for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
+  for (const auto& in : inputs) {
+    node->inputs.push_back(edge_to(get(in)));
+    any = any || node->inputs.back().active();
+  }
   if (!any) return;
+  node->op = op;
+  node->backward = std::move(backward);
+  node->shape = out.shape();
   out.impl()->requires_grad = true;
-  out.impl()->node = std::make_shared<Node>(Node{op, std::move(inputs), std::move(backward)});
+  out.impl()->node = std::move(node);
+}
+}  // namespace
+
+void record(Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
+  record_edges(out, op, inputs, [](const Tensor* t) -> const Tensor& { return *t; }, std::move(backward));
+}
+
+void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  record_edges(out, op, inputs, [](const Tensor& t) -> const Tensor& { return t; }, std::move(backward));
+}
+
+float* InputGrads::operator()(size_t i) const {
+  if (i >= node_.inputs.size()) return nullptr;
+  Edge& e = node_.inputs[i];
+  if (e.leaf) return Tensor(e.leaf).grad_data();
+  if (!e.node) return nullptr;
+  Node& producer = *e.node;
+  if (!producer.grad) {
+    const size_t n = size_t(producer.shape.numel());
+    producer.grad = std::make_shared<Storage>(n);
+    std::memset(producer.grad->data, 0, sizeof(float) * n);
+  }
+  return producer.grad->data;
 }
 
 }  // namespace folio

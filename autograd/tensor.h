@@ -65,8 +65,9 @@ class Tensor {
   bool is_leaf() const { return impl_->node == nullptr; }
 
   bool has_grad() const { return impl_->grad != nullptr; }
+  // A leaf's gradient (non-leaf gradients live in the graph and are freed by backward).
   Tensor grad() const;          // the gradient as a tensor (no graph); undefined if none
-  float* grad_data() const;     // allocates a zero gradient on first use
+  float* grad_data() const;     // allocates a zero gradient on first use (leaves)
   void zero_grad() const;       // sets an existing gradient to zero
 
   Tensor detach() const;        // same data, no graph, no grad
@@ -91,14 +92,38 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
-// The backward of one op: reads the output's gradient, accumulates (+=) into its
-// inputs' gradients (only those that require grad).
-using BackwardFn = std::function<void(const Tensor& grad_out)>;
+// Where an op sends the gradient of one of its inputs: the node that produced that
+// input, or the input itself when it is a leaf that requires grad; neither when the
+// input needs no gradient. An edge never holds a non-leaf input's data, so a
+// forward pass keeps alive only what some backward will read (PyTorch's design).
+struct Edge {
+  std::shared_ptr<Node> node;
+  std::shared_ptr<TensorImpl> leaf;
+  Shape shape;  // the input's shape
+  bool active() const { return node || leaf; }
+};
+
+// Gradient buffers of an op's inputs, handed to its backward: in(i) is where input
+// i's gradient accumulates (+=), zeroed on first use, or nullptr if it needs none.
+class InputGrads {
+ public:
+  explicit InputGrads(Node& node) : node_(node) {}
+  float* operator()(size_t i) const;
+
+ private:
+  Node& node_;
+};
+
+// The backward of one op: reads the output's gradient and accumulates into its
+// inputs' gradients. It captures only the data it reads (saved tensors).
+using BackwardFn = std::function<void(const Tensor& grad_out, const InputGrads& in)>;
 
 struct Node {
   const char* op;
-  std::vector<Tensor> inputs;
-  BackwardFn backward;
+  std::vector<Edge> inputs;
+  BackwardFn backward;            // released once run: a graph is used once
+  std::shared_ptr<Storage> grad;  // gradient of the output, accumulated from its consumers
+  Shape shape;                    // of the output
 };
 
 // Autograd recording is on by default; a NoGradGuard switches it off in its scope.
@@ -115,7 +140,9 @@ class NoGradGuard {
 
 // For op implementations: does an op over `inputs` need to record a node?
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
-// Makes `out` a non-leaf produced by `op` (only if needs_grad of the inputs).
-void record(Tensor& out, const char* op, std::vector<Tensor> inputs, BackwardFn backward);
+// Makes `out` a non-leaf produced by `op` (only if grad mode is on and some input
+// requires grad). The inputs are only used to build edges; they are not kept.
+void record(Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs, BackwardFn backward);
+void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 }  // namespace folio

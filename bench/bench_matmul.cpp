@@ -196,7 +196,8 @@ void BM_OpGradNode(benchmark::State& state, MatmulShape s) {
   const folio::Tensor dC = random_tensor(shape_of(s.batch, s.M, s.N), 4);
   auto step = [&] {
     folio::Tensor c = folio::matmul(a, b);
-    c.impl()->node->backward(dC);
+    folio::Node& node = *c.impl()->node;
+    node.backward(dC, folio::InputGrads(node));
   };
   step();
   for (auto _ : state) step();

@@ -56,15 +56,35 @@ TEST(Autograd, AccumulatesAcrossUsesAndCalls) {
   EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{0.0f, 0.0f}));
 }
 
-TEST(Autograd, GraphIsReleasedAfterBackward) {
+TEST(Autograd, BackwardFreesTheGraphAndItsSavedData) {
   Tensor x = Tensor::ones({3}).set_requires_grad();
-  Tensor y = exp(x);
-  std::weak_ptr<Node> node = y.impl()->node;
+  Tensor y = exp(x);  // saves its output for backward
+  std::weak_ptr<Storage> saved = y.impl()->data;
   Tensor loss = sum(y);
+  y = Tensor();
+  EXPECT_FALSE(saved.expired());  // the exp node still needs it
   loss.backward();
-  EXPECT_TRUE(node.expired());
-  EXPECT_TRUE(y.is_leaf());
-  EXPECT_FALSE(y.has_grad());  // intermediate gradients are freed
+  EXPECT_TRUE(saved.expired());   // freed as backward passed the node
+  EXPECT_FALSE(loss.is_leaf());
+  try {
+    loss.backward();
+    ADD_FAILURE() << "a second backward through a used graph must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already used"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Autograd, ForwardKeepsOnlyWhatBackwardReads) {
+  // causal_softmax's backward reads its output, not its input: the scores can go as
+  // soon as the caller drops them, even while the graph is alive.
+  Tensor q = Tensor::ones({2, 4, 4}).set_requires_grad();
+  Tensor scores = matmul(q, q, false, true);
+  std::weak_ptr<Storage> scores_data = scores.impl()->data;
+  Tensor weights = causal_softmax(scores);
+  scores = Tensor();
+  EXPECT_TRUE(scores_data.expired());
+  sum(weights).backward();
+  EXPECT_TRUE(q.has_grad());
 }
 
 TEST(Autograd, NoGradGuardRecordsNothing) {
