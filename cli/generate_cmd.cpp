@@ -49,6 +49,7 @@ int generate_main(int argc, char** argv) {
                                                      : vm["prompt"].as<std::string>();
     if (text.empty()) throw UsageError("the prompt is empty");
     ck = load_model(vm["checkpoint"].as<std::string>());
+    ck.model->eval();
     prompt = ck.vocab.encode(text);
   } catch (const UsageError&) {
     throw;

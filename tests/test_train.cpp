@@ -224,6 +224,16 @@ TEST(Generate, KVCacheGivesTheSameTokens) {
   EXPECT_EQ(cached, plain);
 }
 
+TEST(Generate, RefusesToSampleWithDropoutOn) {
+  nn::GPT gpt({.vocab_size = 5, .block_size = 4, .n_layer = 1, .n_head = 1, .n_embd = 8, .dropout = 0.2f});
+  const std::vector<int32_t> prompt{1};
+  Rng rng(1);
+  auto sample = [&] { generate(gpt, prompt, SampleOptions{.max_new_tokens = 3}, rng, [](int32_t) {}); };
+  EXPECT_THROW(sample(), Error);  // a fresh module is in training mode
+  gpt.eval();
+  EXPECT_NO_THROW(sample());
+}
+
 TEST(Generate, SamplingFilters) {
   const std::vector<float> logits{0.1f, 3.0f, 2.9f, -1.0f};
   std::vector<std::pair<float, int32_t>> scratch;

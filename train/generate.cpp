@@ -46,6 +46,8 @@ void generate(const nn::GPT& model, std::span<const int32_t> prompt, const Sampl
               const std::function<void(int32_t)>& emit) {
   opt.validate();
   if (prompt.empty()) fail("generate", "the prompt is empty");
+  if (model.training() && model.config().dropout > 0.0f)
+    fail("generate", "the model is in training mode and would apply dropout while sampling: call eval() first");
   NoGradGuard no_grad;
   const int64_t block = model.config().block_size, V = model.config().vocab_size;
   std::deque<int32_t> window(prompt.size() > size_t(block) ? prompt.end() - block : prompt.begin(), prompt.end());
