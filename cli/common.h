@@ -1,6 +1,8 @@
 #pragma once
 // Shared pieces of the folio subcommands.
 #include <boost/program_options.hpp>
+#include <charconv>
+#include <cstdint>
 #include <string>
 
 #include "autograd/error.h"
@@ -21,6 +23,17 @@ template <class T>
 T positive(const po::variables_map& vm, const char* name) {
   const T v = vm[name].as<T>();
   if (v <= 0) throw UsageError(cat("--", name, " must be positive, got ", v));
+  return v;
+}
+
+// An unsigned 64-bit option (a seed), declared as po::value<std::string>: boost's own
+// conversion would read "-1" as 2^64 - 1 instead of refusing it.
+inline uint64_t u64_option(const po::variables_map& vm, const char* name) {
+  const std::string t = vm[name].as<std::string>();
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+    throw UsageError(cat("--", name, " must be an integer in [0, 2^64), got '", t, "'"));
   return v;
 }
 

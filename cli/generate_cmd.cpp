@@ -26,7 +26,7 @@ int generate_main(int argc, char** argv) {
       ("temperature", po::value<float>()->default_value(0.8f), "softmax temperature (> 0)")
       ("top-k", po::value<int64_t>()->default_value(d.top_k), "sample from the k most likely characters (0: all)")
       ("top-p", po::value<float>()->default_value(d.top_p), "nucleus sampling mass in (0, 1]")
-      ("seed", po::value<uint64_t>()->default_value(1337), "sampling seed")
+      ("seed", po::value<std::string>()->default_value("1337"), "sampling seed")
       ("no-kv-cache", po::bool_switch(), "recompute every position at every step")
       ("threads", po::value<int>()->default_value(0), "threads (0: all cores)");
   po::variables_map vm;
@@ -36,8 +36,10 @@ int generate_main(int argc, char** argv) {
   ModelCheckpoint ck;
   std::vector<int32_t> prompt;
   int64_t samples = 0;
+  uint64_t seed = 0;
   try {
     apply_threads(vm);
+    seed = u64_option(vm, "seed");
     so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
     so.temperature = vm["temperature"].as<float>();
     so.top_k = vm["top-k"].as<int64_t>();
@@ -56,7 +58,7 @@ int generate_main(int argc, char** argv) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-  Rng rng(vm["seed"].as<uint64_t>());
+  Rng rng(seed);
   for (int64_t s = 0; s < samples; ++s) {
     if (s) std::fputs("\n---------------\n", stdout);
     const std::string shown = ck.vocab.decode(prompt);  // the prompt, then its continuation

@@ -1,9 +1,11 @@
 #include "train/checkpoint.h"
 
-#include <cctype>
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "autograd/error.h"
 #include "train/safetensors.h"
@@ -16,6 +18,39 @@ constexpr const char* kFormat = "folio-gpt-1";
 // Limits for values read from a file: generous, but they keep a hostile header
 // from asking for absurd allocations.
 constexpr int64_t kMaxVocab = 1 << 21, kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
+// Training options: TrainConfig::validate() and the reader share these, so every
+// config a run accepts (and saves) reads back. Float fields only need to be finite.
+constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
+constexpr double kMaxFloat = double(std::numeric_limits<float>::max());
+
+// A decimal uint64 written by std::to_string: digits only (no sign, no spaces, no
+// trailing text), no overflow. std::stoull alone would take " -1" or "12abc".
+bool parse_u64(const std::string& t, uint64_t& out) {
+  if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+  const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+  return ec == std::errc() && p == t.data() + t.size();
+}
+
+// Values read back must be finite: a checkpoint never holds diverged numbers, and a
+// model or optimizer loaded with one would only produce NaN.
+void check_finite(const Tensor& t, const std::string& name, const std::string& where, bool non_negative = false) {
+  const float* d = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(d[i]) || (non_negative && d[i] < 0.0f))
+      fail("checkpoint", where, ": tensor ", name, ": value ", d[i], " at index ", i,
+           non_negative ? " (must be finite and >= 0)" : " (must be finite)");
+}
+
+// A value from a file, shown in a message: its JSON text, cut short.
+std::string clip_json(const Json& v) {
+  std::string t = v.dump();
+  if (t.size() > 40) {
+    size_t n = 40;
+    while (n > 0 && (static_cast<unsigned char>(t[n]) & 0xc0) == 0x80) --n;  // on a UTF-8 boundary
+    t = t.substr(0, n) + "...";
+  }
+  return t;
+}
 
 const Json& field(const Json& j, const char* key, const std::string& where) {
   const Json* v = j.find(key);
@@ -26,14 +61,14 @@ const Json& field(const Json& j, const char* key, const std::string& where) {
 int64_t int_field(const Json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
   const Json& v = field(j, key, where);
   if (!v.is_int() || v.as_int() < lo || v.as_int() > hi)
-    fail("checkpoint", where, ": config: ", key, " = ", v.dump(), " outside [", lo, ", ", hi, "]");
+    fail("checkpoint", where, ": config: ", key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
   return v.as_int();
 }
 
 double number_field(const Json& j, const char* key, double lo, double hi, const std::string& where) {
   const Json& v = field(j, key, where);
   if (!v.is_number() || !(v.as_double() >= lo && v.as_double() <= hi))
-    fail("checkpoint", where, ": config: ", key, " = ", v.dump(), " outside [", lo, ", ", hi, "]");
+    fail("checkpoint", where, ": config: ", key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
   return v.as_double();
 }
 
@@ -56,13 +91,7 @@ Rng::State rng_from_json(const Json& v, const char* key, const std::string& wher
     const Json& w = v.as_array()[i];
     if (!w.is_string()) fail("checkpoint", where, ": ", key, ": expected decimal strings");
     const std::string& t = w.as_string();
-    size_t used = 0;
-    try {
-      s[i] = std::stoull(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (t.empty() || used != t.size() || !std::isdigit((unsigned char)t[0])) fail("checkpoint", where, ": ", key, ": bad word ", json_quote(t));
+    if (!parse_u64(t, s[i])) fail("checkpoint", where, ": ", key, ": bad word ", json_quote(t.substr(0, 40)));
   }
   return s;
 }
@@ -96,6 +125,11 @@ void TrainConfig::validate() const {
   positive("log_interval", log_interval);
   if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
   if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
+  if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
+  for (auto [name, v] : {std::pair{"max_iters", max_iters}, std::pair{"warmup_iters", warmup_iters},
+                         std::pair{"lr_decay_iters", lr_decay_iters}, std::pair{"eval_interval", eval_interval},
+                         std::pair{"eval_iters", eval_iters}, std::pair{"log_interval", log_interval}})
+    if (v > kMaxIters) fail("config", name, " ", v, " exceeds the limit of ", kMaxIters);
   if (!(train_fraction > 0.0 && train_fraction < 1.0))
     fail("config", "train_fraction ", train_fraction, " outside (0, 1)");
   if (!(lr > 0.0f && std::isfinite(lr))) fail("config", "lr must be positive, got ", lr);
@@ -161,26 +195,25 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   const Json& data = field(j, "data", where);
   if (!data.is_string()) fail("checkpoint", where, ": config: data must be a string");
   c.data = data.as_string();
-  constexpr int64_t big = int64_t(1) << 40;
+  constexpr int64_t big = kMaxIters;
   c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
-  c.batch_size = int_field(j, "batch_size", 1, 1 << 20, where);
+  c.batch_size = int_field(j, "batch_size", 1, kMaxBatch, where);
   c.max_iters = int_field(j, "max_iters", 1, big, where);
   c.warmup_iters = int_field(j, "warmup_iters", 0, big, where);
   c.lr_decay_iters = int_field(j, "lr_decay_iters", 0, big, where);
   c.eval_interval = int_field(j, "eval_interval", 1, big, where);
   c.eval_iters = int_field(j, "eval_iters", 1, big, where);
   c.log_interval = int_field(j, "log_interval", 1, big, where);
-  c.lr = float(number_field(j, "lr", 0.0, 1e3, where));
-  c.min_lr = float(number_field(j, "min_lr", 0.0, 1e3, where));
-  c.weight_decay = float(number_field(j, "weight_decay", 0.0, 1e3, where));
+  // Any finite float (validate() below says what is sensible): the bounds keep the
+  // double -> float conversion defined.
+  c.lr = float(number_field(j, "lr", 0.0, kMaxFloat, where));
+  c.min_lr = float(number_field(j, "min_lr", 0.0, kMaxFloat, where));
+  c.weight_decay = float(number_field(j, "weight_decay", 0.0, kMaxFloat, where));
   c.beta2 = float(number_field(j, "beta2", 0.0, 1.0, where));
-  c.grad_clip = float(number_field(j, "grad_clip", 0.0, 1e9, where));
+  c.grad_clip = float(number_field(j, "grad_clip", 0.0, kMaxFloat, where));
   const Json& seed = field(j, "seed", where);
-  try {
-    c.seed = std::stoull(seed.is_string() ? seed.as_string() : std::string("x"));
-  } catch (const std::exception&) {
-    fail("checkpoint", where, ": config: seed must be a decimal string");
-  }
+  if (!seed.is_string() || !parse_u64(seed.as_string(), c.seed))
+    fail("checkpoint", where, ": config: seed must be a decimal string, got ", clip_json(seed));
   try {
     c.validate();
   } catch (const Error& e) {
@@ -241,6 +274,7 @@ ModelCheckpoint load_model(const std::string& path) {
     if (!t) fail("checkpoint", where, ": tensor ", name, " is missing for this config");
     if (t->shape() != p.shape())
       fail("checkpoint", where, ": tensor ", name, ": shape ", t->shape(), " but the config needs ", p.shape());
+    check_finite(*t, name, where);
     std::copy(t->data(), t->data() + t->numel(), p.data());
   }
   return ck;
@@ -270,7 +304,8 @@ TrainState load_state(const std::string& file) {
   s.step = step.as_int();
   s.adamw_steps = adam_steps.as_int();
   const Json best = parse_meta(f, "best_val_loss", file);
-  if (!best.is_number()) fail("checkpoint", file, ": __metadata__.best_val_loss: expected a number");
+  if (!best.is_number() || !(std::abs(best.as_double()) <= kMaxFloat))
+    fail("checkpoint", file, ": __metadata__.best_val_loss: expected a finite float");
   s.best_val_loss = float(best.as_double());
   s.data_rng = rng_from_json(parse_meta(f, "data_rng", file), "data_rng", file);
   s.dropout_rng = rng_from_json(parse_meta(f, "dropout_rng", file), "dropout_rng", file);
@@ -278,6 +313,7 @@ TrainState load_state(const std::string& file) {
   for (auto [name, moments] : {std::pair{"adamw.m", &s.adamw_m}, std::pair{"adamw.v", &s.adamw_v}}) {
     const Tensor* t = f.find(name);
     if (!t || t->ndim() != 1) fail("checkpoint", file, ": tensor ", name, " is missing or not 1-D");
+    check_finite(*t, name, file, moments == &s.adamw_v);  // second moments are squares: >= 0
     moments->assign(t->data(), t->data() + t->numel());
   }
   if (s.adamw_m.size() != s.adamw_v.size())

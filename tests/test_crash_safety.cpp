@@ -1,0 +1,260 @@
+// Crash safety of a training run, seen from outside through the folio binary:
+// SIGKILL at random moments, Ctrl-C, and a run whose numbers blow up. Whatever
+// happens, the run directory keeps a checkpoint that loads and that --resume
+// continues from.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "autograd/error.h"
+#include "tests/folio_process.h"
+#include "train/checkpoint.h"
+
+namespace folio {
+namespace {
+
+using namespace folio::testing;
+
+// A tiny model that evaluates and saves every 2 steps, so a random moment is as
+// likely to fall inside a save as between two. One thread: the suite runs two
+// tests at a time on small machines, and one thread keeps runs bit-reproducible.
+Args tiny_train(const std::string& corpus, const std::string& out, int64_t max_iters) {
+  return {"train", "--data", corpus, "--out", out, "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
+          "--block-size", "16", "--batch-size", "4", "--eval-interval", "2", "--eval-iters", "1",
+          "--log-interval", "1000", "--warmup-iters", "5", "--lr", "3e-3", "--lr-decay-iters", "10", "--threads", "1",
+          "--max-iters", std::to_string(max_iters)};
+}
+
+Args resume(const std::string& out, int64_t max_iters) {
+  return {"train", "--resume", "--out", out, "--threads", "1", "--max-iters", std::to_string(max_iters)};
+}
+
+// Waits (up to timeout_s) until `file` exists; false if the child ended first.
+bool wait_for_file(const fs::path& file, pid_t child, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(file)) return true;
+    int status;
+    if (::waitpid(child, &status, WNOHANG) == child) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// The files a run directory holds once nothing is in flight.
+std::set<std::string> entries(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+const std::set<std::string> kRunFiles{"best.safetensors", "log.csv", "model.safetensors", "state.safetensors"};
+
+bool all_finite(const nn::GPT& model) {
+  for (const auto& [name, p] : model.named_parameters())
+    for (int64_t i = 0; i < p.numel(); ++i)
+      if (!std::isfinite(p.data()[i])) return false;
+  return true;
+}
+
+// The checkpoint in `run` is whole: `folio info` reads it, the model and the state
+// load in-process, and their steps agree once a resume has settled them.
+void expect_loadable(const TempDir& d, const std::string& run) {
+  const Result info = run_folio({"info", "--checkpoint", run}, d.path);
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_NO_THROW(load_model(run));
+  EXPECT_NO_THROW(load_model(run + "/best.safetensors"));
+  EXPECT_NO_THROW(load_state(run + "/state.safetensors"));
+}
+
+// The number after the first `prefix` in `text` ("at step 12" -> 12), or -1.
+int64_t number_after(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  const size_t from = at + prefix.size();
+  size_t to = from;
+  while (to < text.size() && std::isdigit(static_cast<unsigned char>(text[to]))) ++to;
+  return to > from ? std::stoll(text.substr(from, to - from)) : -1;
+}
+
+uint64_t crash_seed() {
+  if (const char* s = std::getenv("FOLIO_CRASH_SEED")) return std::stoull(s);
+  return std::random_device{}();
+}
+
+// SIGKILL lands anywhere: in a step, in an evaluation, between or inside the writes
+// of a save. Every time, the directory must load and --resume must go on from it.
+TEST(CrashSafety, SigkillAtRandomMomentsNeverLosesTheRun) {
+  TempDir d("crash_kill");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  const uint64_t seed = crash_seed();
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("FOLIO_CRASH_SEED=" + std::to_string(seed) + " reproduces the kill delays");
+  std::uniform_int_distribution<int> delay_ms(0, 400);
+  int64_t resumed_to = 0;
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const Child c = spawn_folio(round == 0 ? tiny_train(corpus, run, 1000000) : resume(run, 1000000),
+                                d / "train.out", d / "train.err");
+    // The first round has nothing to lose until its first checkpoint exists.
+    if (round == 0) {
+      for (const char* f : {"state.safetensors", "model.safetensors", "best.safetensors"})
+        ASSERT_TRUE(wait_for_file(d.path / "run" / f, c.pid, 120)) << f << ": " << slurp(d / "train.err");
+    }
+    const int ms = delay_ms(rng);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    ::kill(c.pid, SIGKILL);
+    const Exit x = wait_child(c.pid, 30);
+    ASSERT_EQ(x.signal, SIGKILL) << "the run ended by itself (exit " << x.code << "): " << slurp(d / "train.err");
+
+    expect_loadable(d, run);
+    const TrainState killed_at = load_state(run + "/state.safetensors");
+    EXPECT_GE(killed_at.step, resumed_to);  // nothing committed is ever lost
+    const int64_t target = killed_at.step + 3;
+    const Result r = run_folio(resume(run, target), d.path);
+    ASSERT_EQ(r.code, 0) << "resume after a kill " << ms << " ms in failed: " << r.err;
+    const ModelCheckpoint ck = load_model(run);
+    EXPECT_EQ(ck.step, target);
+    EXPECT_EQ(load_state(run + "/state.safetensors").step, target);
+    EXPECT_EQ(entries(run), kRunFiles) << "leftovers after resuming";
+    resumed_to = target;
+  }
+}
+
+// What SIGKILL at the worst moment leaves: the new state committed, the model file
+// not yet replaced (the weights for that step wait in model.safetensors.pending).
+// Readers still see the previous, complete model; --resume finishes the save first,
+// and the resumed run ends bit-identical to one that was never interrupted.
+TEST(CrashSafety, ResumeFinishesASaveCutShortAfterItsCommit) {
+  TempDir d("crash_window");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt");
+  const std::string straight = d / "straight", cut = d / "cut";
+  ASSERT_EQ(run_folio(tiny_train(corpus, straight, 10), d.path).code, 0);
+  ASSERT_EQ(run_folio(tiny_train(corpus, cut, 4), d.path).code, 0);
+  const std::string step4_model = slurp(cut + "/model.safetensors");
+  ASSERT_EQ(run_folio(resume(cut, 6), d.path).code, 0);
+  // Rewind the model file alone: state at 6, model.safetensors at 4, the step-6
+  // weights pending.
+  fs::rename(cut + "/model.safetensors", cut + "/model.safetensors.pending");
+  spit(cut + "/model.safetensors", step4_model);
+  EXPECT_EQ(load_model(cut).step, 4);  // generate, eval and info read a complete, older model
+  EXPECT_EQ(run_folio({"info", "--checkpoint", cut}, d.path).code, 0);
+
+  const Result r = run_folio(resume(cut, 10), d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(entries(cut), kRunFiles);
+  EXPECT_EQ(slurp(cut + "/model.safetensors"), slurp(straight + "/model.safetensors"))
+      << "the resumed run differs from the uninterrupted one";
+  EXPECT_EQ(slurp(cut + "/best.safetensors"), slurp(straight + "/best.safetensors"));
+}
+
+// The other side of the commit: a kill after the pending weights were written but
+// before the state was replaced. That save never happened; resume drops the
+// pending file (and any temp file of a killed writer) and replays from the state.
+TEST(CrashSafety, ResumeDropsASaveCutShortBeforeItsCommit) {
+  TempDir d("crash_precommit");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt");
+  const std::string straight = d / "straight", cut = d / "cut";
+  ASSERT_EQ(run_folio(tiny_train(corpus, straight, 10), d.path).code, 0);
+  ASSERT_EQ(run_folio(tiny_train(corpus, cut, 6), d.path).code, 0);
+  const std::string step6_model = slurp(cut + "/model.safetensors");
+  // A stray pending model from a "later" save and a half-written temp file of a dead writer.
+  ASSERT_EQ(run_folio(tiny_train(corpus, d / "later", 8), d.path).code, 0);
+  fs::copy_file(d / "later/model.safetensors", cut + "/model.safetensors.pending");
+  spit(cut + "/state.safetensors.tmp.999999999", "half a file");
+  EXPECT_EQ(load_model(cut).step, 6);
+  const Result r = run_folio(resume(cut, 10), d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(entries(cut), kRunFiles);
+  EXPECT_EQ(slurp(cut + "/model.safetensors"), slurp(straight + "/model.safetensors"));
+}
+
+// Ctrl-C: the run finishes its step, evaluates, saves, says where, and exits 0 (the
+// checkpoint is complete and resumable: an orderly stop, as the README says).
+TEST(CrashSafety, SigintSavesACheckpointAndExitsZero) {
+  TempDir d("crash_sigint");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  const Child c = spawn_folio(tiny_train(corpus, run, 1000000), d / "train.out", d / "train.err");
+  for (const char* f : {"state.safetensors", "model.safetensors", "best.safetensors"})
+    ASSERT_TRUE(wait_for_file(d.path / "run" / f, c.pid, 120)) << f << ": " << slurp(d / "train.err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ::kill(c.pid, SIGINT);
+  const Exit x = wait_child(c.pid, 60);
+  ASSERT_FALSE(x.timed_out) << "SIGINT did not stop training";
+  EXPECT_TRUE(x.exited) << "killed by signal " << x.signal;
+  EXPECT_EQ(x.code, 0) << slurp(d / "train.err");
+  EXPECT_EQ(slurp(d / "train.err"), "");
+  const std::string out = slurp(d / "train.out");
+  const int64_t step = number_after(out, "interrupted at step ");
+  ASSERT_GT(step, 0) << out;
+  EXPECT_NE(out.find("checkpoint saved in " + run), std::string::npos) << out;
+  expect_loadable(d, run);
+  EXPECT_EQ(load_model(run).step, step);
+  EXPECT_EQ(load_state(run + "/state.safetensors").step, step);
+  EXPECT_EQ(entries(run), kRunFiles);
+  const Result r = run_folio(resume(run, step + 2), d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(load_model(run).step, step + 2);
+}
+
+// A learning rate that makes the weights overflow: training stops with exit code 1
+// and one line naming the step, and the checkpoint on disk is the last one whose
+// evaluation was finite (never one saved from a NaN evaluation or with a non-finite
+// weight): it loads, its weights are finite, and best.safetensors, the one to go back
+// to, still evaluates to a finite loss. (The last checkpoint itself may be on the
+// edge: its weights can be finite yet huge enough that the very next batch overflows.)
+TEST(CrashSafety, DivergenceStopsAtTheStepAndKeepsTheLastGoodCheckpoint) {
+  TempDir d("crash_diverge");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  Args args = tiny_train(corpus, run, 100000);
+  // lr climbs by 1 per step (warm-up towards 1e6): fine for a few steps, then the
+  // weights blow up, a few checkpoints in.
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--lr") args[i + 1] = "1e6";
+    if (args[i] == "--warmup-iters") args[i + 1] = "1000000";
+    if (args[i] == "--lr-decay-iters") args[i + 1] = "0";
+  }
+  const Result r = run_folio(args, d.path);
+  ASSERT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const int64_t bad_step = number_after(r.err, "at step ");
+  ASSERT_GT(bad_step, 0) << r.err;
+  EXPECT_NE(r.err.find(run), std::string::npos) << r.err;  // says where the checkpoint is
+
+  expect_loadable(d, run);
+  const ModelCheckpoint ck = load_model(run);
+  EXPECT_LE(ck.step, bad_step);
+  EXPECT_GT(ck.step, 0);
+  EXPECT_NE(r.err.find("step " + std::to_string(ck.step)), std::string::npos) << r.err;  // and which step it holds
+  EXPECT_TRUE(all_finite(*ck.model));
+  EXPECT_TRUE(all_finite(*load_model(run + "/best.safetensors").model));
+  EXPECT_EQ(load_state(run + "/state.safetensors").step, ck.step);
+  EXPECT_EQ(entries(run), kRunFiles);
+  EXPECT_NE(r.err.find("best.safetensors"), std::string::npos) << r.err;
+  const Result e = run_folio({"eval", "--checkpoint", run + "/best.safetensors", "--data", corpus}, d.path);
+  EXPECT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(e.out.find("nan"), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("inf"), std::string::npos) << e.out;
+}
+
+// Divergence before the first checkpoint: the message must not promise one.
+TEST(CrashSafety, DivergenceBeforeAnyCheckpointSaysSo) {
+  TempDir d("crash_diverge0");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  Args args = tiny_train(corpus, run, 100000);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--lr") args[i + 1] = "1e6";
+    if (args[i] == "--lr-decay-iters") args[i + 1] = "0";
+  }
+  const Result r = run_folio(args, d.path);
+  ASSERT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_GE(number_after(r.err, "at step "), 0) << r.err;
+  EXPECT_NE(r.err.find("no checkpoint"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(run + "/model.safetensors"));
+}
+
+}  // namespace
+}  // namespace folio
