@@ -19,7 +19,11 @@ int32_t sample_token(std::span<const float> logits, const SampleOptions& opt, Rn
                      std::vector<std::pair<float, int32_t>>& scratch) {
   const int64_t V = int64_t(logits.size());
   scratch.resize(V);
-  for (int64_t i = 0; i < V; ++i) scratch[i] = {logits[i] / opt.temperature, int32_t(i)};
+  for (int64_t i = 0; i < V; ++i) {
+    // Sorting NaN is undefined behaviour; a diverged model gets a clear error instead.
+    if (!std::isfinite(logits[i])) fail("generate", "the model produced a non-finite logit (", logits[i], ") for token ", i);
+    scratch[i] = {logits[i] / opt.temperature, int32_t(i)};
+  }
   // Most likely first; ties broken by id so the order is deterministic.
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   std::sort(scratch.begin(), scratch.end(), by_logit);
