@@ -26,6 +26,13 @@ std::string u_plus(char32_t c) {
   return buf;
 }
 
+
+[[noreturn]] void invalid_utf8(std::string_view source, size_t at, const std::string& why) {
+  fail("utf8", source, ": invalid UTF-8 at byte offset ", at, " (", why, ")");
+}
+
+}  // namespace
+
 void append_utf8(std::string& out, char32_t c) {
   if (c < 0x80) {
     out += char(c);
@@ -43,12 +50,6 @@ void append_utf8(std::string& out, char32_t c) {
     out += char(0x80 | (c & 0x3F));
   }
 }
-
-[[noreturn]] void invalid_utf8(std::string_view source, size_t at, const std::string& why) {
-  fail("utf8", source, ": invalid UTF-8 at byte offset ", at, " (", why, ")");
-}
-
-}  // namespace
 
 std::vector<char32_t> decode_utf8(std::string_view bytes, std::string_view source) {
   std::vector<char32_t> out;

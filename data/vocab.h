@@ -16,6 +16,8 @@ namespace folio {
 // the first byte of the bad sequence.
 std::vector<char32_t> decode_utf8(std::string_view bytes, std::string_view source = "text");
 // Encodes code points as UTF-8; a surrogate or a value above U+10FFFF throws "[utf8] ...".
+// Appends the UTF-8 bytes of code point c (valid: not a surrogate, <= U+10FFFF).
+void append_utf8(std::string& out, char32_t c);
 std::string encode_utf8(std::span<const char32_t> cps);
 // A character for messages: 'é' (U+00E9); control characters are escaped ('\n').
 std::string describe_char(char32_t c);

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "autograd/error.h"
+#include "data/vocab.h"
 
 namespace folio {
 namespace {
@@ -143,23 +144,6 @@ class Parser {
     return v;
   }
 
-  static void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xc0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += char(0xe0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    } else {
-      out += char(0xf0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3f));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    }
-  }
 
   // Length of the valid UTF-8 sequence at i_ (lead byte >= 0x80), or 0. Rejects
   // overlong forms, encoded surrogates and code points above U+10FFFF.
@@ -216,7 +200,7 @@ class Parser {
             if (lo < 0xdc00 || lo > 0xdfff) error_at(esc, "high surrogate without a low surrogate");
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
           }
-          put_utf8(out, cp);
+          append_utf8(out, char32_t(cp));
           break;
         }
         default: --i_; error("invalid escape: backslash followed by ", describe());
