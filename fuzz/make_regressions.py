@@ -64,6 +64,11 @@ def main(run, out):
         "reject-state-seed-space": (edit_train_config(state, "seed", " 12"), sdata),
         "reject-state-seed-trailing": (edit_train_config(state, "seed", "12abc"), sdata),
         "reject-state-seed-plus": (edit_train_config(state, "seed", "+7"), sdata),
+        # Leading zeros: "0337" read as 337 and was written back as "337" (found by
+        # scripts/fuzz.sh); a number stored as text is read only in the form folio writes.
+        "reject-state-seed-leading-zero": (edit_train_config(state, "seed", "0337"), sdata),
+        "reject-state-rng-leading-zero": (edit_meta(state, "data_rng", lambda t: json.dumps(
+            ["0" + w for w in json.loads(t)], separators=(",", ":"))), sdata),
         # best_val_loss beyond float range read back as infinity.
         "reject-state-best-val-1e300": (edit_meta(state, "best_val_loss", lambda _: "1e300"), sdata),
         "reject-state-best-val-neg": (edit_meta(state, "best_val_loss", lambda _: "-3.5e38"), sdata),

@@ -23,10 +23,12 @@ constexpr int64_t kMaxVocab = 1 << 21, kMaxBlock = 1 << 16, kMaxLayers = 256, kM
 constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
 constexpr double kMaxFloat = double(std::numeric_limits<float>::max());
 
-// A decimal uint64 written by std::to_string: digits only (no sign, no spaces, no
-// trailing text), no overflow. std::stoull alone would take " -1" or "12abc".
+// A decimal uint64 in the one form std::to_string writes: digits only (no sign, no
+// spaces, no trailing text, no leading zero), no overflow. std::stoull alone would
+// take " -1" or "12abc"; "0337" would read back as a number written differently.
 bool parse_u64(const std::string& t, uint64_t& out) {
   if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (t.size() > 1 && t[0] == '0') return false;
   const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
   return ec == std::errc() && p == t.data() + t.size();
 }
