@@ -23,6 +23,9 @@
 #   --torch-avx512     ATEN_CPU_CAPABILITY=avx512 for torch (its own kernels default to
 #                      AVX2 on this build); matrix products are OpenBLAS's either way
 #   --foreach          torch.optim.AdamW(foreach=True) instead of 1.13's per-tensor loop
+#   --activation A     torch's feed-forward activation, gelu or relu (default: the one
+#                      bench_model's TrainStep uses, read from the sources: GPTConfig's
+#                      default in nn/transformer.h, unless bench_model.cpp sets one)
 #   --no-install       install nothing; --no-build: use build-peer as it is
 #   --out DIR          where results.jsonl and the logs go (default build-peer/peer-<time>)
 set -euo pipefail
@@ -33,7 +36,7 @@ py=/usr/bin/python3  # Debian's python3 (python3-torch); a pyenv python3 on PATH
 blasdir=/usr/lib/x86_64-linux-gnu/openblas-openmp
 
 configs=T,S,M threads=1,2 m_threads="" reps=3 m_steps=2 min_time=1.0 wait_quiet=120
-torch_avx512=0 foreach=0 install=1 do_build=1 out=""
+torch_avx512=0 foreach=0 install=1 do_build=1 out="" activation=""
 while (($#)); do
   case $1 in
     --configs) configs=$2; shift ;;
@@ -46,6 +49,7 @@ while (($#)); do
     --wait-quiet) wait_quiet=$2; shift ;;
     --torch-avx512) torch_avx512=1 ;;
     --foreach) foreach=1 ;;
+    --activation) activation=$2; shift ;;
     --no-install) install=0 ;;
     --no-build) do_build=0 ;;
     --out) out=$2; shift ;;
@@ -94,7 +98,20 @@ results=$out/results.jsonl
 # type (OPENBLAS_CORETYPE=Haswell would force AVX2 kernels on an AVX-512 machine).
 torch_env=(env -u OPENBLAS_CORETYPE "LD_LIBRARY_PATH=$blasdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 ((torch_avx512)) && torch_env+=(ATEN_CPU_CAPABILITY=avx512)
-torch_args=()
+# The activation folio's TrainStep runs: bench_model.cpp builds its GPTConfig without an
+# activation unless it names one, so GPTConfig's default in nn/transformer.h decides.
+folio_act=$(grep -o 'activation *= *[a-z:]*Activation::[a-z]*' "$repo/bench/bench_model.cpp" | head -1 | sed 's/.*:://' || true)
+act_from="bench/bench_model.cpp"
+if [[ -z $folio_act ]]; then
+  folio_act=$(grep -o 'Activation activation *= *[a-z:]*Activation::[a-z]*' "$repo/nn/transformer.h" | head -1 | sed 's/.*:://' || true)
+  act_from="GPTConfig's default in nn/transformer.h"
+fi
+[[ $folio_act == gelu || $folio_act == relu ]] ||
+  { echo "compare.sh: cannot tell which activation bench_model uses (got '$folio_act'); pass --activation" >&2
+    [[ -n $activation ]] || exit 1; }
+activation=${activation:-$folio_act}
+[[ $activation == gelu || $activation == relu ]] || { echo "compare.sh: --activation gelu or relu" >&2; exit 2; }
+torch_args=(--activation "$activation")
 ((foreach)) && torch_args+=(--foreach)
 
 # --- machine facts ---------------------------------------------------------------------
@@ -111,6 +128,8 @@ echo "- libblas.so.3 alternative: $(readlink -f /usr/lib/x86_64-linux-gnu/libbla
   "(torch runs with LD_LIBRARY_PATH=$blasdir either way)"
 echo "- folio: $build/bench/bench_model links $(ldd "$build/bench/bench_model" |
   awk '/dnnl|gomp|blas/ {print $1}' | paste -sd' ' -) ($(dpkg-query -W -f='libdnnl ${Version}' libdnnl2 2>/dev/null || true))"
+echo "- activation: folio's TrainStep uses ${folio_act:-?} ($act_from); torch runs $activation" \
+  "$([[ $activation == "$folio_act" ]] && echo "(the same)" || echo "(NOT the same: the comparison is off)")"
 echo "- OPENBLAS_CORETYPE in this shell: ${OPENBLAS_CORETYPE:-unset} (unset for torch)"
 echo "- parameter counts (torch twin against folio's GPTConfig::parameter_count):"
 "$py" "$peer/torch_gpt.py" --check | sed 's/^/  - /'
@@ -210,6 +229,6 @@ print(f"- OpenBLAS: {t['openblas']}")
 print(f"- torch threads {t['torch_threads']}, ATen CPU capability {t['cpu_capability']}, "
       f"AdamW foreach={t['adamw_foreach']}, torch {t['torch_version']}\n")
 EOF
-echo "## folio vs torch: training steps (medians of $reps alternations; ratio = folio tok/s / torch tok/s)"
+echo "## folio vs torch: training steps, $activation feed-forward (medians of $reps alternations; ratio = folio tok/s / torch tok/s)"
 echo
 "$py" "$peer/table.py" "$results"
