@@ -152,6 +152,13 @@ void Tensor::rebind(const Tensor& packed, int64_t offset) const {
   impl_->offset = packed.impl()->offset + offset;
 }
 
+void Tensor::share_data(const Tensor& source) const {
+  if (!is_leaf() || !source.is_leaf()) fail("share_data", "only leaf tensors can share data");
+  if (shape() != source.shape()) fail("share_data", "shapes ", shape(), " and ", source.shape(), " differ");
+  impl_->data = source.impl()->data;
+  impl_->offset = source.impl()->offset;
+}
+
 namespace {
 thread_local bool g_grad_enabled = true;
 }

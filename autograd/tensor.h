@@ -79,6 +79,9 @@ class Tensor {
   // Moves this leaf's data and gradient into `packed` at `offset` (values are
   // copied): every handle to this tensor then sees the packed storage.
   void rebind(const Tensor& packed, int64_t offset) const;
+  // This leaf reads and writes `source`'s data from now on (same shape); its gradient
+  // stays its own. A model replica shares weights this way (train/data_parallel.h).
+  void share_data(const Tensor& source) const;
 
   // Reverse-mode autodiff from this tensor: a scalar, or any shape given its gradient.
   void backward() const;

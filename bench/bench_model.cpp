@@ -3,7 +3,9 @@
 //   MultiHead/<cfg>    the fast path (packed QKV, batched attention) ...
 //   Heads/<cfg>        ... and the same module run head by head (the specification)
 //   GPT/<cfg>          the whole model with its loss
-//   TrainStep/<cfg>    GPT forward + backward + clip + AdamW + zero_grad: tokens/s
+//   TrainStep/<cfg>    GPT forward + backward + clip + AdamW + zero_grad: tokens/s, as
+//                      `folio train` runs it: data-parallel, one batch shard per thread
+//   TrainStepOps/<cfg> the same step with the threads inside each op instead
 // Configs: T 2L/4H/64d block 32 batch 16; S 4L/4H/128d block 64 batch 12;
 //          M 6L/6H/384d block 256 batch 64, dropout 0.2.
 // GFLOP/s is "effective": 3x the forward matmul FLOPs (causal attention counted in full).
@@ -22,6 +24,7 @@
 #include "bench/bench_common.h"
 #include "nn/transformer.h"
 #include "train/adamw.h"
+#include "train/data_parallel.h"
 
 namespace {
 
@@ -118,13 +121,17 @@ void BM_GPT(benchmark::State& state, Config c) {
   flops_counter(state, 3 * gpt_flops(c));
 }
 
-void BM_TrainStep(benchmark::State& state, Config c) {
+void BM_TrainStep(benchmark::State& state, Config c, bool data_parallel) {
   nn::GPT gpt(gpt_config(c));
   AdamW opt(gpt.named_parameters(), {});
+  DataParallel dp(gpt, num_threads());
   const std::vector<Tensor> params = gpt.parameters();
   const auto [x, y] = random_batch(c, 3);
   timed(state, [&] {
-    gpt.forward(x, c.batch, c.block, y).loss.backward();
+    if (data_parallel)
+      dp.forward_backward(x, y, c.batch, c.block);
+    else
+      gpt.forward(x, c.batch, c.block, y).loss.backward();
     clip_grad_norm(params, 1.0f);
     opt.step(1e-4f);
     gpt.zero_grad();
@@ -152,7 +159,8 @@ int main(int argc, char** argv) {
     reg("MultiHead/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
     reg("Heads/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false); });
     reg("GPT/" + n, [c](benchmark::State& s) { BM_GPT(s, c); });
-    reg("TrainStep/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c); });
+    reg("TrainStep/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, true); });
+    reg("TrainStepOps/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, false); });
   }
   folio::bench::CollectingReporter reporter(folio::bench::display_format(argc, argv));
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -1,12 +1,16 @@
 // oneDNN matmul with a primitive cache. Each distinct (shape, layout) creates its
 // primitive once, together with the memory objects and argument map it runs with;
 // a repeated call only swaps data pointers, so it neither allocates nor re-creates.
-#include <mutex>
+// The cache is per thread: data-parallel training (train/data_parallel.h) runs one
+// model replica per thread, each with single-threaded matmuls, and a shared cache
+// would serialise them on its lock and on the shared memory objects.
+#include <atomic>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "autograd/kernels/matmul.h"
+#include "autograd/parallel.h"
 
 namespace folio::kernels {
 namespace {
@@ -16,13 +20,14 @@ using Dims = memory::dims;
 
 struct Key {
   int64_t batch, M, N, K;
+  int threads;  // oneDNN plans a primitive for the threads it may use
   bool trans_a, trans_b, broadcast_a, broadcast_b, accumulate, bias;
   bool operator==(const Key&) const = default;
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
     size_t h = 1469598103934665603ULL;
-    for (int64_t v : {k.batch, k.M, k.N, k.K}) h = (h ^ size_t(v)) * 1099511628211ULL;
+    for (int64_t v : {k.batch, k.M, k.N, k.K, int64_t(k.threads)}) h = (h ^ size_t(v)) * 1099511628211ULL;
     const int flags = k.trans_a | k.trans_b << 1 | k.broadcast_a << 2 | k.broadcast_b << 3 |
                       k.accumulate << 4 | k.bias << 5;
     return (h ^ size_t(flags)) * 1099511628211ULL;
@@ -38,13 +43,14 @@ struct Entry {
 struct Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::mutex mu;
   std::unordered_map<Key, Entry, KeyHash> cache;
-  int64_t created = 0;
 };
 
+std::atomic<int64_t> g_created{0};  // primitives created, all threads
+
 Context& context() {
-  static Context* c = new Context;  // lives until exit; primitives may be used from statics
+  // Lives until exit (OpenMP's threads do too): primitives may be used from statics.
+  thread_local Context* c = new Context;
   return *c;
 }
 
@@ -73,7 +79,7 @@ Entry make_entry(Context& ctx, const Key& k) {
           {}};
   e.args = {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}};
   if (k.bias) e.args.insert({DNNL_ARG_BIAS, e.bias});
-  ++ctx.created;
+  g_created.fetch_add(1, std::memory_order_relaxed);
   return e;
 }
 
@@ -96,10 +102,10 @@ void matmul(const Gemm& g0, const float* A, const float* B, float* C, const floa
         for (int64_t j = 0; j < g.N; ++j) C[i * g.N + j] += bias[j];
     return;
   }
-  const Key key{g.batch,       g.M,           g.N,          g.K, g.trans_a, g.trans_b,
-                g.broadcast_a, g.broadcast_b, g.accumulate, bias != nullptr};
+  const Key key{g.batch,     g.M,           g.N,           g.K,          num_threads(),
+                g.trans_a,   g.trans_b,     g.broadcast_a, g.broadcast_b, g.accumulate,
+                bias != nullptr};
   Context& ctx = context();
-  std::lock_guard lock(ctx.mu);
   auto it = ctx.cache.find(key);
   if (it == ctx.cache.end()) it = ctx.cache.emplace(key, make_entry(ctx, key)).first;
   Entry& e = it->second;
@@ -111,10 +117,6 @@ void matmul(const Gemm& g0, const float* A, const float* B, float* C, const floa
   ctx.stream.wait();
 }
 
-int64_t matmul_primitives_created() {
-  Context& ctx = context();
-  std::lock_guard lock(ctx.mu);
-  return ctx.created;
-}
+int64_t matmul_primitives_created() { return g_created.load(std::memory_order_relaxed); }
 
 }  // namespace folio::kernels

@@ -1,0 +1,77 @@
+#include "train/data_parallel.h"
+
+#include <omp.h>
+
+#include <exception>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace folio {
+
+DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))) {
+  if (shards < 1) fail("data_parallel", "shards must be positive, got ", shards);
+  const nn::NamedParameters params = model.named_parameters();
+  for (int s = 1; s < shards; ++s) {
+    auto replica = std::make_unique<nn::GPT>(model.config());
+    replica->flat_parameters().share_data(model.flat_parameters());
+    const nn::NamedParameters mine = replica->named_parameters();
+    for (size_t i = 0; i < params.size(); ++i) mine[i].second.share_data(params[i].second);
+    replicas_.push_back(std::move(replica));
+  }
+}
+
+float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B,
+                                     int64_t T) {
+  if (B < 1 || T < 1 || int64_t(ids.size()) != B * T || targets.size() != ids.size())
+    fail("data_parallel", ids.size(), " ids and ", targets.size(), " targets for a batch of B ", B, " x T ", T);
+  const int n = int(std::min<int64_t>(shards(), B));
+  for (int s = 1; s < n; ++s) {
+    nn::GPT& r = *replicas_[size_t(s - 1)];
+    r.train(model_.training());
+    r.dropout_rng().reseed(model_.dropout_rng().next_u64());
+  }
+  std::exception_ptr error;
+#pragma omp parallel num_threads(n)
+  {
+    // Kernels called from here run on this thread alone (oneDNN included: it plans
+    // for omp_get_max_threads()); the setting ends with the parallel region.
+    omp_set_num_threads(1);
+    // A runtime that gives fewer threads (a nested call) still covers every shard.
+    for (int s = omp_get_thread_num(); s < n; s += omp_get_num_threads()) {
+      try {
+        nn::GPT& m = s == 0 ? model_ : *replicas_[size_t(s - 1)];
+        const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
+        const Tensor loss = scale(m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,
+                                            targets.subspan(size_t(begin), size_t(count)))
+                                      .loss,
+                                  float(b1 - b0) / float(B));
+        losses_[size_t(s)] = loss.item();
+        loss.backward();
+      } catch (...) {
+#pragma omp critical(folio_data_parallel_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+
+  // Sum the replicas' gradients into the model's and leave theirs at zero for the
+  // next step. Each gradient is one packed run (GPT packs its parameters).
+  const int64_t numel = model_.flat_parameters().numel();
+  float* total = model_.flat_parameters().grad_data();
+  float loss = losses_[0];
+  for (int s = 1; s < n; ++s) {
+    float* g = replicas_[size_t(s - 1)]->flat_parameters().grad_data();
+#pragma omp parallel for simd if (numel >= kParallelGrain)
+    for (int64_t i = 0; i < numel; ++i) {
+      total[i] += g[i];
+      g[i] = 0.0f;
+    }
+    loss += losses_[size_t(s)];
+  }
+  return loss;
+}
+
+}  // namespace folio

@@ -1,0 +1,41 @@
+#pragma once
+// Data parallelism across the cores of one machine, for models too small to keep
+// several threads busy inside every op (PyTorch's DistributedDataParallel, in one
+// process). The batch's sequences are split into one shard per thread; each thread
+// runs forward and backward of its shard on its own replica of the model (the same
+// weights, its own gradients) with every kernel single-threaded, and the replicas'
+// gradients are then summed into the model's. The threads meet once per step instead
+// of at the end of every op, and no core waits while the other runs serial code.
+//
+// The result is the gradient of the batch's mean loss, as model.forward().loss
+// .backward() gives it, up to float rounding (the shards' sums are added in another
+// order). With dropout, each replica draws its masks from its own generator, which is
+// reseeded every step from the model's: a run is reproducible for a given number of
+// shards, and a checkpoint of the model's generator resumes it exactly.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "nn/transformer.h"
+
+namespace folio {
+
+class DataParallel {
+ public:
+  // Up to `shards` shards (>= 1), one per thread; shard 0 runs on `model` itself.
+  DataParallel(nn::GPT& model, int shards);
+  int shards() const { return int(replicas_.size()) + 1; }
+
+  // ids, targets: (B, T). Accumulates the gradient of the mean cross-entropy over the
+  // batch into the model's parameters and returns that loss. A batch of fewer than
+  // `shards` sequences uses fewer shards.
+  float forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T);
+
+ private:
+  nn::GPT& model_;
+  std::vector<std::unique_ptr<nn::GPT>> replicas_;  // shards 1, 2, ...
+  std::vector<float> losses_;                       // per shard, scaled by its share
+};
+
+}  // namespace folio
