@@ -59,6 +59,8 @@ int train_main(int argc, char** argv) {
       ("val-fraction", po::value<double>()->default_value(1.0 - d.train_fraction), "last fraction of the text held out")
       ("seed", po::value<std::string>()->default_value(std::to_string(d.seed)), "seed of initialisation, batches and dropout")
       ("threads", po::value<int>()->default_value(0), "threads (0: all cores)")
+      ("parallel", po::value<std::string>()->default_value("data"),
+       "how threads share a step: data (a batch shard each) or ops (inside every op)")
       ("quiet", po::bool_switch(), "no progress output");
   po::variables_map vm;
   if (!parse(argc, argv, kUsage, opts, vm)) return 0;
@@ -69,6 +71,9 @@ int train_main(int argc, char** argv) {
     o.resume = vm["resume"].as<bool>();
     o.quiet = vm["quiet"].as<bool>();
     apply_threads(vm);
+    const std::string parallel = vm["parallel"].as<std::string>();
+    if (parallel != "data" && parallel != "ops") throw UsageError(cat("--parallel must be data or ops, got '", parallel, "'"));
+    o.data_parallel = parallel == "data";
     auto given = [&](const char* name) { return vm.count(name) && !vm[name].defaulted(); };
     TrainConfig& t = o.train;
     if (o.resume) {

@@ -136,6 +136,7 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--val-fraction", "1.5"}, {"--val-fraction", "1.5"}},
       {{"train", "--out", out, "--activation", "tanh"}, {"--activation", "tanh"}},
       {{"train", "--out", out, "--threads", "-1"}, {"--threads", "-1"}},
+      {{"train", "--out", out, "--parallel", "both"}, {"--parallel", "both", "data or ops"}},
       // Beyond what a checkpoint may hold: refused at the start, not at the first save.
       {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"batch_size", "2000000"}},
       {{"train", "--data", corpus, "--out", out, "--n-layer", "300"}, {"n_layer", "300", "limits of a checkpoint"}},

@@ -100,7 +100,7 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
   EXPECT_EQ(h.code, 0);
   for (const char* opt : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size", "--dropout", "--lr",
                           "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
-                          "--eval-interval", "--eval-iters", "--seed", "--threads", "--data", "--out", "--resume"})
+                          "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);

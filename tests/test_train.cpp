@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autograd/error.h"
+#include "autograd/parallel.h"
 #include "train/generate.h"
 #include "train/safetensors.h"
 #include "train/trainer.h"
@@ -150,15 +151,29 @@ TrainOptions tiny_run(const fs::path& dir, int64_t max_iters) {
   return o;
 }
 
-TEST(Trainer, ResumeIsBitExact) {
-  const fs::path straight = temp_dir("straight"), split = temp_dir("split");
-  Trainer(tiny_run(straight, 200)).run();
+// Two threads, with dropout: data-parallel (a replica per thread, reseeded from the
+// model's generator every step) and threads inside the ops must both resume exactly.
+class TrainerResume : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { set_num_threads(2); }
+  void TearDown() override { set_num_threads(0); }
+};
+
+TEST_P(TrainerResume, IsBitExact) {
+  const std::string tag = GetParam() ? "dp" : "ops";
+  const fs::path straight = temp_dir("straight_" + tag), split = temp_dir("split_" + tag);
+  auto run = [&](const fs::path& dir) {
+    TrainOptions o = tiny_run(dir, 200);
+    o.data_parallel = GetParam();
+    return o;
+  };
+  Trainer(run(straight)).run();
   // A run planned for 200 steps (its schedule decays until 200) that stops at 100.
-  TrainOptions first = tiny_run(split, 200);
+  TrainOptions first = run(split);
   first.train.max_iters = 100;
   first.train.lr_decay_iters = 200;
   Trainer(first).run();
-  TrainOptions second = tiny_run(split, 200);
+  TrainOptions second = run(split);
   second.resume = true;
   second.train = saved_run(second.out_dir).config;
   second.train.max_iters = 200;
@@ -179,6 +194,8 @@ TEST(Trainer, ResumeIsBitExact) {
   EXPECT_EQ(lines, 1 + 5);  // header + steps 0, 50, 100, 150, 200
   EXPECT_EQ(last.substr(0, 4), "200,");
 }
+INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "DataParallel" : "InsideOps"; });
 
 TEST(Trainer, LossFalls) {
   const fs::path dir = temp_dir("falls");

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "autograd/error.h"
+#include "autograd/parallel.h"
 
 namespace folio {
 namespace {
@@ -200,6 +201,8 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
     data_rng_.reseed(opt_.train.seed);
   }
+  const int shards = int(std::min<int64_t>(num_threads(), opt_.train.batch_size));
+  if (opt_.data_parallel && shards > 1) data_parallel_ = std::make_unique<DataParallel>(*model_, shards);
 }
 
 Trainer::Losses Trainer::evaluate() {
@@ -306,11 +309,16 @@ Trainer::Losses Trainer::run() {
       evaluate_and_save(step_ > first_step);
     const float lr = schedule.at(step_);
     sample_batch(corpus_.split.train, tc.batch_size, opt_.model.block_size, data_rng_, batch);
-    const Tensor loss = model_->forward(batch.inputs, batch.B, batch.T, batch.targets).loss;
-    const float loss_value = loss.item();
+    float loss_value;
+    if (data_parallel_) {
+      loss_value = data_parallel_->forward_backward(batch.inputs, batch.targets, batch.B, batch.T);
+    } else {
+      const Tensor loss = model_->forward(batch.inputs, batch.B, batch.T, batch.targets).loss;
+      loss_value = loss.item();
+      if (std::isfinite(loss_value)) loss.backward();
+    }
     if (!std::isfinite(loss_value))
       fail("train", "the loss became ", loss_value, " at step ", step_, " (training diverged); ", kept());
-    loss.backward();
     const float norm = clip_grad_norm(params, tc.grad_clip);
     if (!std::isfinite(norm)) {
       for (const auto& [name, p] : model_->named_parameters())

@@ -6,6 +6,7 @@
 
 #include "data/dataset.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel.h"
 
 namespace folio {
 
@@ -15,6 +16,9 @@ struct TrainOptions {
   std::string out_dir = "out";
   bool resume = false;
   bool quiet = false;  // no progress output (tests)
+  // How the threads share a training step: one batch shard each (train/data_parallel.h),
+  // or all of them inside each op. Evaluation always runs inside the ops.
+  bool data_parallel = true;
 };
 
 class Trainer {
@@ -41,6 +45,7 @@ class Trainer {
   Corpus corpus_;
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops
   Rng data_rng_;
   int64_t step_ = 0;
   float best_val_ = 0;
