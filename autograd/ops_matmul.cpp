@@ -49,63 +49,70 @@ Plan plan(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return p;
 }
 
-// C += A-side x B-side where the product's batch must be summed into an operand
-// that was broadcast: one accumulating kernel call per batch entry.
+// C (+)= A-side x B-side where the product's batch must be summed into an operand
+// that was broadcast: one kernel call per batch entry, all but the first accumulating.
 void product_into(const Gemm& g, const float* A, const float* B, float* C, bool sum_over_batch) {
   if (!sum_over_batch) return kernels::matmul(g, A, B, C);
   Gemm one = g;
   one.batch = 1;
   one.broadcast_a = one.broadcast_b = false;
-  for (int64_t i = 0; i < g.batch; ++i)
-    kernels::matmul(one, A + (g.broadcast_a ? 0 : i * g.M * g.K),
-                    B + (g.broadcast_b ? 0 : i * g.K * g.N), C, nullptr);
+  for (int64_t i = 0; i < g.batch; ++i) {
+    one.accumulate = g.accumulate || i > 0;
+    kernels::matmul(one, A + (g.broadcast_a ? 0 : i * g.M * g.K), B + (g.broadcast_b ? 0 : i * g.K * g.N), C,
+                    nullptr);
+  }
 }
 
-// Gradients of C = op(A) @ op(B), given dC; accumulates into dA and dB (when non-null).
-void matmul_backward(const Gemm& f, const float* A, const float* B, const float* dC, float* dA, float* dB) {
-  if (dA) {
-    // d op(A) (M, K) = dC (M, N) @ op(B)^T; stored transposed when trans_a.
-    Gemm g;
-    g.batch = f.batch;
-    g.accumulate = true;
-    if (!f.trans_a) {  // dA (M, K) = dC (M, N) @ op(B)^T
-      g.M = f.M, g.N = f.K, g.K = f.N;
-      g.trans_a = false, g.trans_b = !f.trans_b;
-      g.broadcast_b = f.broadcast_b;
-      product_into(g, dC, B, dA, f.broadcast_a);
-    } else {  // dA^T (K, M) = op(B) (K, N) @ dC^T
-      g.M = f.K, g.N = f.M, g.K = f.N;
-      g.trans_a = f.trans_b, g.trans_b = true;
-      g.broadcast_a = f.broadcast_b;
-      product_into(g, B, dC, dA, f.broadcast_a);
+// Gradients of C = op(A) @ op(B), given dC, into dA and dB: stored when `overwrite`
+// (their first contribution), else added.
+void matmul_backward_a(const Gemm& f, const float* B, const float* dC, float* dA, bool overwrite) {
+  Gemm g;
+  g.batch = f.batch;
+  g.accumulate = !overwrite;
+  if (!f.trans_a) {  // dA (M, K) = dC (M, N) @ op(B)^T
+    g.M = f.M, g.N = f.K, g.K = f.N;
+    g.trans_a = false, g.trans_b = !f.trans_b;
+    g.broadcast_b = f.broadcast_b;
+    product_into(g, dC, B, dA, f.broadcast_a);
+  } else {  // dA^T (K, M) = op(B) (K, N) @ dC^T
+    g.M = f.K, g.N = f.M, g.K = f.N;
+    g.trans_a = f.trans_b, g.trans_b = true;
+    g.broadcast_a = f.broadcast_b;
+    product_into(g, B, dC, dA, f.broadcast_a);
+  }
+}
+
+void matmul_backward_b(const Gemm& f, const float* A, const float* dC, float* dB, bool overwrite) {
+  Gemm g;
+  g.batch = f.batch;
+  g.accumulate = !overwrite;
+  if (!f.trans_b) {  // dB (K, N) = op(A)^T (K, M) @ dC (M, N)
+    g.M = f.K, g.N = f.N, g.K = f.M;
+    g.trans_a = !f.trans_a, g.trans_b = false;
+    g.broadcast_a = f.broadcast_a;
+    if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: A_flat^T @ dC_flat
+      g.K = f.M * f.batch, g.batch = 1, g.broadcast_a = false;
+      product_into(g, A, dC, dB, false);
+    } else {
+      product_into(g, A, dC, dB, f.broadcast_b);
+    }
+  } else {  // dB^T (N, K) = dC^T (N, M) @ op(A) (M, K)
+    g.M = f.N, g.N = f.K, g.K = f.M;
+    g.trans_a = true, g.trans_b = f.trans_a;
+    g.broadcast_b = f.broadcast_a;
+    if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: dC_flat^T @ A_flat
+      g.K = f.M * f.batch, g.batch = 1, g.broadcast_b = false;
+      product_into(g, dC, A, dB, false);
+    } else {
+      product_into(g, dC, A, dB, f.broadcast_b);
     }
   }
-  if (dB) {
-    Gemm g;
-    g.batch = f.batch;
-    g.accumulate = true;
-    if (!f.trans_b) {  // dB (K, N) = op(A)^T (K, M) @ dC (M, N)
-      g.M = f.K, g.N = f.N, g.K = f.M;
-      g.trans_a = !f.trans_a, g.trans_b = false;
-      g.broadcast_a = f.broadcast_a;
-      if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: A_flat^T @ dC_flat
-        g.K = f.M * f.batch, g.batch = 1, g.broadcast_a = false;
-        product_into(g, A, dC, dB, false);
-      } else {
-        product_into(g, A, dC, dB, f.broadcast_b);
-      }
-    } else {  // dB^T (N, K) = dC^T (N, M) @ op(A) (M, K)
-      g.M = f.N, g.N = f.K, g.K = f.M;
-      g.trans_a = true, g.trans_b = f.trans_a;
-      g.broadcast_b = f.broadcast_a;
-      if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: dC_flat^T @ A_flat
-        g.K = f.M * f.batch, g.batch = 1, g.broadcast_b = false;
-        product_into(g, dC, A, dB, false);
-      } else {
-        product_into(g, dC, A, dB, f.broadcast_b);
-      }
-    }
-  }
+}
+
+// Both gradients, each slot taken just before it is written (A and B may be one tensor).
+void matmul_backward(const Gemm& f, const float* A, const float* B, const float* dC, const InputGrads& in) {
+  if (const auto [dA, overwrite] = in.slot(0); dA) matmul_backward_a(f, B, dC, dA, overwrite);
+  if (const auto [dB, overwrite] = in.slot(1); dB) matmul_backward_b(f, A, dC, dB, overwrite);
 }
 
 }  // namespace
@@ -116,7 +123,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   kernels::matmul(p.g, a.data(), b.data(), out.data());
   if (!needs_grad({&a, &b})) return out;
   record(out, "matmul", {&a, &b}, [sa = a.detach(), sb = b.detach(), g = p.g](const Tensor& grad, const InputGrads& in) {
-    matmul_backward(g, sa.data(), sb.data(), grad.data(), in(0), in(1));
+    matmul_backward(g, sa.data(), sb.data(), grad.data(), in);
   });
   return out;
 }
@@ -137,7 +144,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   kernels::matmul(g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
   if (!needs_grad({&x, &w, &bias})) return out;
   record(out, "linear", {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g](const Tensor& grad, const InputGrads& in) {
-    matmul_backward(g, sx.data(), sw.data(), grad.data(), in(0), in(1));
+    matmul_backward(g, sx.data(), sw.data(), grad.data(), in);
     if (float* gb = in(2)) {
       const float* d = grad.data();
       for (int64_t r = 0; r < g.M; ++r)

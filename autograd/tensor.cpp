@@ -226,4 +226,15 @@ float* InputGrads::operator()(size_t i) const {
   return producer.grad->data;
 }
 
+InputGrads::Slot InputGrads::slot(size_t i) const {
+  if (i >= node_.inputs.size()) return {nullptr, false};
+  Edge& e = node_.inputs[i];
+  if (e.leaf) return {Tensor(e.leaf).grad_data(), false};  // a leaf's gradient accumulates across passes
+  if (!e.node) return {nullptr, false};
+  Node& producer = *e.node;
+  if (producer.grad) return {producer.grad->data, false};
+  producer.grad = std::make_shared<Storage>(size_t(producer.shape.numel()));
+  return {producer.grad->data, true};
+}
+
 }  // namespace folio

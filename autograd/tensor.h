@@ -112,6 +112,15 @@ class InputGrads {
  public:
   explicit InputGrads(Node& node) : node_(node) {}
   float* operator()(size_t i) const;
+  // For a kernel that writes every element of input i's gradient: the buffer, and
+  // whether this is its first contribution, which the kernel may then store instead
+  // of adding (no zero-fill, no read). {nullptr, false} if input i needs none. Ask
+  // for a slot only when about to write it: two inputs may share one buffer.
+  struct Slot {
+    float* data;
+    bool overwrite;
+  };
+  Slot slot(size_t i) const;
 
  private:
   Node& node_;

@@ -133,6 +133,33 @@ TEST(Grad, MatmulBroadcastLeft) {  // (M, K) @ (B, K, N)
           << "trans_a " << ta << " trans_b " << tb;
     }
 }
+// Products of intermediates: the first gradient into a buffer is stored, not added
+// (InputGrads::slot), so a tensor feeding both operands, or a product and another op,
+// must still receive every contribution.
+TEST(Grad, MatmulOfIntermediates) {
+  EXPECT_TRUE(gradcheck([](const V& v) { const Tensor h = tanh(v[0]); return matmul(h, h, false, true); },
+                        {param({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck([](const V& v) { const Tensor h = tanh(v[0]); return matmul(h, h, true, false); },
+                        {param({3, 4}, 2)}));
+  EXPECT_TRUE(gradcheck(
+      [](const V& v) {
+        const Tensor h = scale(v[0], 2.0f);
+        return concat({matmul(h, tanh(v[1])), h});
+      },
+      {param({3, 4}, 3), param({4, 5}, 4)}));
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      // Broadcast on either side: the broadcast operand's gradient sums the batch.
+      Tensor a = param(ta ? Shape{4, 3} : Shape{3, 4}, 5), b = param(tb ? Shape{2, 5, 4} : Shape{2, 4, 5}, 6);
+      EXPECT_TRUE(gradcheck([ta, tb](const V& v) { return matmul(tanh(v[0]), tanh(v[1]), ta, tb); }, {a, b}))
+          << "broadcast left, trans_a " << ta << " trans_b " << tb;
+      Tensor c = param(ta ? Shape{3, 4, 2} : Shape{3, 2, 4}, 7), d = param(tb ? Shape{5, 4} : Shape{4, 5}, 8);
+      EXPECT_TRUE(gradcheck([ta, tb](const V& v) { return matmul(tanh(v[0]), tanh(v[1]), ta, tb); }, {c, d}))
+          << "broadcast right, trans_a " << ta << " trans_b " << tb;
+    }
+  EXPECT_TRUE(gradcheck([](const V& v) { return linear(tanh(v[0]), v[1], v[2]); },
+                        {param({2, 3, 4}, 9), param({5, 4}, 10), param({5}, 11)}));
+}
 TEST(Grad, LinearWithAndWithoutBias) {
   EXPECT_TRUE(gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); },
                         {param({2, 3, 4}, 1), param({5, 4}, 2), param({5}, 3)}));
