@@ -54,24 +54,72 @@ void each(const Broadcast& p, bool parallel, Fn fn) {
   }
 }
 
+// dst[i] (+)= f(a[i], b[i]) for i < n (a, b non-null): stored when `store` (a gradient's first
+// contribution, see InputGrads::slot, or an output), else added. f takes floats and
+// the arrays come in as arguments: behind a lambda that indexes captured pointers,
+// GCC turns the loads into gathers and the loop runs several times slower.
+template <class F>
+void flat_map(float* dst, bool store, int64_t n, const float* a, const float* b, F f) {
+  if (store) {
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
+  } else {
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) dst[i] += f(a[i], b[i]);
+  }
+}
+
+// The same with three inputs: dst[i] (+)= f(a[i], b[i], c[i]).
+template <class F>
+void flat_map3(float* dst, bool store, int64_t n, const float* a, const float* b, const float* c, F f) {
+  if (store) {
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i], c[i]);
+  } else {
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) dst[i] += f(a[i], b[i], c[i]);
+  }
+}
+
 // out = f(a, b); backward: ga += da(g, a, b), gb += db(g, a, b), reduced over broadcasts.
-// kSave: the derivatives read a and b, so the node keeps their data.
+// kSave: the derivatives read a and b, so the node keeps their data. Operands of one
+// shape (a residual add) take flat loops; broadcasting ones walk the strides.
 template <bool kSave, class F, class DA, class DB>
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB db) {
   Shape out_shape;
   const Broadcast p = plan(op, a.shape(), b.shape(), out_shape);
   Tensor out = Tensor::empty(out_shape);
+  const bool flat = p.a_full && p.b_full;
+  const int64_t n = out_shape.numel();
   {
     const float *x = a.data(), *y = b.data();
     float* o = out.data();
-    each(p, true, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
+    if (flat)
+      flat_map(o, true, n, x, y, f);
+    else
+      each(p, true, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
   }
   if (!needs_grad({&a, &b})) return out;
   Tensor sa = kSave ? a.detach() : Tensor(), sb = kSave ? b.detach() : Tensor();
-  record(out, op, {&a, &b}, [sa, sb, p, da, db](const Tensor& grad, const InputGrads& in) {
+  record(out, op, {&a, &b}, [sa, sb, p, flat, n, da, db](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
     const float *x = kSave ? sa.data() : nullptr, *y = kSave ? sb.data() : nullptr;
     auto at = [](const float* v, int64_t i) { return kSave ? v[i] : 0.0f; };
+    if (flat) {
+      if (const auto [gx, overwrite] = in.slot(0); gx) {
+        if constexpr (kSave)
+          flat_map3(gx, overwrite, n, g, x, y, da);
+        else
+          flat_map(gx, overwrite, n, g, g, [da](float gi, float) { return da(gi, 0.0f, 0.0f); });
+      }
+      if (const auto [gy, overwrite] = in.slot(1); gy) {
+        if constexpr (kSave)
+          flat_map3(gy, overwrite, n, g, x, y, db);
+        else
+          flat_map(gy, overwrite, n, g, g, [db](float gi, float) { return db(gi, 0.0f, 0.0f); });
+      }
+      return;
+    }
     if (float* gx = in(0))
       each(p, p.a_full, [&](int64_t i, int64_t ia, int64_t ib) { gx[ia] += da(g[i], at(x, ia), at(y, ib)); });
     if (float* gy = in(1))
@@ -98,12 +146,11 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
   const Tensor saved = kSave == Saves::input ? x.detach() : kSave == Saves::output ? out.detach() : Tensor();
   record(out, op, {&x}, [saved, n, df](const Tensor& grad, const InputGrads& in) {
     const float *g = grad.data(), *v = saved.defined() ? saved.data() : nullptr;
-    float* gx = in(0);
-#pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      const float value = kSave == Saves::nothing ? 0.0f : v[i];
-      gx[i] += kSave == Saves::output ? df(g[i], 0.0f, value) : df(g[i], value, 0.0f);
-    }
+    const auto [gx, overwrite] = in.slot(0);
+    if (!gx) return;
+    flat_map(gx, overwrite, n, g, v ? v : g, [df](float gi, float value) {  // value unused when nothing is saved
+      return kSave == Saves::output ? df(gi, 0.0f, value) : df(gi, value, 0.0f);
+    });
   });
   return out;
 }

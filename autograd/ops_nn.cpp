@@ -96,12 +96,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 #pragma omp parallel for if (x.numel() >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = in + r * C;
+      // Vectorised sums (lane-wise partial sums: an order that depends on nothing but C).
       float m = 0.0f;
+#pragma omp simd reduction(+ : m)
       for (int64_t c = 0; c < C; ++c) m += xr[c];
       m /= float(C);
       float v = 0.0f;
+#pragma omp simd reduction(+ : v)
       for (int64_t c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
       const float rstd = 1.0f / std::sqrt(v / float(C) + eps);
+#pragma omp simd
       for (int64_t c = 0; c < C; ++c) o[r * C + c] = (xr[c] - m) * rstd * w[c] + b[c];
       st[2 * r] = m;
       st[2 * r + 1] = rstd;

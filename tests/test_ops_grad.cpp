@@ -160,6 +160,18 @@ TEST(Grad, MatmulOfIntermediates) {
   EXPECT_TRUE(gradcheck([](const V& v) { return linear(tanh(v[0]), v[1], v[2]); },
                         {param({2, 3, 4}, 9), param({5, 4}, 10), param({5}, 11)}));
 }
+// The same for elementwise ops: an intermediate read by several of them (and twice by
+// one) gets its first gradient stored and the others added.
+TEST(Grad, ElementwiseOfIntermediates) {
+  EXPECT_TRUE(gradcheck(
+      [](const V& v) {
+        const Tensor h = scale(v[0], 1.5f);
+        return sub(add(mul(h, h), relu(h)), div(tanh(h), add(exp(v[1]), v[1])));
+      },
+      {param({3, 5}, 1), param({3, 5}, 2)}));
+  EXPECT_TRUE(gradcheck([](const V& v) { const Tensor h = gelu(v[0]); return add(h, gelu(h)); },
+                        {param({2, 7}, 3)}));
+}
 TEST(Grad, LinearWithAndWithoutBias) {
   EXPECT_TRUE(gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); },
                         {param({2, 3, 4}, 1), param({5, 4}, 2), param({5}, 3)}));
