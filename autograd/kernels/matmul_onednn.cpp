@@ -49,9 +49,9 @@ struct Context {
 std::atomic<int64_t> g_created{0};  // primitives created, all threads
 
 Context& context() {
-  // Lives until exit (OpenMP's threads do too): primitives may be used from statics.
-  thread_local Context* c = new Context;
-  return *c;
+  // Destroyed when its thread ends: OpenMP retires threads when a team shrinks.
+  thread_local Context c;
+  return c;
 }
 
 // A (rows, cols) operand stored either as is or transposed, with a batch dimension.
