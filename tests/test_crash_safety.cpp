@@ -6,6 +6,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <csignal>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -171,18 +173,21 @@ TEST(CrashSafety, ResumeDropsASaveCutShortBeforeItsCommit) {
   EXPECT_EQ(slurp(cut + "/model.safetensors"), slurp(straight + "/model.safetensors"));
 }
 
-// Ctrl-C: the run finishes its step, evaluates, saves, says where, and exits 0 (the
-// checkpoint is complete and resumable: an orderly stop, as the README says).
-TEST(CrashSafety, SigintSavesACheckpointAndExitsZero) {
-  TempDir d("crash_sigint");
+// Ctrl-C or SIGTERM: the run finishes its step, evaluates, saves, says where, and exits
+// 0 (the checkpoint is complete and resumable: an orderly stop, as the README says).
+class StopSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(StopSignal, SavesACheckpointAndExitsZero) {
+  const int sig = GetParam();
+  TempDir d(sig == SIGINT ? "crash_sigint" : "crash_sigterm");
   const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
   const Child c = spawn_folio(tiny_train(corpus, run, 1000000), d / "train.out", d / "train.err");
   for (const char* f : {"state.safetensors", "model.safetensors", "best.safetensors"})
     ASSERT_TRUE(wait_for_file(d.path / "run" / f, c.pid, 120)) << f << ": " << slurp(d / "train.err");
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  ::kill(c.pid, SIGINT);
+  ::kill(c.pid, sig);
   const Exit x = wait_child(c.pid, 60);
-  ASSERT_FALSE(x.timed_out) << "SIGINT did not stop training";
+  ASSERT_FALSE(x.timed_out) << strsignal(sig) << " did not stop training";
   EXPECT_TRUE(x.exited) << "killed by signal " << x.signal;
   EXPECT_EQ(x.code, 0) << slurp(d / "train.err");
   EXPECT_EQ(slurp(d / "train.err"), "");
@@ -198,6 +203,8 @@ TEST(CrashSafety, SigintSavesACheckpointAndExitsZero) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(load_model(run).step, step + 2);
 }
+INSTANTIATE_TEST_SUITE_P(CrashSafety, StopSignal, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& info) { return info.param == SIGINT ? "Sigint" : "Sigterm"; });
 
 // A learning rate that makes the weights overflow: training stops with exit code 1
 // and one line naming the step, and the checkpoint on disk is the last one whose

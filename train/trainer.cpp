@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted = true; }
+void on_stop(int) { g_interrupted = true; }
 
 std::string state_file(const std::string& dir) { return (fs::path(dir) / "state.safetensors").string(); }
 std::string model_path(const std::string& dir) { return (fs::path(dir) / "model.safetensors").string(); }
@@ -261,12 +261,21 @@ Trainer::Losses Trainer::run() {
   double tokens_per_sec = 0;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
+  // Ctrl-C and SIGTERM (kill, a container or job scheduler stopping the run) both end
+  // the step, save and exit 0; the previous handlers come back when the loop ends.
   g_interrupted = false;
-  auto previous_handler = std::signal(SIGINT, on_sigint);
-  struct RestoreSigint {  // also when a failure ends the run early
-    void (*handler)(int);
-    ~RestoreSigint() { std::signal(SIGINT, handler); }
-  } restore_sigint{previous_handler};
+  struct StopSignals {  // also restored when a failure ends the run early
+    void (*on_int)(int) = std::signal(SIGINT, on_stop);
+    void (*on_term)(int) = std::signal(SIGTERM, on_stop);
+    bool active = true;
+    void restore() {
+      if (!active) return;
+      std::signal(SIGINT, on_int);
+      std::signal(SIGTERM, on_term);
+      active = false;
+    }
+    ~StopSignals() { restore(); }
+  } stop_signals;
   auto report = [&](const Losses& l) {
     log << step_ << ',' << l.train << ',' << l.val << ',' << schedule.at(step_) << ',' << tokens_per_sec << ','
         << elapsed() << '\n' << std::flush;
@@ -348,7 +357,7 @@ Trainer::Losses Trainer::run() {
     }
     if (log_now) window_start = Clock::now(), window_steps = 0;
   }
-  std::signal(SIGINT, previous_handler);
+  stop_signals.restore();
   if (step_ > first_step || !opt_.resume) evaluate_and_save(true);
   if (!opt_.quiet) {
     if (g_interrupted) std::printf("interrupted at step %lld: checkpoint saved in %s\n", (long long)step_, opt_.out_dir.c_str());
