@@ -172,6 +172,17 @@ TEST(Grad, ElementwiseOfIntermediates) {
   EXPECT_TRUE(gradcheck([](const V& v) { const Tensor h = gelu(v[0]); return add(h, gelu(h)); },
                         {param({2, 7}, 3)}));
 }
+// Softmax backward stores a first gradient over the whole row, zeros past the mask.
+TEST(Grad, SoftmaxOfIntermediates) {
+  EXPECT_TRUE(gradcheck(
+      [](const V& v) {
+        const Tensor h = tanh(v[0]);
+        return add(causal_softmax(h, 0.7f), softmax(h));
+      },
+      {param({2, 5, 5}, 1)}));
+  EXPECT_TRUE(gradcheck([](const V& v) { return causal_softmax(scale(v[0], 2.0f), 0.5f); },
+                        {param({2, 3, 6}, 2)}));  // fewer queries than keys (the KV-cache case)
+}
 TEST(Grad, LinearWithAndWithoutBias) {
   EXPECT_TRUE(gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); },
                         {param({2, 3, 4}, 1), param({5, 4}, 2), param({5}, 3)}));
