@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <new>
 #include <unordered_map>
 #include <vector>
@@ -12,9 +12,10 @@ namespace folio::pool {
 namespace {
 
 constexpr size_t kAlign = 64;
-// Beyond this much cached memory, released buffers are freed instead. Half the
-// machine's memory: a training step's whole working set stays cached (re-faulting
-// fresh pages costs ~10 us per 4 KiB), while odd shapes cannot hoard all of it.
+// Beyond this much cached memory (all threads together), released buffers are freed
+// instead. Half the machine's memory: a training step's whole working set stays
+// cached (re-faulting fresh pages costs ~10 us per 4 KiB), while odd shapes cannot
+// hoard all of it.
 uint64_t max_cached_bytes() {
   static const uint64_t cap = [] {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -23,15 +24,43 @@ uint64_t max_cached_bytes() {
   return cap;
 }
 
-struct Cache {
-  std::mutex mu;
+struct Counters {
+  std::atomic<uint64_t> requests{0}, fresh{0}, bytes_cached{0}, bytes_in_use{0};
+};
+Counters g_counters;
+
+// Each thread caches what it releases and serves its own requests from there: no
+// lock, and a buffer comes back warm in this core's cache. (One shared cache cost
+// data-parallel training 6% at config S and 13% at T: the threads contended for its
+// lock and took each other's cold buffers.) A buffer released by another thread than
+// the one that took it simply joins the releasing thread's cache.
+struct ThreadCache {
   std::unordered_map<size_t, std::vector<float*>> free_lists;  // rounded size -> buffers
-  Stats stats;
+  ~ThreadCache() {
+    for (auto& [size, list] : free_lists)
+      for (float* p : list) {
+        std::free(p);
+        g_counters.bytes_cached -= size * sizeof(float);
+      }
+  }
 };
 
-Cache& cache() {
-  static Cache* c = new Cache;  // never destroyed: tensors may outlive static destruction
-  return *c;
+// Null once this thread's cache is gone (at thread exit, or at program exit for the
+// main thread, before static tensors release their buffers): buffers then go
+// straight to malloc and free.
+thread_local ThreadCache* t_cache = nullptr;
+thread_local bool t_cache_dead = false;
+
+ThreadCache* cache() {
+  if (!t_cache && !t_cache_dead) {
+    struct Owner {
+      ThreadCache cache;
+      Owner() { t_cache = &cache; }
+      ~Owner() { t_cache = nullptr, t_cache_dead = true; }
+    };
+    thread_local Owner owner;
+  }
+  return t_cache;
 }
 
 size_t rounded(size_t n) { return (n + 15) & ~size_t(15); }  // whole 64-byte lines
@@ -40,20 +69,18 @@ size_t rounded(size_t n) { return (n + 15) & ~size_t(15); }  // whole 64-byte li
 
 float* acquire(size_t n) {
   const size_t m = rounded(n ? n : 1);
-  Cache& c = cache();
-  {
-    std::lock_guard lock(c.mu);
-    ++c.stats.requests;
-    c.stats.bytes_in_use += m * sizeof(float);
-    auto it = c.free_lists.find(m);
-    if (it != c.free_lists.end() && !it->second.empty()) {
+  ++g_counters.requests;
+  g_counters.bytes_in_use += m * sizeof(float);
+  if (ThreadCache* c = cache()) {
+    auto it = c->free_lists.find(m);
+    if (it != c->free_lists.end() && !it->second.empty()) {
       float* p = it->second.back();
       it->second.pop_back();
-      c.stats.bytes_cached -= m * sizeof(float);
+      g_counters.bytes_cached -= m * sizeof(float);
       return p;
     }
-    ++c.stats.fresh;
   }
+  ++g_counters.fresh;
   void* p = std::aligned_alloc(kAlign, m * sizeof(float));
   if (!p) throw std::bad_alloc();
   return static_cast<float*>(p);
@@ -62,32 +89,19 @@ float* acquire(size_t n) {
 void release(float* p, size_t n) {
   if (!p) return;
   const size_t m = rounded(n ? n : 1);
-  Cache& c = cache();
-  {
-    std::lock_guard lock(c.mu);
-    c.stats.bytes_in_use -= m * sizeof(float);
-    if (c.stats.bytes_cached + m * sizeof(float) <= max_cached_bytes()) {
-      c.free_lists[m].push_back(p);
-      c.stats.bytes_cached += m * sizeof(float);
-      return;
-    }
+  g_counters.bytes_in_use -= m * sizeof(float);
+  ThreadCache* c = cache();
+  if (c && g_counters.bytes_cached + m * sizeof(float) <= max_cached_bytes()) {
+    c->free_lists[m].push_back(p);
+    g_counters.bytes_cached += m * sizeof(float);
+    return;
   }
   std::free(p);
 }
 
-void trim() {
-  Cache& c = cache();
-  std::lock_guard lock(c.mu);
-  for (auto& [size, list] : c.free_lists)
-    for (float* p : list) std::free(p);
-  c.free_lists.clear();
-  c.stats.bytes_cached = 0;
-}
-
 Stats stats() {
-  Cache& c = cache();
-  std::lock_guard lock(c.mu);
-  return c.stats;
+  return {g_counters.requests.load(), g_counters.fresh.load(), g_counters.bytes_cached.load(),
+          g_counters.bytes_in_use.load()};
 }
 
 }  // namespace folio::pool

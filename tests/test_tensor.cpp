@@ -1,6 +1,8 @@
 // Tensor basics, the RNG, and the autograd engine's bookkeeping.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/pool.h"
@@ -119,6 +121,27 @@ TEST(Pool, SteadyStateReusesBuffers) {
   const uint64_t fresh = pool::stats().fresh;
   for (int i = 0; i < 5; ++i) step();
   EXPECT_EQ(pool::stats().fresh, fresh);
+}
+
+// Caches are per thread: a buffer may be released by another thread than the one that
+// took it, a thread reuses what it released, and a thread's cache goes when it ends.
+TEST(Pool, BuffersCrossThreadsAndLeaveWithTheirThread) {
+  const pool::Stats before = pool::stats();
+  float* p = nullptr;
+  std::thread([&] { p = pool::acquire(1000), p[999] = 1.0f; }).join();
+  EXPECT_EQ(pool::stats().bytes_in_use, before.bytes_in_use + 1008 * sizeof(float));  // whole 64-byte lines
+  std::thread([&] {
+    pool::release(p, 1000);
+    EXPECT_EQ(pool::stats().bytes_cached, before.bytes_cached + 1008 * sizeof(float));
+    const uint64_t fresh = pool::stats().fresh;
+    float* again = pool::acquire(1000);  // served from this thread's cache
+    EXPECT_EQ(again, p);
+    EXPECT_EQ(pool::stats().fresh, fresh);
+    pool::release(again, 1000);
+  }).join();
+  const pool::Stats after = pool::stats();
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(after.bytes_cached, before.bytes_cached);  // freed with the thread that held it
 }
 
 }  // namespace
