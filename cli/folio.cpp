@@ -10,7 +10,11 @@
 namespace folio::cli {
 
 bool parse(int argc, char** argv, const char* usage, const po::options_description& options, po::variables_map& vm) {
-  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
+  po::store(parsed, vm);
+  // Boost drops a bare word (`folio generate runs/x`) without a word; say so instead.
+  for (const std::string& extra : po::collect_unrecognized(parsed.options, po::include_positional))
+    throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
   if (vm.count("help")) {
     std::printf("%s\n\n", usage);
     std::cout << options << std::flush;

@@ -137,11 +137,13 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--activation", "tanh"}, {"--activation", "tanh"}},
       {{"train", "--out", out, "--threads", "-1"}, {"--threads", "-1"}},
       {{"train", "--out", out, "--parallel", "both"}, {"--parallel", "both", "data or ops"}},
+      {{"train", "--out", out, "stray"}, {"unexpected argument 'stray'"}},
       // Beyond what a checkpoint may hold: refused at the start, not at the first save.
       {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"batch_size", "2000000"}},
       {{"train", "--data", corpus, "--out", out, "--n-layer", "300"}, {"n_layer", "300", "limits of a checkpoint"}},
       {{"train", "--out", out, "--seed", "-1"}, {"--seed", "-1"}},
       {{"generate", "--checkpoint", at("run"), "--temperature", "0"}, {"temperature", "0"}},
+      {{"generate", at("run")}, {"unexpected argument", at("run")}},  // a run given without --checkpoint
       {{"generate", "--checkpoint", at("run"), "--temperature", "-1"}, {"temperature", "-1"}},
       {{"generate", "--checkpoint", at("run"), "--top-p", "0"}, {"top_p", "0"}},
       {{"generate", "--checkpoint", at("run"), "--top-p", "1.5"}, {"top_p", "1.5"}},
