@@ -19,18 +19,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 
-bash scripts/setup.sh
-packages=(clang libclang-rt-14-dev libomp-14-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "[fuzz] installing: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+bash scripts/setup.sh clang libclang-rt-14-dev libomp-14-dev
 
 build=build-fuzz
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -3,7 +3,7 @@
 #
 #   bash bench/peer/compare.sh [options]
 #
-# Installs what is missing (folio's build packages through scripts/setup.sh, then
+# Installs what is missing through scripts/setup.sh (folio's build packages, and
 # python3-torch and libopenblas0-openmp, with apt-get as root or through sudo), builds
 # build-peer/bench/bench_model, points torch at OpenBLAS's OpenMP build, then for every
 # config and thread count runs folio (bench/peer/folio_step.sh: bench_model's
@@ -64,17 +64,7 @@ m_threads=${m_threads:-$threads}
 
 # --- install ---------------------------------------------------------------------------
 if ((install)); then
-  bash "$repo/scripts/setup.sh"
-  missing=()
-  for p in python3-torch libopenblas0-openmp; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    echo "[compare] installing: ${missing[*]}"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
+  bash "$repo/scripts/setup.sh" python3-torch libopenblas0-openmp
 fi
 [[ -x $py ]] && "$py" -c 'import torch' 2>/dev/null ||
   { echo "compare.sh: $py cannot import torch (install python3-torch, or drop --no-install)" >&2; exit 1; }
