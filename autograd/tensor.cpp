@@ -213,17 +213,9 @@ void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, Back
 }
 
 float* InputGrads::operator()(size_t i) const {
-  if (i >= node_.inputs.size()) return nullptr;
-  Edge& e = node_.inputs[i];
-  if (e.leaf) return Tensor(e.leaf).grad_data();
-  if (!e.node) return nullptr;
-  Node& producer = *e.node;
-  if (!producer.grad) {
-    const size_t n = size_t(producer.shape.numel());
-    producer.grad = std::make_shared<Storage>(n);
-    std::memset(producer.grad->data, 0, sizeof(float) * n);
-  }
-  return producer.grad->data;
+  const auto [grad, fresh] = slot(i);
+  if (fresh) std::memset(grad, 0, sizeof(float) * size_t(node_.inputs[i].node->shape.numel()));
+  return grad;
 }
 
 InputGrads::Slot InputGrads::slot(size_t i) const {
