@@ -54,30 +54,18 @@ void each(const Broadcast& p, bool parallel, Fn fn) {
   }
 }
 
-// dst[i] (+)= f(a[i], b[i]) for i < n (a, b non-null): stored when `store` (a gradient's first
+// dst[i] (+)= f(in[i]...) for i < n: stored when `store` (a gradient's first
 // contribution, see InputGrads::slot, or an output), else added. f takes floats and
 // the arrays come in as arguments: behind a lambda that indexes captured pointers,
 // GCC turns the loads into gathers and the loop runs several times slower.
-template <class F>
-void flat_map(float* dst, bool store, int64_t n, const float* a, const float* b, F f) {
+template <class F, class... In>
+void flat_map(float* dst, bool store, int64_t n, F f, const In*... in) {
   if (store) {
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = f(in[i]...);
   } else {
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dst[i] += f(a[i], b[i]);
-  }
-}
-
-// The same with three inputs: dst[i] (+)= f(a[i], b[i], c[i]).
-template <class F>
-void flat_map3(float* dst, bool store, int64_t n, const float* a, const float* b, const float* c, F f) {
-  if (store) {
-#pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i], c[i]);
-  } else {
-#pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dst[i] += f(a[i], b[i], c[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] += f(in[i]...);
   }
 }
 
@@ -95,7 +83,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB d
     const float *x = a.data(), *y = b.data();
     float* o = out.data();
     if (flat)
-      flat_map(o, true, n, x, y, f);
+      flat_map(o, true, n, f, x, y);
     else
       each(p, true, [&](int64_t i, int64_t ia, int64_t ib) { o[i] = f(x[ia], y[ib]); });
   }
@@ -106,18 +94,15 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB d
     const float *x = kSave ? sa.data() : nullptr, *y = kSave ? sb.data() : nullptr;
     auto at = [](const float* v, int64_t i) { return kSave ? v[i] : 0.0f; };
     if (flat) {
-      if (const auto [gx, overwrite] = in.slot(0); gx) {
+      // d(g, x, y), or d(g, 0, 0) when the operands were not saved.
+      auto grad_into = [&](float* dst, bool store, auto d) {
         if constexpr (kSave)
-          flat_map3(gx, overwrite, n, g, x, y, da);
+          flat_map(dst, store, n, d, g, x, y);
         else
-          flat_map(gx, overwrite, n, g, g, [da](float gi, float) { return da(gi, 0.0f, 0.0f); });
-      }
-      if (const auto [gy, overwrite] = in.slot(1); gy) {
-        if constexpr (kSave)
-          flat_map3(gy, overwrite, n, g, x, y, db);
-        else
-          flat_map(gy, overwrite, n, g, g, [db](float gi, float) { return db(gi, 0.0f, 0.0f); });
-      }
+          flat_map(dst, store, n, [d](float gi) { return d(gi, 0.0f, 0.0f); }, g);
+      };
+      if (const auto [gx, overwrite] = in.slot(0); gx) grad_into(gx, overwrite, da);
+      if (const auto [gy, overwrite] = in.slot(1); gy) grad_into(gy, overwrite, db);
       return;
     }
     if (float* gx = in(0))
@@ -148,9 +133,12 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
     const float *g = grad.data(), *v = saved.defined() ? saved.data() : nullptr;
     const auto [gx, overwrite] = in.slot(0);
     if (!gx) return;
-    flat_map(gx, overwrite, n, g, v ? v : g, [df](float gi, float value) {  // value unused when nothing is saved
-      return kSave == Saves::output ? df(gi, 0.0f, value) : df(gi, value, 0.0f);
-    });
+    if constexpr (kSave == Saves::nothing)
+      flat_map(gx, overwrite, n, [df](float gi) { return df(gi, 0.0f, 0.0f); }, g);
+    else
+      flat_map(gx, overwrite, n, [df](float gi, float value) {
+        return kSave == Saves::output ? df(gi, 0.0f, value) : df(gi, value, 0.0f);
+      }, g, v);
   });
   return out;
 }
