@@ -86,26 +86,21 @@ void matmul_backward_b(const Gemm& f, const float* A, const float* dC, float* dB
   Gemm g;
   g.batch = f.batch;
   g.accumulate = !overwrite;
+  g.K = f.M;
+  // B broadcast against a batched, untransposed A: dB's sum over the batch is one
+  // product over the batch's rows stacked (A_flat^T @ dC_flat).
+  const bool fold = f.broadcast_b && !f.broadcast_a && !f.trans_a;
+  if (fold) g.K = f.M * f.batch, g.batch = 1;
   if (!f.trans_b) {  // dB (K, N) = op(A)^T (K, M) @ dC (M, N)
-    g.M = f.K, g.N = f.N, g.K = f.M;
+    g.M = f.K, g.N = f.N;
     g.trans_a = !f.trans_a, g.trans_b = false;
     g.broadcast_a = f.broadcast_a;
-    if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: A_flat^T @ dC_flat
-      g.K = f.M * f.batch, g.batch = 1, g.broadcast_a = false;
-      product_into(g, A, dC, dB, false);
-    } else {
-      product_into(g, A, dC, dB, f.broadcast_b);
-    }
+    product_into(g, A, dC, dB, f.broadcast_b && !fold);
   } else {  // dB^T (N, K) = dC^T (N, M) @ op(A) (M, K)
-    g.M = f.N, g.N = f.K, g.K = f.M;
+    g.M = f.N, g.N = f.K;
     g.trans_a = true, g.trans_b = f.trans_a;
     g.broadcast_b = f.broadcast_a;
-    if (f.broadcast_b && !f.broadcast_a && !f.trans_a) {  // fold: dC_flat^T @ A_flat
-      g.K = f.M * f.batch, g.batch = 1, g.broadcast_b = false;
-      product_into(g, dC, A, dB, false);
-    } else {
-      product_into(g, dC, A, dB, f.broadcast_b);
-    }
+    product_into(g, dC, A, dB, f.broadcast_b && !fold);
   }
 }
 
