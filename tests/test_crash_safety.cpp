@@ -4,6 +4,7 @@
 // continues from.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <csignal>
@@ -28,6 +29,13 @@ Args tiny_train(const std::string& corpus, const std::string& out, int64_t max_i
           "--block-size", "16", "--batch-size", "4", "--eval-interval", "2", "--eval-iters", "1",
           "--log-interval", "1000", "--warmup-iters", "5", "--lr", "3e-3", "--lr-decay-iters", "10", "--threads", "1",
           "--max-iters", std::to_string(max_iters)};
+}
+
+// Replaces the value of option `name` in args (which must have it).
+void set_option(Args& args, const std::string& name, const std::string& value) {
+  const auto it = std::find(args.begin(), args.end(), name);
+  ASSERT_TRUE(it != args.end() && it + 1 != args.end()) << name << " not in the arguments";
+  *(it + 1) = value;
 }
 
 Args resume(const std::string& out, int64_t max_iters) {
@@ -218,11 +226,9 @@ TEST(CrashSafety, DivergenceStopsAtTheStepAndKeepsTheLastGoodCheckpoint) {
   Args args = tiny_train(corpus, run, 100000);
   // lr climbs by 1 per step (warm-up towards 1e6): fine for a few steps, then the
   // weights blow up, a few checkpoints in.
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--lr") args[i + 1] = "1e6";
-    if (args[i] == "--warmup-iters") args[i + 1] = "1000000";
-    if (args[i] == "--lr-decay-iters") args[i + 1] = "0";
-  }
+  set_option(args, "--lr", "1e6");
+  set_option(args, "--warmup-iters", "1000000");
+  set_option(args, "--lr-decay-iters", "0");
   const Result r = run_folio(args, d.path);
   ASSERT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -251,10 +257,8 @@ TEST(CrashSafety, DivergenceBeforeAnyCheckpointSaysSo) {
   TempDir d("crash_diverge0");
   const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
   Args args = tiny_train(corpus, run, 100000);
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--lr") args[i + 1] = "1e6";
-    if (args[i] == "--lr-decay-iters") args[i + 1] = "0";
-  }
+  set_option(args, "--lr", "1e6");
+  set_option(args, "--lr-decay-iters", "0");
   const Result r = run_folio(args, d.path);
   ASSERT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
