@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "autograd/kernels/matmul.h"
@@ -124,12 +125,13 @@ void BM_GPT(benchmark::State& state, Config c) {
 void BM_TrainStep(benchmark::State& state, Config c, bool data_parallel) {
   nn::GPT gpt(gpt_config(c));
   AdamW opt(gpt.named_parameters(), {});
-  DataParallel dp(gpt, num_threads());
+  std::optional<DataParallel> dp;  // replicas only for the data-parallel step
+  if (data_parallel) dp.emplace(gpt, num_threads());
   const std::vector<Tensor> params = gpt.parameters();
   const auto [x, y] = random_batch(c, 3);
   timed(state, [&] {
-    if (data_parallel)
-      dp.forward_backward(x, y, c.batch, c.block);
+    if (dp)
+      dp->forward_backward(x, y, c.batch, c.block);
     else
       gpt.forward(x, c.batch, c.block, y).loss.backward();
     clip_grad_norm(params, 1.0f);
