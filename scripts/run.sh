@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh folio_cli   # only what the main job needs; test.sh builds the rest
 out=runs/shakespeare-char
 rm -rf "$out"   # a fresh run each time; use `folio train --resume --out DIR` to continue one
 build/folio train --out "$out" "$@"

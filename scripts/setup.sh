@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# Installs the Debian packages folio builds against, and any more given as arguments
-# (scripts/fuzz.sh and bench/peer/compare.sh add theirs), only those that are missing.
+# Installs the Debian 12 packages folio builds against, only those that are missing,
+# plus any given as arguments (scripts/fuzz.sh and bench/peer/compare.sh add theirs).
+# With --only, installs just the packages given (scripts/test-fresh.sh's tools).
 #   bash scripts/setup.sh
 #   bash scripts/setup.sh clang libomp-14-dev
+#   bash scripts/setup.sh --only mmdebstrap zstd
+#
+# The list is explicit because apt runs with --no-install-recommends: a package that
+# is only a Recommends of another is not pulled in, and scripts/test-fresh.sh checks
+# in a minimal Debian root that nothing is missing.
 set -euo pipefail
-packages=(build-essential cmake libdnnl-dev libboost-program-options-dev libgtest-dev libbenchmark-dev "$@")
+build_packages=(
+  build-essential                # g++, make, libc headers
+  cmake
+  libdnnl-dev                    # oneDNN: matrix products
+  ocl-icd-opencl-dev             # only a Recommends of libdnnl-dev, but dnnl-config.cmake
+                                 # calls find_package(OpenCL REQUIRED)
+  libboost-program-options-dev   # the folio command line
+  libgtest-dev                   # tests/
+  libbenchmark-dev               # bench/
+)
+if [ "${1:-}" = "--only" ]; then
+  shift
+  packages=("$@")
+else
+  packages=("${build_packages[@]}" "$@")
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
