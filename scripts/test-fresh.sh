@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Proves the README's two commands on a fresh Debian 12: builds a minimal bookworm
+# root with mmdebstrap (nothing in it but apt, ca-certificates and git), clones the
+# commit under test (HEAD; uncommitted changes are not seen) into it, and runs inside
+# it, with chroot,
+#   1. bash scripts/run.sh ARGS   (set-up, build of folio, a short training run, a sample)
+#   2. bash scripts/test.sh       (the whole suite)
+# ARGS default to a short run; `bash scripts/test-fresh.sh --max-iters 2000` times the
+# default recipe. Prints each step's wall time; when a step fails, its first error line
+# and the end of its log (build-fresh/logs/), and exits non-zero.
+#
+# Root only (CI runs as root). The root tarball is cached in build-fresh/ (ignored by
+# git), so a second run skips mmdebstrap; packages are downloaded afresh each run, as a
+# newcomer's would be.
+#
+# No mounts are left behind, even if this script is killed: the chroot runs in its own
+# mount and PID namespaces (unshare), as does mmdebstrap, so /proc and /dev exist only inside them and go
+# away with their last process, and --kill-child ends everything inside when unshare
+# dies. The unpacked root is removed on exit, and a stale one from a killed run is
+# removed at the next start.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+[ "$(id -u)" -eq 0 ] || { echo "test-fresh: needs root (mmdebstrap, chroot, unshare)" >&2; exit 2; }
+if (($#)); then run_args=("$@"); else
+  run_args=(--max-iters 40 --eval-interval 20 --eval-iters 5)
+fi
+mirror=${FOLIO_FRESH_MIRROR:-http://deb.debian.org/debian}
+
+bash scripts/setup.sh --only mmdebstrap zstd
+# Runs a command in its own mount and PID namespaces: whatever it mounts (mmdebstrap
+# mounts /proc and /dev in its work root, the steps below in theirs) is gone when its
+# last process ends, however it ends.
+isolated=(unshare --mount --pid --kill-child --propagation private)
+cache=$repo/build-fresh
+mkdir -p "$cache/logs"
+tarball=$cache/bookworm-minbase.tar.zst
+if [ ! -s "$tarball" ]; then
+  echo "[fresh] mmdebstrap: minimal bookworm root -> $tarball"
+  "${isolated[@]}" mmdebstrap --quiet --variant=minbase --include=ca-certificates,git bookworm \
+    "$cache/partial.tar.zst" "$mirror" >"$cache/logs/mmdebstrap.log" 2>&1 \
+    || { tail -n 20 "$cache/logs/mmdebstrap.log" >&2; exit 1; }
+  mv "$cache/partial.tar.zst" "$tarball"   # mmdebstrap picks tar + zstd from the name
+fi
+
+# Refuses to delete a tree that still has anything mounted below it (it never should:
+# the mounts live in the namespace), so a bind of /dev can never be deleted through.
+remove_root() {
+  local dir=$1
+  [ -d "$dir" ] || return 0
+  if findmnt -rn -o TARGET | grep -q "^$dir/"; then
+    echo "test-fresh: $dir still has mounts; not removing it" >&2
+    return 1
+  fi
+  rm -rf "$dir"
+}
+for stale in "$cache"/root.*; do [ -e "$stale" ] && remove_root "$stale"; done
+
+root=$(mktemp -d "$cache/root.XXXXXX")
+child=""
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM HUP
+  [ -n "$child" ] && kill "$child" 2>/dev/null && wait "$child" 2>/dev/null
+  remove_root "$root" || status=1
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+tar -xf "$tarball" -C "$root"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+git clone --quiet --no-local "$repo" "$root/folio"
+git -C "$root/folio" checkout --quiet --detach "$(git rev-parse HEAD)"
+echo "[fresh] testing $(git rev-parse --short HEAD) in $root"
+
+# step NAME COMMAND: runs COMMAND in /folio inside the root, its output to logs/NAME.log.
+step() {
+  local name=$1 command=$2 log=$cache/logs/$1.log start=$SECONDS
+  echo "[fresh] $name: $command"
+  "${isolated[@]}" /bin/sh -c '
+      mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" &&
+      exec env -i HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        chroot "$1" /bin/bash -c "cd /folio && $2"' sh "$root" "$command" >"$log" 2>&1 &
+  child=$!
+  local status=0
+  wait "$child" || status=$?
+  child=""
+  if ((status != 0)); then
+    echo "[fresh] $name FAILED (exit $status) after $((SECONDS - start)) s" >&2
+    echo "[fresh] first error: $(grep -m1 -E 'rror|FAILED|Failed|E: |fatal' "$log" || echo '(none matched)')" >&2
+    echo "[fresh] end of $log:" >&2
+    tail -n 25 "$log" >&2
+    exit 1
+  fi
+  echo "[fresh] $name passed in $((SECONDS - start)) s"
+}
+
+step run "bash scripts/run.sh ${run_args[*]}"
+tail -n 12 "$cache/logs/run.log"
+step test "bash scripts/test.sh"
+grep -E "tests passed|tests failed" "$cache/logs/test.log"
