@@ -16,12 +16,13 @@ Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout,
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
 
-Tensor Head::forward(const Tensor& x) const {
+Tensor Head::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("head", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
   const Tensor k = key->forward(x), q = query->forward(x), v = value->forward(x);  // (B, T, hs)
   Tensor wei = matmul(q, k, false, true);                                        // (B, T, T)
   wei = causal_softmax(wei, 1.0f / std::sqrt(float(head_size)));
+  if (weights) *weights = wei;
   wei = dropout_->forward(wei);
   return matmul(wei, v);  // (B, T, hs)
 }

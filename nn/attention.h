@@ -9,11 +9,13 @@ namespace folio::nn {
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),
 // softmax, dropout on the weights, weights @ v.   x (B, T, C) -> (B, T, head_size)
+// With `weights`, also hands out the attention weights (B, T, T) after the softmax and
+// before dropout: rows are queries, columns keys, zero above the diagonal.
 class Head : public Module {
  public:
   Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
        std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
 
   std::shared_ptr<Linear> key, query, value;  // registered in this order, no bias
   int64_t head_size, block_size;
