@@ -2,6 +2,7 @@
 // Shared pieces of the folio subcommands.
 #include <boost/program_options.hpp>
 #include <charconv>
+#include <concepts>
 #include <cstdint>
 #include <string>
 
@@ -15,6 +16,18 @@ namespace po = boost::program_options;
 struct UsageError : Error {
   using Error::Error;
 };
+
+// A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
+std::string shown(float v);
+std::string shown(double v);
+std::string shown(const std::string& s);
+inline std::string shown(std::integral auto v) { return std::to_string(v); }
+
+// po::value<T>() with a default whose --help text is shown(v).
+template <class T>
+po::typed_value<T>* with_default(const T& v) {
+  return po::value<T>()->default_value(v, shown(v));
+}
 
 // Parses argv for one subcommand; --help prints the options and returns false.
 bool parse(int argc, char** argv, const char* usage, const po::options_description& options, po::variables_map& vm);

@@ -17,12 +17,12 @@ Mean cross-entropy (and perplexity) of a checkpoint on a text file, over every
 non-overlapping window of block_size characters of the chosen part of the text.)";
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")
-      ("checkpoint", po::value<std::string>()->default_value("out"), "run directory or .safetensors file")
-      ("data", po::value<std::string>()->default_value(default_corpus_path()), "text to evaluate on (UTF-8)")
-      ("split", po::value<std::string>()->default_value("val"), "which part: val (the last --val-fraction), train or all")
-      ("val-fraction", po::value<double>()->default_value(0.1), "fraction at the end of the text that is val")
-      ("batch-size", po::value<int64_t>()->default_value(32), "windows per forward pass")
-      ("threads", po::value<int>()->default_value(0), "threads (0: all cores)");
+      ("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file")
+      ("data", with_default<std::string>(default_corpus_path()), "text to evaluate on (UTF-8)")
+      ("split", with_default<std::string>("val"), "which part: val (the last --val-fraction), train or all")
+      ("val-fraction", with_default<double>(0.1), "fraction at the end of the text that is val")
+      ("batch-size", with_default<int64_t>(32), "windows per forward pass")
+      ("threads", with_default<int>(0), "threads (0: all cores)");
   po::variables_map vm;
   if (!parse(argc, argv, kUsage, opts, vm)) return 0;
   ModelCheckpoint ck;
@@ -79,7 +79,7 @@ Prints the model config, parameter count, vocabulary and training state of a
 checkpoint (a run directory, or a .safetensors file).)";
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")
-      ("checkpoint", po::value<std::string>()->default_value("out"), "run directory or .safetensors file");
+      ("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file");
   po::variables_map vm;
   if (!parse(argc, argv, kUsage, opts, vm)) return 0;
   const std::string path = vm["checkpoint"].as<std::string>();
@@ -102,7 +102,16 @@ checkpoint (a run directory, or a .safetensors file).)";
   std::printf("step         %lld\n", (long long)ck.step);
   if (state) {
     std::printf("best val     %.4f\n", state->best_val_loss);
-    std::printf("training     %s\n", to_json(state->config).dump().c_str());
+    const TrainConfig& t = state->config;
+    std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu\n",
+                shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
+                (long long)t.max_iters, (unsigned long long)t.seed);
+    std::printf("optimizer    --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld --weight-decay %s "
+                "--beta2 %s --grad-clip %s\n",
+                shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters, (long long)t.lr_decay_iters,
+                shown(t.weight_decay).c_str(), shown(t.beta2).c_str(), shown(t.grad_clip).c_str());
+    std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
+                (long long)t.eval_iters, (long long)t.log_interval);
   }
   return 0;
 }

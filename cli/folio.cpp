@@ -1,4 +1,5 @@
 // folio: train character-level GPTs on a CPU and generate text from them.
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -6,6 +7,7 @@
 
 #include "autograd/parallel.h"
 #include "cli/common.h"
+#include "folio/version.h"
 
 namespace folio::cli {
 
@@ -22,6 +24,30 @@ bool parse(int argc, char** argv, const char* usage, const po::options_descripti
   }
   po::notify(vm);
   return true;
+}
+
+std::string shown(float v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general).ptr);  // shortest that reads back
+}
+
+std::string shown(double v) {  // 15 digits: 1.0 - 0.9 shows as 0.1
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+std::string shown(const std::string& s) {  // quoted only when it has to be
+  std::string out;
+  bool quote = s.empty();
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '"' || c == '\\') out += {'\\', c};
+    else out += c;
+    quote |= c == ' ' || c == '\n' || c == '\t' || c == '"' || c == '\\';
+  }
+  return quote ? '"' + out + '"' : out;
 }
 
 void apply_threads(const po::variables_map& vm) {
@@ -44,7 +70,8 @@ commands:
   eval       loss of a checkpoint on a text file
   info       config, parameter count and training state of a checkpoint
 
-Run 'folio <command> --help' for the options of a command.)";
+Run 'folio <command> --help' for the options of a command, 'folio --version'
+for the version.)";
 
 }  // namespace
 
@@ -53,6 +80,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::printf("%s\n", kUsage);
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
+    std::printf("folio %s\n", FOLIO_VERSION);
+    return 0;
   }
   const std::string command = argv[1];
   int (*run)(int, char**) = command == "train"      ? train_main

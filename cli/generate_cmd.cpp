@@ -18,17 +18,17 @@ int generate_main(int argc, char** argv) {
   const SampleOptions d;
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")
-      ("checkpoint", po::value<std::string>()->default_value("out"), "run directory or .safetensors file")
-      ("prompt", po::value<std::string>()->default_value("\n"), "text to continue")
+      ("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file")
+      ("prompt", with_default<std::string>("\n"), "text to continue")
       ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
-      ("max-new-tokens", po::value<int64_t>()->default_value(d.max_new_tokens), "characters to generate per sample")
-      ("num-samples", po::value<int64_t>()->default_value(1), "independent samples")
-      ("temperature", po::value<float>()->default_value(0.8f), "softmax temperature (> 0)")
-      ("top-k", po::value<int64_t>()->default_value(d.top_k), "sample from the k most likely characters (0: all)")
-      ("top-p", po::value<float>()->default_value(d.top_p), "nucleus sampling mass in (0, 1]")
-      ("seed", po::value<std::string>()->default_value("1337"), "sampling seed")
+      ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "characters to generate per sample")
+      ("num-samples", with_default<int64_t>(1), "independent samples")
+      ("temperature", with_default<float>(0.8f), "softmax temperature (> 0)")
+      ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely characters (0: all)")
+      ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
+      ("seed", with_default<std::string>("1337"), "sampling seed")
       ("no-kv-cache", po::bool_switch(), "recompute every position at every step")
-      ("threads", po::value<int>()->default_value(0), "threads (0: all cores)");
+      ("threads", with_default<int>(0), "threads (0: all cores)");
   po::variables_map vm;
   if (!parse(argc, argv, kUsage, opts, vm)) return 0;
 
