@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "data/dataset.h"
+#include "folio/version.h"
 
 namespace folio {
 namespace {
@@ -93,6 +94,9 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   ASSERT_EQ(i.code, 0) << i.err;
   EXPECT_NE(i.out.find("parameters"), std::string::npos);
   EXPECT_NE(i.out.find("step         60"), std::string::npos) << i.out;
+  // Options as flags, with the numbers as they were typed.
+  EXPECT_NE(i.out.find("--lr 0.003 --min-lr 0.0001 "), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("--val-fraction 0.1 "), std::string::npos) << i.out;
 }
 
 TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
@@ -105,6 +109,24 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
   for (const char* cmd : {"generate", "eval", "info"}) EXPECT_EQ(folio(std::string(cmd) + " --help").code, 0) << cmd;
+}
+
+// Defaults read as a person types them, not as float round-off or a raw newline.
+TEST_F(Cli, HelpShowsDefaultsAsTyped) {
+  const Result t = folio("train --help");
+  for (const char* shown : {"--lr arg (=0.001)", "--min-lr arg (=0.0001)", "--val-fraction arg (=0.1)",
+                            "--beta2 arg (=0.99)", "--weight-decay arg (=0.1)"})
+    EXPECT_NE(t.out.find(shown), std::string::npos) << shown << "\n" << t.out;
+  const Result g = folio("generate --help");
+  EXPECT_NE(g.out.find("--temperature arg (=0.8)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("--prompt arg (=\"\\n\")"), std::string::npos) << g.out;
+  EXPECT_EQ(t.out.find("00000"), std::string::npos) << t.out;
+}
+
+TEST_F(Cli, VersionIsTheProjectVersion) {
+  const Result v = folio("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out, "folio " FOLIO_VERSION "\n");
 }
 
 // Bad input: exit code 2, one clear line on stderr, nothing written.
