@@ -6,6 +6,14 @@
 
 namespace folio::nn {
 
+const char* to_string(Activation a) { return a == Activation::gelu ? "gelu" : "relu"; }
+
+std::optional<Activation> parse_activation(std::string_view name) {
+  if (name == "gelu") return Activation::gelu;
+  if (name == "relu") return Activation::relu;
+  return std::nullopt;
+}
+
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
                          std::shared_ptr<Rng> dropout_rng)
     : act_(act) {

@@ -1,8 +1,10 @@
 #pragma once
 // FeedForward, Block and the character-level GPT.
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nn/attention.h"
@@ -10,6 +12,8 @@
 namespace folio::nn {
 
 enum class Activation { gelu, relu };
+const char* to_string(Activation a);                                // "gelu", "relu"
+std::optional<Activation> parse_activation(std::string_view name);  // nullopt: neither
 
 // x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
 class FeedForward : public Module {

@@ -149,7 +149,7 @@ Json to_json(const nn::GPTConfig& c) {
                       {"n_embd", c.n_embd},
                       {"dropout", double(c.dropout)},
                       {"bias", c.bias},
-                      {"activation", c.activation == nn::Activation::gelu ? "gelu" : "relu"},
+                      {"activation", nn::to_string(c.activation)},
                       {"seed", std::to_string(c.seed)}};
 }
 
@@ -166,9 +166,9 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   if (!bias.is_bool()) fail("checkpoint", where, ": config: bias must be true or false");
   c.bias = bias.as_bool();
   const Json& act = field(j, "activation", where);
-  if (!act.is_string() || (act.as_string() != "gelu" && act.as_string() != "relu"))
-    fail("checkpoint", where, ": config: activation must be \"gelu\" or \"relu\"");
-  c.activation = act.as_string() == "gelu" ? nn::Activation::gelu : nn::Activation::relu;
+  const auto activation = act.is_string() ? nn::parse_activation(act.as_string()) : std::nullopt;
+  if (!activation) fail("checkpoint", where, ": config: activation must be \"gelu\" or \"relu\"");
+  c.activation = *activation;
   if (c.n_embd % c.n_head) fail("checkpoint", where, ": config: n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
   return c;
 }
