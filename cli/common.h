@@ -1,9 +1,11 @@
 #pragma once
-// Shared pieces of the folio subcommands.
+// What the folio subcommands share: how a command is described, the options several
+// of them take, and how defaults are shown.
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "autograd/error.h"
@@ -17,6 +19,19 @@ struct UsageError : Error {
   using Error::Error;
 };
 
+// One subcommand. `declare` adds its options; `prepare` checks them and loads what the
+// run needs, and returns the run. main() turns any error out of prepare into exit
+// code 2 (nothing has been written yet) and any error out of the run into 1.
+struct Command {
+  const char* name;
+  const char* summary;  // one line, for folio --help
+  const char* usage;    // the paragraph atop folio NAME --help
+  void (*declare)(po::options_description& options);
+  std::function<int()> (*prepare)(const po::variables_map& vm);
+};
+
+extern const Command kTrain, kGenerate, kEval, kInfo;
+
 // A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
 std::string shown(float v);
 std::string shown(double v);
@@ -29,8 +44,10 @@ po::typed_value<T>* with_default(const T& v) {
   return po::value<T>()->default_value(v, shown(v));
 }
 
-// Parses argv for one subcommand; --help prints the options and returns false.
-bool parse(int argc, char** argv, const char* usage, const po::options_description& options, po::variables_map& vm);
+// Options several commands take, declared here once.
+void add_threads(po::options_description& options);     // --threads N
+void apply_threads(const po::variables_map& vm);         // sets the thread count
+void add_checkpoint(po::options_description& options);  // --checkpoint PATH
 
 template <class T>
 T positive(const po::variables_map& vm, const char* name) {
@@ -39,22 +56,14 @@ T positive(const po::variables_map& vm, const char* name) {
   return v;
 }
 
-// An unsigned 64-bit option (a seed), declared as po::value<std::string>: boost's own
-// conversion would read "-1" as 2^64 - 1 instead of refusing it.
-inline uint64_t u64_option(const po::variables_map& vm, const char* name) {
-  const std::string t = vm[name].as<std::string>();
+// An unsigned 64-bit option (a seed), declared as a string: boost's own conversion
+// would read "-1" as 2^64 - 1 instead of refusing it.
+inline uint64_t u64_option(const std::string& text, const char* name) {
   uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size())
-    throw UsageError(cat("--", name, " must be an integer in [0, 2^64), got '", t, "'"));
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw UsageError(cat("--", name, " must be an integer in [0, 2^64), got '", text, "'"));
   return v;
 }
-
-void apply_threads(const po::variables_map& vm);  // --threads
-
-int train_main(int argc, char** argv);
-int generate_main(int argc, char** argv);
-int eval_main(int argc, char** argv);
-int info_main(int argc, char** argv);
 
 }  // namespace folio::cli

@@ -9,111 +9,107 @@
 #include "train/checkpoint.h"
 
 namespace folio::cli {
+namespace {
 
-int eval_main(int argc, char** argv) {
-  constexpr const char* kUsage = R"(usage: folio eval [options]
-
-Mean cross-entropy (and perplexity) of a checkpoint on a text file, over every
-non-overlapping window of block_size characters of the chosen part of the text.)";
-  po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")
-      ("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file")
-      ("data", with_default<std::string>(default_corpus_path()), "text to evaluate on (UTF-8)")
+void declare_eval(po::options_description& opts) {
+  add_checkpoint(opts);
+  opts.add_options()("data", with_default<std::string>(default_corpus_path()), "text to evaluate on (UTF-8)")
       ("split", with_default<std::string>("val"), "which part: val (the last --val-fraction), train or all")
       ("val-fraction", with_default<double>(0.1), "fraction at the end of the text that is val")
-      ("batch-size", with_default<int64_t>(32), "windows per forward pass")
-      ("threads", with_default<int>(0), "threads (0: all cores)");
-  po::variables_map vm;
-  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
-  ModelCheckpoint ck;
-  std::vector<int32_t> tokens;
-  int64_t batch = 0;
-  try {
-    apply_threads(vm);
-    batch = positive<int64_t>(vm, "batch-size");
-    const std::string split = vm["split"].as<std::string>();
-    const double vf = vm["val-fraction"].as<double>();
-    if (split != "val" && split != "train" && split != "all")
-      throw UsageError(cat("--split must be val, train or all, got '", split, "'"));
-    if (!(vf > 0.0 && vf < 1.0)) throw UsageError(cat("--val-fraction ", vf, " outside (0, 1)"));
-    ck = load_model(vm["checkpoint"].as<std::string>());
-    const std::string path = vm["data"].as<std::string>();
-    const std::string text = read_file(path);
-    const std::vector<char32_t> chars = decode_utf8(text, path);
-    try {
-      tokens = ck.vocab.encode(chars);
-    } catch (const Error& e) {
-      throw UsageError(cat(path, ": ", e.what()));
-    }
-    const Split parts = split_tokens(tokens, 1.0 - vf);
-    if (split != "all") tokens = split == "val" ? parts.val : parts.train;
-    if (int64_t(tokens.size()) < ck.model->config().block_size + 1)
-      throw UsageError(cat(path, ": the ", split, " text has ", tokens.size(), " characters, needs at least block_size + 1 = ",
-                           ck.model->config().block_size + 1));
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-  NoGradGuard no_grad;
-  ck.model->eval();
-  const int64_t T = ck.model->config().block_size, windows = (int64_t(tokens.size()) - 1) / T;
-  double total = 0;
-  std::vector<int32_t> x, y;
-  for (int64_t w = 0; w < windows; w += batch) {
-    const int64_t B = std::min(batch, windows - w);
-    x.assign(tokens.begin() + w * T, tokens.begin() + (w + B) * T);
-    y.assign(tokens.begin() + w * T + 1, tokens.begin() + (w + B) * T + 1);
-    total += double(ck.model->forward(x, B, T, y).loss.item()) * double(B);
-  }
-  const double loss = total / double(windows);
-  std::printf("loss %.4f  perplexity %.3f  (%lld windows of %lld characters)\n", loss, std::exp(loss),
-              (long long)windows, (long long)T);
-  return 0;
+      ("batch-size", with_default<int64_t>(32), "windows per forward pass");
+  add_threads(opts);
 }
 
-int info_main(int argc, char** argv) {
-  constexpr const char* kUsage = R"(usage: folio info [options]
-
-Prints the model config, parameter count, vocabulary and training state of a
-checkpoint (a run directory, or a .safetensors file).)";
-  po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")
-      ("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file");
-  po::variables_map vm;
-  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
-  const std::string path = vm["checkpoint"].as<std::string>();
-  ModelCheckpoint ck;
-  std::optional<TrainState> state;
+std::function<int()> prepare_eval(const po::variables_map& vm) {
+  apply_threads(vm);
+  const int64_t batch = positive<int64_t>(vm, "batch-size");
+  const std::string split = vm["split"].as<std::string>();
+  const double vf = vm["val-fraction"].as<double>();
+  if (split != "val" && split != "train" && split != "all")
+    throw UsageError(cat("--split must be val, train or all, got '", split, "'"));
+  if (!(vf > 0.0 && vf < 1.0)) throw UsageError(cat("--val-fraction ", vf, " outside (0, 1)"));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  const std::string path = vm["data"].as<std::string>();
+  const std::string text = read_file(path);
+  const std::vector<char32_t> chars = decode_utf8(text, path);
+  std::vector<int32_t> tokens;
   try {
-    ck = load_model(path);
-    const std::filesystem::path state_path = std::filesystem::path(ck.path).parent_path() / "state.safetensors";
-    if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) state = load_state(state_path.string());
+    tokens = ck->vocab.encode(chars);
   } catch (const Error& e) {
-    throw UsageError(e.what());
+    throw UsageError(cat(path, ": ", e.what()));
   }
+  const Split parts = split_tokens(tokens, 1.0 - vf);
+  if (split != "all") tokens = split == "val" ? parts.val : parts.train;
+  const int64_t T = ck->model->config().block_size;
+  if (int64_t(tokens.size()) < T + 1)
+    throw UsageError(cat(path, ": the ", split, " text has ", tokens.size(),
+                         " characters, needs at least block_size + 1 = ", T + 1));
+  return [=] {
+    NoGradGuard no_grad;
+    ck->model->eval();
+    const int64_t windows = (int64_t(tokens.size()) - 1) / T;
+    double total = 0;
+    std::vector<int32_t> x, y;
+    for (int64_t w = 0; w < windows; w += batch) {
+      const int64_t B = std::min(batch, windows - w);
+      x.assign(tokens.begin() + w * T, tokens.begin() + (w + B) * T);
+      y.assign(tokens.begin() + w * T + 1, tokens.begin() + (w + B) * T + 1);
+      total += double(ck->model->forward(x, B, T, y).loss.item()) * double(B);
+    }
+    const double loss = total / double(windows);
+    std::printf("loss %.4f  perplexity %.3f  (%lld windows of %lld characters)\n", loss, std::exp(loss),
+                (long long)windows, (long long)T);
+    return 0;
+  };
+}
+
+void declare_info(po::options_description& opts) { add_checkpoint(opts); }
+
+void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& state) {
   const nn::GPTConfig& c = ck.model->config();
   std::printf("checkpoint   %s\n", ck.path.c_str());
-  std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %g, bias %s, %s\n",
-              (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size, c.dropout,
-              c.bias ? "on" : "off", c.activation == nn::Activation::gelu ? "gelu" : "relu");
+  std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %s, bias %s, %s\n",
+              (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size,
+              shown(c.dropout).c_str(), c.bias ? "on" : "off", nn::to_string(c.activation));
   std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
   std::printf("vocabulary   %d characters: %s\n", ck.vocab.size(), json_quote(ck.vocab.to_utf8()).c_str());
   std::printf("step         %lld\n", (long long)ck.step);
-  if (state) {
-    std::printf("best val     %.4f\n", state->best_val_loss);
-    const TrainConfig& t = state->config;
-    std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu\n",
-                shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
-                (long long)t.max_iters, (unsigned long long)t.seed);
-    std::printf("optimizer    --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld --weight-decay %s "
-                "--beta2 %s --grad-clip %s\n",
-                shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters, (long long)t.lr_decay_iters,
-                shown(t.weight_decay).c_str(), shown(t.beta2).c_str(), shown(t.grad_clip).c_str());
-    std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
-                (long long)t.eval_iters, (long long)t.log_interval);
-  }
-  return 0;
+  if (!state) return;
+  const TrainConfig& t = state->config;
+  std::printf("best val     %.4f\n", state->best_val_loss);
+  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu\n",
+              shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
+              (long long)t.max_iters, (unsigned long long)t.seed);
+  std::printf("optimizer    --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld --weight-decay %s "
+              "--beta2 %s --grad-clip %s\n",
+              shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters, (long long)t.lr_decay_iters,
+              shown(t.weight_decay).c_str(), shown(t.beta2).c_str(), shown(t.grad_clip).c_str());
+  std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
+              (long long)t.eval_iters, (long long)t.log_interval);
 }
+
+std::function<int()> prepare_info(const po::variables_map& vm) {
+  const std::string path = vm["checkpoint"].as<std::string>();
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
+  std::optional<TrainState> state;
+  const std::filesystem::path state_path = std::filesystem::path(ck->path).parent_path() / "state.safetensors";
+  if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) state = load_state(state_path.string());
+  return [=] {
+    print_info(*ck, state);
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kEval = {"eval", "loss of a checkpoint on a text file",
+                       "Mean cross-entropy (and perplexity) of a checkpoint on a text file, over every\n"
+                       "non-overlapping window of block_size characters of the chosen part of the text.",
+                       declare_eval, prepare_eval};
+
+const Command kInfo = {"info", "config, parameter count and training state of a checkpoint",
+                       "Prints the model config, parameter count, vocabulary and training state of a\n"
+                       "checkpoint (a run directory, or a .safetensors file).",
+                       declare_info, prepare_info};
 
 }  // namespace folio::cli

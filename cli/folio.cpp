@@ -11,24 +11,9 @@
 
 namespace folio::cli {
 
-bool parse(int argc, char** argv, const char* usage, const po::options_description& options, po::variables_map& vm) {
-  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
-  po::store(parsed, vm);
-  // Boost drops a bare word (`folio generate runs/x`) without a word; say so instead.
-  for (const std::string& extra : po::collect_unrecognized(parsed.options, po::include_positional))
-    throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
-  if (vm.count("help")) {
-    std::printf("%s\n\n", usage);
-    std::cout << options << std::flush;
-    return false;
-  }
-  po::notify(vm);
-  return true;
-}
-
 std::string shown(float v) {
   char buf[32];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general).ptr);  // shortest that reads back
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general).ptr);  // shortest
 }
 
 std::string shown(double v) {  // 15 digits: 1.0 - 0.9 shows as 0.1
@@ -50,62 +35,90 @@ std::string shown(const std::string& s) {  // quoted only when it has to be
   return quote ? '"' + out + '"' : out;
 }
 
+void add_threads(po::options_description& options) {
+  options.add_options()("threads", with_default<int>(0), "threads (0: all cores, or OMP_NUM_THREADS)");
+}
+
 void apply_threads(const po::variables_map& vm) {
   const int threads = vm["threads"].as<int>();
   if (threads < 0) throw UsageError(cat("--threads must be >= 0 (0: all cores), got ", threads));
   set_num_threads(threads);
 }
 
-}  // namespace folio::cli
+void add_checkpoint(po::options_description& options) {
+  options.add_options()("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file");
+}
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: folio <command> [options]
+constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo};
 
-Train small character-level GPT models on a CPU and generate text from them.
+void print_usage() {
+  std::printf("usage: folio <command> [options]\n\n"
+              "Train small character-level GPT models on a CPU and generate text from them.\n\ncommands:\n");
+  for (const Command* c : kCommands) std::printf("  %-10s %s\n", c->name, c->summary);
+  std::printf("\nRun 'folio <command> --help' for the options of a command, 'folio --version'\n"
+              "for the version.\n");
+}
 
-commands:
-  train      train a model on a text file (default: the bundled tiny Shakespeare)
-  generate   write text from a checkpoint
-  eval       loss of a checkpoint on a text file
-  info       config, parameter count and training state of a checkpoint
+// Parses the command's options; false after printing --help.
+bool parse(const Command& command, int argc, char** argv, po::variables_map& vm) {
+  po::options_description options("options");
+  options.add_options()("help,h", "show this help");
+  command.declare(options);
+  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
+  po::store(parsed, vm);
+  // Boost drops a bare word (`folio generate runs/x`) without a word; say so instead.
+  for (const std::string& extra : po::collect_unrecognized(parsed.options, po::include_positional))
+    throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
+  if (vm.count("help")) {
+    std::printf("usage: folio %s [options]\n\n%s\n\n", command.name, command.usage);
+    std::cout << options << std::flush;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
 
-Run 'folio <command> --help' for the options of a command, 'folio --version'
-for the version.)";
+// Exit codes: 2 for anything wrong before the run starts (options, input files), with
+// nothing written; 1 for a failure during the run.
+int run(const Command& command, int argc, char** argv) {
+  std::function<int()> job;
+  try {
+    po::variables_map vm;
+    if (!parse(command, argc, argv, vm)) return 0;
+    job = command.prepare(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "folio %s: %s (see folio %s --help)\n", command.name, e.what(), command.name);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio %s: %s\n", command.name, e.what());
+    return 2;
+  }
+  try {
+    return job();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio %s: %s\n", command.name, e.what());
+    return 1;
+  }
+}
 
 }  // namespace
+}  // namespace folio::cli
 
 int main(int argc, char** argv) {
   using namespace folio::cli;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
-    std::printf("%s\n", kUsage);
+    print_usage();
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
     std::printf("folio %s\n", FOLIO_VERSION);
     return 0;
   }
-  const std::string command = argv[1];
-  int (*run)(int, char**) = command == "train"      ? train_main
-                            : command == "generate" ? generate_main
-                            : command == "eval"     ? eval_main
-                            : command == "info"     ? info_main
-                                                    : nullptr;
-  if (!run) {
-    std::fprintf(stderr, "folio: unknown command '%s' (expected train, generate, eval or info; see folio --help)\n",
-                 command.c_str());
-    return 2;
-  }
-  try {
-    return run(argc - 1, argv + 1);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "folio %s: %s (see folio %s --help)\n", command.c_str(), e.what(), command.c_str());
-    return 2;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "folio %s: %s\n", command.c_str(), e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "folio %s: %s\n", command.c_str(), e.what());
-    return 1;
-  }
+  for (const Command* c : kCommands)
+    if (argv[1] == std::string(c->name)) return run(*c, argc - 1, argv + 1);
+  std::fprintf(stderr, "folio: unknown command '%s' (expected train, generate, eval or info; see folio --help)\n",
+               argv[1]);
+  return 2;
 }

@@ -8,18 +8,11 @@
 
 namespace folio::cli {
 namespace {
-constexpr const char* kUsage = R"(usage: folio generate [options]
 
-Samples text from a checkpoint (--checkpoint: a run directory or a .safetensors
-file) after a prompt, and writes it to standard output as it is produced.)";
-}
-
-int generate_main(int argc, char** argv) {
+void declare(po::options_description& opts) {
   const SampleOptions d;
-  po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")
-      ("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file")
-      ("prompt", with_default<std::string>("\n"), "text to continue")
+  add_checkpoint(opts);
+  opts.add_options()("prompt", with_default<std::string>("\n"), "text to continue")
       ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
       ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "characters to generate per sample")
       ("num-samples", with_default<int64_t>(1), "independent samples")
@@ -27,50 +20,49 @@ int generate_main(int argc, char** argv) {
       ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely characters (0: all)")
       ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
       ("seed", with_default<std::string>("1337"), "sampling seed")
-      ("no-kv-cache", po::bool_switch(), "recompute every position at every step")
-      ("threads", with_default<int>(0), "threads (0: all cores)");
-  po::variables_map vm;
-  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
-
-  SampleOptions so;
-  ModelCheckpoint ck;
-  std::vector<int32_t> prompt;
-  int64_t samples = 0;
-  uint64_t seed = 0;
-  try {
-    apply_threads(vm);
-    seed = u64_option(vm, "seed");
-    so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
-    so.temperature = vm["temperature"].as<float>();
-    so.top_k = vm["top-k"].as<int64_t>();
-    so.top_p = vm["top-p"].as<float>();
-    so.kv_cache = !vm["no-kv-cache"].as<bool>();
-    so.validate();
-    samples = positive<int64_t>(vm, "num-samples");
-    const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
-                                                     : vm["prompt"].as<std::string>();
-    if (text.empty()) throw UsageError("the prompt is empty");
-    ck = load_model(vm["checkpoint"].as<std::string>());
-    ck.model->eval();
-    prompt = ck.vocab.encode(text);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-  Rng rng(seed);
-  for (int64_t s = 0; s < samples; ++s) {
-    if (s) std::fputs("\n---------------\n", stdout);
-    const std::string shown = ck.vocab.decode(prompt);  // the prompt, then its continuation
-    std::fwrite(shown.data(), 1, shown.size(), stdout);
-    generate(*ck.model, prompt, so, rng, [&](int32_t id) {
-      const std::string piece = ck.vocab.decode(std::span(&id, 1));
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    });
-  }
-  std::fputc('\n', stdout);
-  return 0;
+      ("no-kv-cache", po::bool_switch(), "recompute every position at every step");
+  add_threads(opts);
 }
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  apply_threads(vm);
+  SampleOptions so;
+  so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
+  so.temperature = vm["temperature"].as<float>();
+  so.top_k = vm["top-k"].as<int64_t>();
+  so.top_p = vm["top-p"].as<float>();
+  so.kv_cache = !vm["no-kv-cache"].as<bool>();
+  so.validate();
+  const int64_t samples = positive<int64_t>(vm, "num-samples");
+  const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
+  const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
+                                                   : vm["prompt"].as<std::string>();
+  if (text.empty()) throw UsageError("the prompt is empty");
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  ck->model->eval();
+  std::vector<int32_t> prompt = ck->vocab.encode(text);
+  return [=] {
+    Rng rng(seed);
+    for (int64_t s = 0; s < samples; ++s) {
+      if (s) std::fputs("\n---------------\n", stdout);
+      const std::string shown = ck->vocab.decode(prompt);  // the prompt, then its continuation
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
+      generate(*ck->model, prompt, so, rng, [&](int32_t id) {
+        const std::string piece = ck->vocab.decode(std::span(&id, 1));
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      });
+    }
+    std::fputc('\n', stdout);
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kGenerate = {"generate", "write text from a checkpoint",
+                           "Samples text from a checkpoint (--checkpoint: a run directory or a .safetensors\n"
+                           "file) after a prompt, and writes it to standard output as it is produced.",
+                           declare, prepare};
 
 }  // namespace folio::cli

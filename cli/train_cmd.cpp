@@ -1,5 +1,9 @@
-// folio train: learn a character-level GPT from a text file.
+// folio train: learn a character-level GPT from a text file. Every option is one row
+// of a table that declares it, gives its default, moves it into TrainOptions, and says
+// what --resume does with it.
 #include <cstdio>
+#include <type_traits>
+#include <vector>
 
 #include "cli/common.h"
 #include "data/dataset.h"
@@ -8,119 +12,163 @@
 namespace folio::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: folio train [options]
+// What --resume does with an option given on the command line.
+enum class OnResume {
+  fixed,     // part of the model: giving it is an error, the run's model is kept
+  override,  // saved with the run: replaces the saved value when given
+  always,    // not saved (where to write, output, threads): always from the command line
+};
 
-Trains a GPT on --data and writes DIR/model.safetensors, DIR/best.safetensors,
-DIR/state.safetensors and DIR/log.csv into --out DIR. --resume continues the
-run in DIR exactly where it stopped (with its saved options; options given on
-the command line override the training options, e.g. a larger --max-iters).)";
+struct Option {
+  const char* flag;
+  OnResume on_resume;
+  std::function<void(po::options_description&, TrainOptions& defaults)> declare;
+  std::function<void(const po::variable_value&, TrainOptions& o)> apply;  // may throw UsageError
+};
 
-// Runs the setup (option checks, loading) with every failure as a usage error.
-template <class F>
-auto setup(F f) {
-  try {
-    return f();
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what());
+// A value check: nothing, or > 0.
+enum class Check { any, positive };
+
+// An option stored as is in the field `at` picks out of TrainOptions.
+template <class At>
+Option field(const char* flag, OnResume r, At at, const char* help, Check check = Check::any) {
+  using T = std::remove_reference_t<decltype(at(std::declval<TrainOptions&>()))>;
+  return {flag, r, [=](po::options_description& d, TrainOptions& defaults) {
+            d.add_options()(flag, with_default<T>(at(defaults)), help);
+          },
+          [=](const po::variable_value& v, TrainOptions& o) {
+            const T x = v.as<T>();
+            if constexpr (std::is_arithmetic_v<T>)
+              if (check == Check::positive && !(x > 0)) throw UsageError(cat("--", flag, " must be positive, got ", x));
+            at(o) = x;
+          }};
+}
+
+// A switch (no value) that sets `at` to `on` when given.
+template <class At>
+Option flag_switch(const char* flag, OnResume r, At at, bool on, const char* help) {
+  return {flag, r, [=](po::options_description& d, TrainOptions&) { d.add_options()(flag, po::bool_switch(), help); },
+          [=](const po::variable_value& v, TrainOptions& o) {
+            if (v.as<bool>()) at(o) = on;
+          }};
+}
+
+// An option whose text is parsed into the field: `parse(text) -> value`, `show(value) -> text`.
+template <class At, class Parse, class Show>
+Option parsed(const char* flag, OnResume r, At at, Parse parse, Show show, const char* help) {
+  return {flag, r, [=](po::options_description& d, TrainOptions& defaults) {
+            d.add_options()(flag, po::value<std::string>()->default_value(show(at(defaults))), help);
+          },
+          [=](const po::variable_value& v, TrainOptions& o) { at(o) = parse(v.as<std::string>()); }};
+}
+
+#define AT(member) [](TrainOptions& o) -> auto& { return o.member; }
+using enum OnResume;
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = {
+      field("data", override, AT(train.data), "training text (UTF-8)"),
+      field("out", always, AT(out_dir), "output directory"),
+      flag_switch("resume", always, AT(resume), true, "continue the run saved in --out"),
+      field("n-layer", fixed, AT(model.n_layer), "transformer blocks", Check::positive),
+      field("n-head", fixed, AT(model.n_head), "attention heads per block", Check::positive),
+      field("n-embd", fixed, AT(model.n_embd), "embedding width (divisible by --n-head)", Check::positive),
+      field("block-size", fixed, AT(model.block_size), "context length in characters", Check::positive),
+      field("dropout", fixed, AT(model.dropout), "dropout probability in [0, 1)"),
+      flag_switch("no-bias", fixed, AT(model.bias), false, "no bias in the Linear layers"),
+      parsed(
+          "activation", fixed, AT(model.activation),
+          [](const std::string& s) {
+            const auto a = nn::parse_activation(s);
+            if (!a) throw UsageError(cat("--activation must be gelu or relu, got '", s, "'"));
+            return *a;
+          },
+          [](nn::Activation a) { return std::string(nn::to_string(a)); }, "feed-forward activation: relu or gelu"),
+      field("batch-size", override, AT(train.batch_size), "sequences per step", Check::positive),
+      field("max-iters", override, AT(train.max_iters), "training steps", Check::positive),
+      field("lr", override, AT(train.lr), "peak learning rate"),
+      field("min-lr", override, AT(train.min_lr), "learning rate at the end of the cosine decay"),
+      field("warmup-iters", override, AT(train.warmup_iters), "linear warm-up steps"),
+      field("lr-decay-iters", override, AT(train.lr_decay_iters),
+            "step where the cosine reaches --min-lr (0: --max-iters)"),
+      field("weight-decay", override, AT(train.weight_decay), "AdamW weight decay (2-D weights only)"),
+      field("beta2", override, AT(train.beta2), "AdamW beta2"),
+      field("grad-clip", override, AT(train.grad_clip), "clip the global gradient norm (0: off)"),
+      field("eval-interval", override, AT(train.eval_interval), "evaluate and save every N steps", Check::positive),
+      field("eval-iters", override, AT(train.eval_iters), "batches per evaluation", Check::positive),
+      field("log-interval", override, AT(train.log_interval), "progress line every N steps (off a terminal)",
+            Check::positive),
+      parsed(
+          "val-fraction", override, AT(train.train_fraction),
+          [](const std::string& s) {
+            double v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec != std::errc() || end != s.data() + s.size() || !(v > 0.0 && v < 1.0))
+              throw UsageError(cat("--val-fraction must be a number in (0, 1), got '", s, "'"));
+            return 1.0 - v;
+          },
+          [](double train_fraction) { return shown(1.0 - train_fraction); }, "last fraction of the text held out"),
+      parsed(
+          "seed", fixed, AT(train.seed), [](const std::string& s) { return u64_option(s, "seed"); },
+          [](uint64_t seed) { return std::to_string(seed); }, "seed of initialisation, batches and dropout"),
+      parsed(
+          "parallel", always, AT(data_parallel),
+          [](const std::string& s) {
+            if (s != "data" && s != "ops") throw UsageError(cat("--parallel must be data or ops, got '", s, "'"));
+            return s == "data";
+          },
+          [](bool data) { return std::string(data ? "data" : "ops"); },
+          "how threads share a step: data (a batch shard each) or ops (inside every op)"),
+      flag_switch("quiet", always, AT(quiet), true, "no progress output"),
+  };
+  return table;
+}
+#undef AT
+
+TrainOptions defaults() {
+  TrainOptions d;
+  d.train.data = default_corpus_path();
+  return d;
+}
+
+void declare(po::options_description& desc) {
+  TrainOptions d = defaults();
+  for (const Option& o : options()) o.declare(desc, d);
+  add_threads(desc);
+}
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  apply_threads(vm);
+  TrainOptions o = defaults();
+  auto given = [&](const char* flag) { return vm.count(flag) && !vm[flag].defaulted(); };
+  o.resume = vm["resume"].as<bool>();
+  o.out_dir = vm["out"].as<std::string>();
+  // Resuming: the model and the saved training options come from the run; the
+  // options given on the command line override the training ones.
+  if (o.resume) o.train = saved_run(o.out_dir).config;
+  for (const Option& opt : options()) {
+    if (o.resume && opt.on_resume == fixed && given(opt.flag))
+      throw UsageError(cat("--", opt.flag, " cannot change when resuming: the model in ", o.out_dir, " is fixed"));
+    if (!o.resume || opt.on_resume == always || given(opt.flag)) opt.apply(vm[opt.flag], o);
   }
+  o.model.seed = o.train.seed;
+  o.model.validate();
+  o.train.validate();
+  auto trainer = std::make_shared<Trainer>(o);
+  return [trainer] {
+    trainer->run();
+    return 0;
+  };
 }
 
 }  // namespace
 
-int train_main(int argc, char** argv) {
-  const TrainConfig d;
-  const nn::GPTConfig m;
-  po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")
-      ("data", with_default<std::string>(default_corpus_path()), "training text (UTF-8)")
-      ("out", with_default<std::string>("out"), "output directory")
-      ("resume", po::bool_switch(), "continue the run saved in --out")
-      ("n-layer", with_default<int64_t>(m.n_layer), "transformer blocks")
-      ("n-head", with_default<int64_t>(m.n_head), "attention heads per block")
-      ("n-embd", with_default<int64_t>(m.n_embd), "embedding width (divisible by --n-head)")
-      ("block-size", with_default<int64_t>(m.block_size), "context length in characters")
-      ("dropout", with_default<float>(m.dropout), "dropout probability in [0, 1)")
-      ("no-bias", po::bool_switch(), "no bias in the Linear layers")
-      ("activation", with_default<std::string>("relu"), "feed-forward activation: relu or gelu")
-      ("batch-size", with_default<int64_t>(d.batch_size), "sequences per step")
-      ("max-iters", with_default<int64_t>(d.max_iters), "training steps")
-      ("lr", with_default<float>(d.lr), "peak learning rate")
-      ("min-lr", with_default<float>(d.min_lr), "learning rate at the end of the cosine decay")
-      ("warmup-iters", with_default<int64_t>(d.warmup_iters), "linear warm-up steps")
-      ("lr-decay-iters", with_default<int64_t>(d.lr_decay_iters), "step where the cosine reaches --min-lr (0: --max-iters)")
-      ("weight-decay", with_default<float>(d.weight_decay), "AdamW weight decay (2-D weights only)")
-      ("beta2", with_default<float>(d.beta2), "AdamW beta2")
-      ("grad-clip", with_default<float>(d.grad_clip), "clip the global gradient norm (0: off)")
-      ("eval-interval", with_default<int64_t>(d.eval_interval), "evaluate and save every N steps")
-      ("eval-iters", with_default<int64_t>(d.eval_iters), "batches per evaluation")
-      ("log-interval", with_default<int64_t>(d.log_interval), "progress line every N steps (off a terminal)")
-      ("val-fraction", with_default<double>(1.0 - d.train_fraction), "last fraction of the text held out")
-      ("seed", with_default<std::string>(std::to_string(d.seed)), "seed of initialisation, batches and dropout")
-      ("threads", with_default<int>(0), "threads (0: all cores)")
-      ("parallel", with_default<std::string>("data"),
-       "how threads share a step: data (a batch shard each) or ops (inside every op)")
-      ("quiet", po::bool_switch(), "no progress output");
-  po::variables_map vm;
-  if (!parse(argc, argv, kUsage, opts, vm)) return 0;
-
-  TrainOptions o = setup([&] {
-    TrainOptions o;
-    o.out_dir = vm["out"].as<std::string>();
-    o.resume = vm["resume"].as<bool>();
-    o.quiet = vm["quiet"].as<bool>();
-    apply_threads(vm);
-    const std::string parallel = vm["parallel"].as<std::string>();
-    if (parallel != "data" && parallel != "ops") throw UsageError(cat("--parallel must be data or ops, got '", parallel, "'"));
-    o.data_parallel = parallel == "data";
-    auto given = [&](const char* name) { return vm.count(name) && !vm[name].defaulted(); };
-    TrainConfig& t = o.train;
-    if (o.resume) {
-      t = saved_run(o.out_dir).config;  // the saved options, overridden by the ones given
-      for (const char* name : {"n-layer", "n-head", "n-embd", "block-size", "dropout", "no-bias", "activation", "seed"})
-        if (given(name) && !(std::string(name) == "no-bias" && !vm[name].as<bool>()))
-          throw UsageError(cat("--", name, " cannot change when resuming: the model in ", o.out_dir, " is fixed"));
-    }
-    for (const char* name : {"batch-size", "max-iters", "eval-interval", "eval-iters", "log-interval"})
-      positive<int64_t>(vm, name);
-    auto take = [&](const char* name, auto& field) {
-      if (!o.resume || given(name)) field = vm[name].as<std::decay_t<decltype(field)>>();
-    };
-    take("data", t.data);
-    take("batch-size", t.batch_size);
-    take("max-iters", t.max_iters);
-    take("lr", t.lr);
-    take("min-lr", t.min_lr);
-    take("warmup-iters", t.warmup_iters);
-    take("lr-decay-iters", t.lr_decay_iters);
-    take("weight-decay", t.weight_decay);
-    take("beta2", t.beta2);
-    take("grad-clip", t.grad_clip);
-    take("eval-interval", t.eval_interval);
-    take("eval-iters", t.eval_iters);
-    take("log-interval", t.log_interval);
-    if (!o.resume || given("seed")) t.seed = u64_option(vm, "seed");
-    if (!o.resume || given("val-fraction")) t.train_fraction = 1.0 - vm["val-fraction"].as<double>();
-    const double vf = vm["val-fraction"].as<double>();
-    if (!(vf > 0.0 && vf < 1.0)) throw UsageError(cat("--val-fraction ", vf, " outside (0, 1)"));
-    o.model.n_layer = positive<int64_t>(vm, "n-layer");
-    o.model.n_head = positive<int64_t>(vm, "n-head");
-    o.model.n_embd = positive<int64_t>(vm, "n-embd");
-    o.model.block_size = positive<int64_t>(vm, "block-size");
-    o.model.dropout = vm["dropout"].as<float>();
-    o.model.bias = !vm["no-bias"].as<bool>();
-    o.model.seed = t.seed;
-    const std::string act = vm["activation"].as<std::string>();
-    if (act != "gelu" && act != "relu") throw UsageError(cat("--activation must be gelu or relu, got '", act, "'"));
-    o.model.activation = act == "gelu" ? nn::Activation::gelu : nn::Activation::relu;
-    o.model.validate();
-    t.validate();
-    return o;
-  });
-  std::unique_ptr<Trainer> trainer = setup([&] { return std::make_unique<Trainer>(o); });
-  trainer->run();
-  return 0;
-}
+const Command kTrain = {
+    "train", "train a model on a text file (default: the bundled tiny Shakespeare)",
+    "Trains a GPT on --data and writes DIR/model.safetensors, DIR/best.safetensors,\n"
+    "DIR/state.safetensors and DIR/log.csv into --out DIR. --resume continues the\n"
+    "run in DIR exactly where it stopped (with its saved options; options given on\n"
+    "the command line override the training options, e.g. a larger --max-iters).",
+    declare, prepare};
 
 }  // namespace folio::cli
