@@ -13,11 +13,12 @@
 # git), so a second run skips mmdebstrap; packages are downloaded afresh each run, as a
 # newcomer's would be.
 #
-# No mounts are left behind, even if this script is killed: the chroot runs in its own
-# mount and PID namespaces (unshare), as does mmdebstrap, so /proc and /dev exist only inside them and go
-# away with their last process, and --kill-child ends everything inside when unshare
-# dies. The unpacked root is removed on exit, and a stale one from a killed run is
-# removed at the next start.
+# No mounts or processes are left behind, even if this script is killed (SIGKILL
+# included): mmdebstrap and each chroot step run in their own mount and PID namespaces
+# (unshare), so /proc and /dev are mounted only inside them and go away with their last
+# process; unshare dies with this script (parent-death signal) and takes everything
+# inside with it (--kill-child). The unpacked root is removed on exit, and one left by
+# a SIGKILLed run is removed at the next start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -31,7 +32,8 @@ bash scripts/setup.sh --only mmdebstrap zstd
 # Runs a command in its own mount and PID namespaces: whatever it mounts (mmdebstrap
 # mounts /proc and /dev in its work root, the steps below in theirs) is gone when its
 # last process ends, however it ends.
-isolated=(unshare --mount --pid --kill-child --propagation private)
+# setpriv --pdeathsig: even if only this script is SIGKILLed, unshare gets SIGKILL too.
+isolated=(setpriv --pdeathsig KILL unshare --mount --pid --kill-child --propagation private)
 cache=$repo/build-fresh
 mkdir -p "$cache/logs"
 tarball=$cache/bookworm-minbase.tar.zst
@@ -60,8 +62,11 @@ root=$(mktemp -d "$cache/root.XXXXXX")
 child=""
 cleanup() {
   local status=$?
+  set +e
   trap - EXIT INT TERM HUP
-  [ -n "$child" ] && kill "$child" 2>/dev/null && wait "$child" 2>/dev/null
+  # SIGKILL: unshare blocks SIGTERM and SIGINT while it waits; killed, it takes the
+  # namespace with it (--kill-child), mounts and all.
+  if [ -n "$child" ]; then kill -KILL "$child" 2>/dev/null; wait "$child" 2>/dev/null; fi
   remove_root "$root" || status=1
   exit "$status"
 }
