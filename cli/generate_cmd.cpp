@@ -20,7 +20,12 @@ void declare(po::options_description& opts) {
       ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely characters (0: all)")
       ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
       ("seed", with_default<std::string>("1337"), "sampling seed")
-      ("no-kv-cache", po::bool_switch(), "recompute every position at every step");
+      ("greedy", po::bool_switch(), "always the most likely character (no sampling; --temperature, --top-k, --top-p unused)")
+      ("context-shift", with_default<int64_t>(0),
+       "once the context holds block_size characters, drop this many of the oldest at once and recompute the "
+       "rest (0: block_size/2; 1: slide by one, the model always sees block_size characters but recomputes them "
+       "for every new one)")
+      ("no-kv-cache", po::bool_switch(), "recompute the whole context for every character (same text, slower)");
   add_threads(opts);
 }
 
@@ -32,6 +37,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   so.top_k = vm["top-k"].as<int64_t>();
   so.top_p = vm["top-p"].as<float>();
   so.kv_cache = !vm["no-kv-cache"].as<bool>();
+  so.greedy = vm["greedy"].as<bool>();
+  so.context_shift = vm["context-shift"].as<int64_t>();
   so.validate();
   const int64_t samples = positive<int64_t>(vm, "num-samples");
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");

@@ -10,20 +10,21 @@ namespace folio {
 
 void SampleOptions::validate() const {
   if (max_new_tokens < 0) fail("generate", "max_new_tokens must be >= 0, got ", max_new_tokens);
-  if (!(temperature > 0.0f && std::isfinite(temperature))) fail("generate", "temperature must be > 0, got ", temperature);
+  if (!(temperature > 0.0f && std::isfinite(temperature)))
+    fail("generate", "temperature must be > 0, got ", temperature, " (for the most likely token every time: greedy, --greedy)");
   if (top_k < 0) fail("generate", "top_k must be >= 0 (0: off), got ", top_k);
   if (!(top_p > 0.0f && top_p <= 1.0f)) fail("generate", "top_p ", top_p, " outside (0, 1]");
+  if (context_shift < 0) fail("generate", "context_shift must be >= 0 (0: block_size / 2), got ", context_shift);
 }
 
 int32_t sample_token(std::span<const float> logits, const SampleOptions& opt, Rng& rng,
                      std::vector<std::pair<float, int32_t>>& scratch) {
   const int64_t V = int64_t(logits.size());
+  for (float l : logits)  // sorting NaN is undefined behaviour; a diverged model gets a clear error instead
+    if (!std::isfinite(l)) fail("generate", "the model produced a non-finite logit (", l, ")");
+  if (opt.greedy) return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());  // first of ties
   scratch.resize(V);
-  for (int64_t i = 0; i < V; ++i) {
-    // Sorting NaN is undefined behaviour; a diverged model gets a clear error instead.
-    if (!std::isfinite(logits[i])) fail("generate", "the model produced a non-finite logit (", logits[i], ") for token ", i);
-    scratch[i] = {logits[i] / opt.temperature, int32_t(i)};
-  }
+  for (int64_t i = 0; i < V; ++i) scratch[i] = {logits[i] / opt.temperature, int32_t(i)};
   // Most likely first; ties broken by id so the order is deterministic.
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   std::sort(scratch.begin(), scratch.end(), by_logit);
@@ -54,6 +55,7 @@ void generate(const nn::GPT& model, std::span<const int32_t> prompt, const Sampl
     fail("generate", "the model is in training mode and would apply dropout while sampling: call eval() first");
   NoGradGuard no_grad;
   const int64_t block = model.config().block_size, V = model.config().vocab_size;
+  const int64_t shift = opt.context_shift > 0 ? std::min(opt.context_shift, block) : std::max<int64_t>(block / 2, 1);
   std::deque<int32_t> window(prompt.size() > size_t(block) ? prompt.end() - block : prompt.begin(), prompt.end());
   std::vector<nn::KVCache> caches;
   bool fresh = true;  // the caches hold nothing of the current window
@@ -79,8 +81,8 @@ void generate(const nn::GPT& model, std::span<const int32_t> prompt, const Sampl
     emit(next);
     window.push_back(next);
     fresh = false;
-    if (int64_t(window.size()) > block) {  // slide: every position moves, recompute
-      window.pop_front();
+    if (int64_t(window.size()) > block) {  // drop the oldest: every position moves, recompute
+      window.erase(window.begin(), window.begin() + shift);
       fresh = true;
     }
   }

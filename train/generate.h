@@ -14,7 +14,15 @@ struct SampleOptions {
   float temperature = 1.0f;  // > 0
   int64_t top_k = 0;         // keep the k most likely tokens; 0: all
   float top_p = 1.0f;        // keep the smallest set whose probability reaches p; in (0, 1]
+  bool greedy = false;       // always the most likely token (no sampling, no random draws)
   bool kv_cache = true;      // reuse keys and values of earlier positions
+  // When the context is full, how many of its oldest tokens are dropped at once
+  // (0: block_size / 2). Positions are absolute, so every drop makes the cache stale
+  // and the rest of the context is recomputed: 1 slides the window a token at a time
+  // (the model always sees block_size tokens, and recomputes them for every token);
+  // block_size / 2 recomputes once every block_size / 2 tokens, and the model sees
+  // between block_size / 2 and block_size tokens.
+  int64_t context_shift = 0;
   void validate() const;
 };
 
@@ -22,11 +30,11 @@ struct SampleOptions {
 int32_t sample_token(std::span<const float> logits, const SampleOptions& opt, Rng& rng,
                      std::vector<std::pair<float, int32_t>>& scratch);
 
-// Generates after `prompt` (non-empty). The model sees the last block_size tokens,
-// as in training; with the KV cache the keys and values of positions already seen
-// are reused until the window slides (absolute positions then shift, so the window
-// is recomputed): the tokens are identical either way. Memory stays bounded
-// however many tokens are generated.
+// Generates after `prompt` (non-empty). The model sees at most the last block_size
+// tokens, as in training, dropped context_shift at a time (see SampleOptions); with
+// the KV cache the keys and values of the positions in the context are reused until
+// the next drop. The context is the same with and without the cache, so are the
+// tokens. Memory stays bounded however many tokens are generated.
 void generate(const nn::GPT& model, std::span<const int32_t> prompt, const SampleOptions& opt, Rng& rng,
               const std::function<void(int32_t)>& emit);
 
