@@ -28,9 +28,10 @@ struct Command {
   const char* usage;    // the paragraph atop folio NAME --help
   void (*declare)(po::options_description& options);
   std::function<int()> (*prepare)(const po::variables_map& vm);
+  const char* positional = nullptr;  // the option bare words go to (none: they are an error)
 };
 
-extern const Command kTrain, kGenerate, kEval, kInfo;
+extern const Command kTrain, kGenerate, kEval, kInfo, kAttention, kPlot;
 
 // A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
 std::string shown(float v);

@@ -51,7 +51,7 @@ void add_checkpoint(po::options_description& options) {
 
 namespace {
 
-constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo};
+constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kAttention, &kPlot};
 
 void print_usage() {
   std::printf("usage: folio <command> [options]\n\n"
@@ -66,10 +66,15 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   po::options_description options("options");
   options.add_options()("help,h", "show this help");
   command.declare(options);
-  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
+  po::command_line_parser parser(argc, argv);
+  parser.options(options);
+  po::positional_options_description positional;
+  if (command.positional) parser.positional(positional.add(command.positional, -1));
+  const po::parsed_options parsed = parser.run();
   po::store(parsed, vm);
   // Boost drops a bare word (`folio generate runs/x`) without a word; say so instead.
-  for (const std::string& extra : po::collect_unrecognized(parsed.options, po::include_positional))
+  const auto bare = command.positional ? po::exclude_positional : po::include_positional;
+  for (const std::string& extra : po::collect_unrecognized(parsed.options, bare))
     throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
   if (vm.count("help")) {
     std::printf("usage: folio %s [options]\n\n%s\n\n", command.name, command.usage);
@@ -118,7 +123,7 @@ int main(int argc, char** argv) {
   }
   for (const Command* c : kCommands)
     if (argv[1] == std::string(c->name)) return run(*c, argc - 1, argv + 1);
-  std::fprintf(stderr, "folio: unknown command '%s' (expected train, generate, eval or info; see folio --help)\n",
+  std::fprintf(stderr, "folio: unknown command '%s' (expected train, generate, eval, info, attention or plot; see folio --help)\n",
                argv[1]);
   return 2;
 }

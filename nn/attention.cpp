@@ -53,7 +53,7 @@ Tensor MultiHead::packed_qkv_weight() const {
   return transpose(concat(ws));
 }
 
-Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache) const {
+Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights) const {
   const int64_t hs = head_size, stride = 3 * hs;
   Tensor k = select_heads(qkv, n_head, hs, 0, stride);  // (B, nh, T, hs)
   Tensor q = select_heads(qkv, n_head, hs, hs, stride);
@@ -74,16 +74,17 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
     cache->v = v = append(cache->v, v);
   }
   Tensor att = causal_softmax(matmul(q, k, false, true), 1.0f / std::sqrt(float(hs)));  // (B, nh, T, L+T)
+  if (weights) *weights = att;
   att = attn_dropout_->forward(att);
   Tensor y = matmul(att, v);                                           // (B, nh, T, hs)
   y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});         // heads side by side
   return resid_dropout_->forward(proj->forward(y));
 }
 
-Tensor MultiHead::forward(const Tensor& x) const {
+Tensor MultiHead::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  return attend(linear(x, packed_qkv_weight()), x.size(0), x.size(1), nullptr);
+  return attend(linear(x, packed_qkv_weight()), x.size(0), x.size(1), nullptr, weights);
 }
 
 Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {

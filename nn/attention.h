@@ -38,7 +38,9 @@ class MultiHead : public Module {
  public:
   MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
             bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
-  Tensor forward(const Tensor& x) const;
+  // With `weights`, also hands out the attention weights (B, n_head, T, T) after the
+  // softmax and before dropout.
+  Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
   Tensor forward_heads(const Tensor& x) const;
   // Inference only: attends the new positions x (B, Tn, C) to the cache and to each
   // other, and appends their keys and values to the cache.
@@ -50,7 +52,7 @@ class MultiHead : public Module {
 
  private:
   Tensor packed_qkv_weight() const;  // (n_head * 3 * head_size, C), per head [k; q; v]
-  Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache) const;
+  Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights = nullptr) const;
   std::shared_ptr<Dropout> attn_dropout_, resid_dropout_;
 };
 

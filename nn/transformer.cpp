@@ -36,8 +36,8 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
   ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, init, dropout_rng));
 }
 
-Tensor Block::forward(const Tensor& x) const {
-  const Tensor h = add(x, attn->forward(ln1->forward(x)));
+Tensor Block::forward(const Tensor& x, Tensor* attention) const {
+  const Tensor h = add(x, attn->forward(ln1->forward(x), attention));
   return add(h, ffwd->forward(ln2->forward(h)));
 }
 
@@ -95,10 +95,11 @@ Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t st
   return drop_->forward(add(tok, pos));
 }
 
-GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T,
-                         std::span<const int32_t> targets) const {
+GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets,
+                         std::vector<Tensor>* attention) const {
   Tensor x = embed(ids, B, T, 0);
-  for (const auto& block : blocks) x = block->forward(x);
+  if (attention) attention->assign(blocks.size(), Tensor{});
+  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward(x, attention ? &(*attention)[l] : nullptr);
   Output out;
   out.logits = lm_head->forward(ln_f->forward(x));  // (B, T, V)
   if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);

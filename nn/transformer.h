@@ -33,7 +33,7 @@ class Block : public Module {
  public:
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
         Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x, Tensor* attention = nullptr) const;  // attention: see MultiHead
   Tensor forward_cached(const Tensor& x, KVCache& cache) const;
   std::shared_ptr<LayerNorm> ln1, ln2;
   std::shared_ptr<MultiHead> attn;
@@ -67,9 +67,11 @@ class GPT : public Module {
     Tensor logits;  // (B, T, V)
     Tensor loss;    // () mean cross-entropy, when targets were given
   };
-  // ids and targets: (B, T) row-major, T <= block_size.
-  Output forward(std::span<const int32_t> ids, int64_t B, int64_t T,
-                 std::span<const int32_t> targets = {}) const;
+  // ids and targets: (B, T) row-major, T <= block_size. With `attention`, also hands
+  // out every layer's attention weights, (B, n_head, T, T) each: what the model attends
+  // to in this very forward pass (folio attention shows them).
+  Output forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets = {},
+                 std::vector<Tensor>* attention = nullptr) const;
   // Inference with a KV cache: positions start at caches[0].length().
   Tensor forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const;
 

@@ -111,6 +111,35 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
   for (const char* cmd : {"generate", "eval", "info"}) EXPECT_EQ(folio(std::string(cmd) + " --help").code, 0) << cmd;
 }
 
+// folio attention and folio plot on a trained run: tables, SVG files, and bad choices.
+TEST_F(Cli, AttentionAndPlotOfARun) {
+  ASSERT_EQ(folio(tiny_train(2)).code, 0);
+  const Result t = folio("attention --checkpoint " + run_dir() + " --prompt 'To be' --layer 0 --head 1");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_EQ(t.out.find("layer 0, head 1 (rows: queries, columns: keys)\n"), 0u) << t.out;
+  EXPECT_NE(t.out.find("     T 1.000 0.000 0.000 0.000 0.000\n"), std::string::npos) << t.out;
+  const std::string svg = (dir_ / "att.svg").string();
+  const Result s = folio("attention --checkpoint " + run_dir() + " --prompt 'To be' --format svg --out " + svg);
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_NE(s.out.find("(2 heads)"), std::string::npos) << s.out;  // 1 layer x 2 heads
+  EXPECT_TRUE(fs::file_size(svg) > 1000);
+  const std::string plot = (dir_ / "loss.svg").string();
+  const Result p = folio("plot " + run_dir() + " " + run_dir() + "/log.csv --out " + plot);
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("(2 runs)"), std::string::npos) << p.out;
+  for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"attention --checkpoint " + run_dir() + " --prompt 'To be' --layer 1", "--layer"},
+           {"attention --checkpoint " + run_dir() + " --prompt '" + std::string(17, 'a') + "'", "block_size = 16"},
+           {"attention --checkpoint " + run_dir() + " --prompt 'x' --format png", "--format"},
+           {"attention --checkpoint " + run_dir(), "prompt"},
+           {"plot " + (dir_ / "nope").string(), "nope"},
+           {"plot", "at least one run"}}) {
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 // Defaults read as a person types them, not as float round-off or a raw newline.
 TEST_F(Cli, HelpShowsDefaultsAsTyped) {
   const Result t = folio("train --help");

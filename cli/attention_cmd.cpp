@@ -1,0 +1,81 @@
+// folio attention: what a trained model attends to, for a prompt: the causal
+// attention weights of its own forward pass, as text tables or an SVG grid.
+#include <cstdio>
+
+#include "cli/common.h"
+#include "io/atomic_file.h"
+#include "train/checkpoint.h"
+#include "viz/attention.h"
+
+namespace folio::cli {
+namespace {
+
+void declare(po::options_description& opts) {
+  add_checkpoint(opts);
+  opts.add_options()("prompt", po::value<std::string>()->required(), "text to look at (at most block_size characters)")
+      ("layer", with_default<int64_t>(-1), "the layer to show (-1: every layer)")
+      ("head", with_default<int64_t>(-1), "the head to show (-1: every head)")
+      ("format", with_default<std::string>("table"), "table (text, 3 decimals) or svg (heatmaps, layers x heads)")
+      ("out", po::value<std::string>(), "write to this file (default: standard output)");
+  add_threads(opts);
+}
+
+// -1 (all) or an index below `count`.
+int64_t choice(const po::variables_map& vm, const char* name, int64_t count) {
+  const int64_t v = vm[name].as<int64_t>();
+  if (v < -1 || v >= count)
+    throw UsageError(cat("--", name, " must be -1 (all) or in [0, ", count, "), got ", v));
+  return v;
+}
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  apply_threads(vm);
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "table" && format != "svg") throw UsageError(cat("--format must be table or svg, got '", format, "'"));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  ck->model->eval();
+  const nn::GPTConfig& c = ck->model->config();
+  const int64_t layer = choice(vm, "layer", c.n_layer), head = choice(vm, "head", c.n_head);
+  const std::vector<int32_t> ids = ck->vocab.encode(vm["prompt"].as<std::string>());
+  if (ids.empty() || int64_t(ids.size()) > c.block_size)
+    throw UsageError(cat("--prompt has ", ids.size(), " characters; this model reads 1 to block_size = ", c.block_size));
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  return [=] {
+    NoGradGuard no_grad;
+    const int64_t T = int64_t(ids.size());
+    std::vector<Tensor> attention;  // per layer (1, n_head, T, T)
+    ck->model->forward(ids, 1, T, {}, &attention);
+    std::vector<std::string> labels;
+    for (int32_t id : ids) labels.push_back(ck->vocab.decode(std::span(&id, 1)));
+    std::vector<viz::AttentionMap> maps;
+    for (int64_t l = 0; l < c.n_layer; ++l)
+      for (int64_t h = 0; h < c.n_head; ++h) {
+        if ((layer >= 0 && l != layer) || (head >= 0 && h != head)) continue;
+        const float* w = attention[size_t(l)].data() + h * T * T;
+        maps.push_back({cat("layer ", l, ", head ", h), T, std::vector<float>(w, w + T * T)});
+      }
+    std::string text;
+    if (format == "svg") {
+      text = viz::attention_grid_svg(labels, maps, head >= 0 ? 1 : int(c.n_head));
+    } else {
+      for (size_t m = 0; m < maps.size(); ++m) text += (m ? "\n" : "") + viz::attention_table(labels, maps[m]);
+    }
+    if (out.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    } else {
+      io::write_file_atomic(out, text);
+      std::printf("wrote %s (%zu heads)\n", out.c_str(), maps.size());
+    }
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kAttention = {"attention", "show what a model attends to, as tables or an SVG grid",
+                            "Runs the model on --prompt and shows the causal attention weights of its\n"
+                            "forward pass (after the softmax, as used; no dropout): rows are queries, columns\n"
+                            "keys, labelled with the prompt's characters (\\n: newline, \xE2\x90\xA3: space).",
+                            declare, prepare};
+
+}  // namespace folio::cli

@@ -1,0 +1,46 @@
+// folio plot: the loss curves of one or more runs, overlaid in one SVG.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/common.h"
+#include "io/atomic_file.h"
+#include "viz/loss_plot.h"
+
+namespace folio::cli {
+namespace {
+
+void declare(po::options_description& opts) {
+  opts.add_options()("run", po::value<std::vector<std::string>>()->composing(),
+                     "a run directory (or its log.csv); the bare words after plot are runs too")
+      ("out", with_default<std::string>("loss.svg"), "the SVG file to write");
+}
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  if (!vm.count("run")) throw UsageError("name at least one run: folio plot RUN [RUN...] --out FILE.svg");
+  std::vector<viz::LossCurve> curves;
+  for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
+    const std::filesystem::path p(run);
+    const bool dir = std::filesystem::is_directory(p);
+    const std::filesystem::path log = dir ? p / "log.csv" : p;
+    const std::filesystem::path named = dir ? p : p.parent_path();
+    std::string name = std::filesystem::path(named.string()).lexically_normal().filename().string();
+    if (name.empty() || name == ".") name = std::filesystem::absolute(named).lexically_normal().filename().string();
+    curves.push_back(viz::read_loss_log(log.string(), name));
+  }
+  const std::string out = vm["out"].as<std::string>();
+  return [=] {
+    io::write_file_atomic(out, viz::loss_plot_svg(curves));
+    std::printf("wrote %s (%zu runs)\n", out.c_str(), curves.size());
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kPlot = {"plot", "overlay the loss curves of runs in one SVG",
+                       "Draws train (dashed) and val (solid) loss against step for each run, from its\n"
+                       "log.csv, one colour per run, with the first run's wall time under the steps:\n"
+                       "  folio plot runs/a runs/b --out compare.svg",
+                       declare, prepare, "run"};
+
+}  // namespace folio::cli

@@ -1,0 +1,178 @@
+// Seeing inside a model: the attention weights the GPT hands out, the pictures drawn
+// from them and from loss logs, and generation's context windows and greedy decoding.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "autograd/error.h"
+#include "io/atomic_file.h"
+#include "train/generate.h"
+#include "viz/attention.h"
+#include "viz/loss_plot.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+
+nn::GPT small_gpt() {
+  nn::GPT gpt({.vocab_size = 11, .block_size = 12, .n_layer = 2, .n_head = 3, .n_embd = 12, .seed = 7});
+  gpt.eval();
+  return gpt;
+}
+
+// The weights GPT::forward hands out are its own: each row a distribution over the
+// keys up to the query, and each head's map what Head::forward (the per-head
+// specification) computes on that layer's input.
+TEST(Attention, WeightsFromTheForwardPassAreTheHeadsWeights) {
+  nn::GPT gpt = small_gpt();
+  NoGradGuard no_grad;
+  const std::vector<int32_t> ids{3, 1, 4, 1, 5, 9, 2, 6};
+  const int64_t T = int64_t(ids.size());
+  std::vector<Tensor> att;
+  const Tensor logits = gpt.forward(ids, 1, T, {}, &att).logits;
+  ASSERT_EQ(att.size(), 2u);
+  EXPECT_EQ(att[0].shape(), Shape({1, 3, T, T}));
+  EXPECT_EQ(gpt.forward(ids, 1, T).logits.at({0, 5, 2}), logits.at({0, 5, 2}));  // asking changes nothing
+
+  // Layer l's input, rebuilt from the modules: embeddings, then the blocks before l.
+  std::vector<int32_t> positions(T);
+  std::iota(positions.begin(), positions.end(), 0);
+  Tensor x = add(gpt.token_embedding->forward(ids, {1, T}), gpt.position_embedding->forward(positions, {T}));
+  for (size_t l = 0; l < att.size(); ++l) {
+    const Tensor h = gpt.blocks[l]->ln1->forward(x);
+    for (int64_t head = 0; head < 3; ++head) {
+      Tensor expected;
+      gpt.blocks[l]->attn->heads[head]->forward(h, &expected);  // (1, T, T)
+      for (int64_t q = 0; q < T; ++q) {
+        double row = 0;
+        for (int64_t k = 0; k < T; ++k) {
+          const float w = att[l].at({0, head, q, k});
+          EXPECT_NEAR(w, expected.at({0, q, k}), 1e-5f) << "layer " << l << " head " << head;
+          if (k > q) EXPECT_EQ(w, 0.0f) << "query " << q << " sees the later key " << k;
+          row += w;
+        }
+        EXPECT_NEAR(row, 1.0, 1e-5) << "layer " << l << " head " << head << " query " << q;
+      }
+    }
+    x = gpt.blocks[l]->forward(x);
+  }
+}
+
+TEST(Attention, TableShowsLabelsAndThreeDecimals) {
+  const viz::AttentionMap map{"layer 0, head 1", 2, {1.0f, 0.0f, 0.25f, 0.75f}};
+  const std::string table = viz::attention_table({"a", "\n"}, map);
+  EXPECT_EQ(table,
+            "layer 0, head 1 (rows: queries, columns: keys)\n"
+            "           a    \\n\n"
+            "     a 1.000 0.000\n"
+            "    \\n 0.250 0.750\n");
+}
+
+// Runs Python's XML parser on `file` (Debian's python3: scripts/setup.sh installs it).
+void expect_valid_svg(const fs::path& file) {
+  if (std::system("/usr/bin/python3 -c '' 2>/dev/null") != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const std::string cmd = "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1])"
+                          ".getroot(); sys.exit(r.tag != '{http://www.w3.org/2000/svg}svg')\" " + file.string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << file << " is not a well-formed SVG document";
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("folio_inspect_" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(Attention, SvgGridIsWellFormedWhateverTheLabels) {
+  TempDir dir;
+  std::vector<viz::AttentionMap> maps;
+  for (int h = 0; h < 4; ++h) maps.push_back({"layer 0, head " + std::to_string(h), 5, std::vector<float>(25, 0.2f)});
+  // Characters XML reserves or forbids must come out escaped or replaced.
+  const std::string svg = viz::attention_grid_svg({"<", "&", "\"", "\x01", "\xC3\xA9"}, maps, 2);
+  EXPECT_NE(svg.find("&lt;"), std::string::npos);
+  EXPECT_EQ(svg.find('\x01'), std::string::npos);
+  io::write_file_atomic((dir.path / "a.svg").string(), svg);
+  expect_valid_svg(dir.path / "a.svg");
+}
+
+TEST(LossPlot, ReadsLogsDrawsThemAndNamesBadLines) {
+  TempDir dir;
+  const fs::path log = dir.path / "log.csv";
+  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s\n0,4.2,4.3,0,0,0.5\n"
+                        "100,2.5,2.6,0.001,9000,61\n200,2.0,2.2,0.0005,9100,122\n";
+  const viz::LossCurve curve = viz::read_loss_log(log.string(), "run <a>");
+  ASSERT_EQ(curve.points.size(), 3u);
+  EXPECT_EQ(curve.points[2].step, 200);
+  EXPECT_DOUBLE_EQ(curve.points[1].val, 2.6);
+  const std::string svg = viz::loss_plot_svg({curve, {"b", {{0, 4.0, 4.1, 0}, {200, 1.9, 2.0, 100}}}});
+  EXPECT_NE(svg.find("best val 2.2 at step 200"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("2m02s"), std::string::npos);  // wall time under the step axis
+  io::write_file_atomic((dir.path / "loss.svg").string(), svg);
+  expect_valid_svg(dir.path / "loss.svg");
+
+  std::ofstream(log, std::ios::app) << "300,oops\n";
+  try {
+    viz::read_loss_log(log.string(), "x");
+    FAIL() << "a broken line was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(log.string() + ":5:"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(viz::read_loss_log((dir.path / "nope.csv").string(), "x"), Error);
+}
+
+// Greedy tokens generated with the cache, and with `shift`, against a plain reference:
+// the model run on the context the rule describes, recomputed from scratch each time.
+std::vector<int32_t> reference_greedy(const nn::GPT& gpt, std::vector<int32_t> context, int64_t shift, int n) {
+  NoGradGuard no_grad;
+  const int64_t block = gpt.config().block_size, V = gpt.config().vocab_size;
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    const Tensor logits = gpt.forward(context, 1, int64_t(context.size())).logits;
+    const float* row = logits.data() + logits.numel() - V;
+    const int32_t next = int32_t(std::max_element(row, row + V) - row);
+    out.push_back(next);
+    context.push_back(next);
+    if (int64_t(context.size()) > block) context.erase(context.begin(), context.begin() + shift);
+  }
+  return out;
+}
+
+TEST(Generate, ContextShiftsAreExactWithAndWithoutTheCache) {
+  nn::GPT gpt = small_gpt();
+  const std::vector<int32_t> prompt{1, 2, 3};
+  for (int64_t shift : {0, 1, 5, 12}) {
+    const int64_t effective = shift ? shift : 6;  // 0: block_size / 2
+    const auto expected = reference_greedy(gpt, prompt, effective, 50);
+    for (bool cache : {true, false}) {
+      SampleOptions o{.max_new_tokens = 50, .greedy = true, .kv_cache = cache, .context_shift = shift};
+      std::vector<int32_t> got;
+      Rng rng(1);
+      generate(gpt, prompt, o, rng, [&](int32_t id) { got.push_back(id); });
+      EXPECT_EQ(got, expected) << "shift " << shift << (cache ? " with" : " without") << " the cache";
+    }
+  }
+}
+
+TEST(Generate, GreedyTakesTheMostLikelyAndDrawsNothing) {
+  const std::vector<float> logits{0.1f, 3.0f, 3.0f, -1.0f};
+  std::vector<std::pair<float, int32_t>> scratch;
+  Rng rng(5), untouched(5);
+  SampleOptions greedy{.greedy = true};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(sample_token(logits, greedy, rng, scratch), 1);  // first of a tie
+  EXPECT_EQ(rng.uniform(), untouched.uniform());
+  SampleOptions frozen{.temperature = 0.0f};
+  try {
+    frozen.validate();
+    FAIL() << "temperature 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--greedy"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace folio

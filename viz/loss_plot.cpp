@@ -1,0 +1,121 @@
+#include "viz/loss_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "autograd/error.h"
+#include "viz/svg.h"
+
+namespace folio::viz {
+
+LossCurve read_loss_log(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  if (!in) fail("plot", path, ": cannot open (expected a run's log.csv)");
+  LossCurve curve{name, {}};
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("step,train_loss,val_loss", 0) != 0)
+    fail("plot", path, ": not a folio log.csv (its first line should be step,train_loss,val_loss,...)");
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    std::istringstream row(line);
+    LossPoint p;
+    double lr = 0, tokens_per_sec = 0;
+    char c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+    if (!(row >> p.step >> c1 >> p.train >> c2 >> p.val >> c3 >> lr >> c4 >> tokens_per_sec >> c5 >> p.elapsed_s) ||
+        c1 != ',' || c2 != ',' || c3 != ',' || c4 != ',' || c5 != ',')
+      fail("plot", path, ":", number, ": expected six comma-separated numbers, got '", line, "'");
+    curve.points.push_back(p);
+  }
+  if (curve.points.empty()) fail("plot", path, ": no evaluations logged yet");
+  return curve;
+}
+
+namespace {
+
+// About `count` round tick values covering [lo, hi].
+std::vector<double> ticks(double lo, double hi, int count) {
+  const double raw = (hi - lo) / std::max(count, 1);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw > 0 ? raw : 1.0)));
+  double step = magnitude;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * magnitude >= raw) {
+      step = m * magnitude;
+      break;
+    }
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
+  return out;
+}
+
+std::string duration(double seconds) {
+  const int s = int(std::lround(seconds));
+  return s >= 60 ? std::to_string(s / 60) + "m" + (s % 60 < 10 ? "0" : "") + std::to_string(s % 60) + "s"
+                 : std::to_string(s) + "s";
+}
+
+constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+                                    "#17becf"};
+
+}  // namespace
+
+std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
+  constexpr double W = 760, H = 460, left = 64, right = 24, top = 36, bottom = 76;
+  double max_step = 1, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const LossCurve& c : curves)
+    for (const LossPoint& p : c.points) {
+      max_step = std::max(max_step, double(p.step));
+      for (double v : {p.train, p.val})
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+  if (!(lo <= hi)) lo = 0, hi = 1;
+  const double pad = std::max((hi - lo) * 0.05, 0.01);
+  lo -= pad, hi += pad;
+  auto X = [&](double step) { return left + (W - left - right) * step / max_step; };
+  auto Y = [&](double loss) { return top + (H - top - bottom) * (hi - loss) / (hi - lo); };
+
+  Svg svg(W, H);
+  svg.text(left, 22, "loss against step (solid: val, dashed: train)", 14, "start", "font-weight=\"bold\"");
+  for (double t : ticks(lo, hi, 6)) {
+    svg.line(left, Y(t), W - right, Y(t), "#e5e5e5");
+    svg.text(left - 6, Y(t) + 4, short_number(t), 11, "end");
+  }
+  // Step ticks, with the first run's elapsed time at that step beneath them.
+  const LossCurve* timed = curves.empty() ? nullptr : &curves[0];
+  for (double t : ticks(0, max_step, 8)) {
+    svg.line(X(t), top, X(t), H - bottom, "#f0f0f0");
+    svg.text(X(t), H - bottom + 16, short_number(t, 6), 11, "middle");
+    if (timed && t <= double(timed->points.back().step)) {
+      const auto it = std::lower_bound(timed->points.begin(), timed->points.end(), t,
+                                       [](const LossPoint& p, double s) { return double(p.step) < s; });
+      svg.text(X(t), H - bottom + 30, duration(it->elapsed_s), 10, "middle", "fill=\"#777\"");
+    }
+  }
+  svg.rect(left, top, W - left - right, H - top - bottom, "none", "stroke=\"#999\"");
+  svg.text((left + W - right) / 2, H - 26, "step  (elapsed wall time of " + (timed ? timed->name : "") + " below)",
+           12, "middle");
+  for (size_t i = 0; i < curves.size(); ++i) {
+    const LossCurve& c = curves[i];
+    const std::string colour = kColours[i % std::size(kColours)];
+    std::vector<std::pair<double, double>> train, val;
+    for (const LossPoint& p : c.points) {
+      if (std::isfinite(p.train)) train.emplace_back(X(double(p.step)), Y(p.train));
+      if (std::isfinite(p.val)) val.emplace_back(X(double(p.step)), Y(p.val));
+    }
+    svg.polyline(train, colour, 1.5, "stroke-dasharray=\"5,4\" opacity=\"0.8\"");
+    svg.polyline(val, colour, 2);
+    const LossPoint& best = *std::min_element(c.points.begin(), c.points.end(),
+                                              [](const LossPoint& a, const LossPoint& b) { return a.val < b.val; });
+    const LossPoint& last = c.points.back();
+    const double ly = top + 18 + 18 * double(i);
+    svg.line(W - right - 250, ly - 4, W - right - 226, ly - 4, colour, 2);
+    svg.text(W - right - 220, ly, c.name + ": best val " + short_number(best.val, 4) + " at step " +
+                                      std::to_string(best.step) + ", " + duration(last.elapsed_s),
+             11);
+  }
+  return svg.str();
+}
+
+}  // namespace folio::viz
