@@ -57,8 +57,8 @@ std::function<int()> prepare_eval(const po::variables_map& vm) {
       total += double(ck->model->forward(x, B, T, y).loss.item()) * double(B);
     }
     const double loss = total / double(windows);
-    std::printf("loss %.4f  perplexity %.3f  (%lld windows of %lld characters)\n", loss, std::exp(loss),
-                (long long)windows, (long long)T);
+    std::printf("loss %.6f  bits/char %.4f  perplexity %.3f  (%lld windows of %lld characters)\n", loss,
+                loss / std::log(2.0), std::exp(loss), (long long)windows, (long long)T);
     return 0;
   };
 }
@@ -103,7 +103,7 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
 }  // namespace
 
 const Command kEval = {"eval", "loss of a checkpoint on a text file",
-                       "Mean cross-entropy (and perplexity) of a checkpoint on a text file, over every\n"
+                       "Mean cross-entropy (in nats; bits per character and perplexity too) of a checkpoint on a text file, over every\n"
                        "non-overlapping window of block_size characters of the chosen part of the text.",
                        declare_eval, prepare_eval};
 

@@ -19,6 +19,7 @@ build_packages=(
   libboost-program-options-dev   # the folio command line
   libgtest-dev                   # tests/
   libbenchmark-dev               # bench/
+  python3-numpy                  # tests: scripts/folio_numpy.py against folio eval, SVGs through an XML parser
 )
 if [ "${1:-}" = "--only" ]; then
   shift

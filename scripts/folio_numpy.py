@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Loads a folio checkpoint with numpy alone, runs the model's forward pass, and
+prints its loss on a text exactly as `folio eval` computes it (same split, same
+non-overlapping windows of block_size characters): a second, independent reading of
+the safetensors format and of the model, and a start for anyone porting a model out.
+
+    python3 scripts/folio_numpy.py --checkpoint runs/x --data data/tinyshakespeare.txt
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def load(path):
+    """The weights (name -> float32 array), the model config and the vocabulary."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "model.safetensors")
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__")
+    weights = {}
+    for name, t in header.items():
+        assert t["dtype"] == "F32", f"{name}: dtype {t['dtype']}"
+        begin, end = t["data_offsets"]
+        weights[name] = np.frombuffer(raw[8 + n + begin:8 + n + end], dtype="<f4").reshape(t["shape"])
+    return weights, json.loads(meta["config"]), meta["vocab"]
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)  # biased, as torch.nn.LayerNorm
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+def linear(x, W, name):
+    y = x @ W[name + ".weight"].T
+    return y + W[name + ".bias"] if name + ".bias" in W else y
+
+
+ERF = np.vectorize(math.erf)
+
+
+def forward(W, config, ids):
+    """ids (B, T) -> logits (B, T, vocab_size), in float64."""
+    B, T = ids.shape
+    C, n_head = config["n_embd"], config["n_head"]
+    hs = C // n_head
+    x = W["token_embedding.weight"][ids].astype(np.float64) + W["position_embedding.weight"][:T]
+    mask = np.tril(np.ones((T, T), dtype=bool))
+    for l in range(config["n_layer"]):
+        p = f"blocks.{l}."
+        h = layer_norm(x, W[p + "ln1.weight"], W[p + "ln1.bias"])
+        heads = []
+        for i in range(n_head):
+            k, q, v = (linear(h, W, f"{p}attn.heads.{i}.{name}") for name in ("key", "query", "value"))
+            scores = np.where(mask, q @ k.transpose(0, 2, 1) / math.sqrt(hs), -np.inf)
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            heads.append((scores / scores.sum(-1, keepdims=True)) @ v)
+        x = x + linear(np.concatenate(heads, -1), W, p + "attn.proj")
+        h = linear(layer_norm(x, W[p + "ln2.weight"], W[p + "ln2.bias"]), W, p + "ffwd.fc")
+        h = np.maximum(h, 0) if config["activation"] == "relu" else 0.5 * h * (1 + ERF(h / math.sqrt(2)))
+        x = x + linear(h, W, p + "ffwd.proj")
+    return linear(layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]), W, "lm_head")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", default="out", help="run directory or .safetensors file")
+    ap.add_argument("--data", default=os.path.join(here, "..", "data", "tinyshakespeare.txt"))
+    ap.add_argument("--split", default="val", choices=["val", "train", "all"])
+    ap.add_argument("--val-fraction", type=float, default=0.1)
+    ap.add_argument("--batch-size", type=int, default=32)
+    args = ap.parse_args()
+
+    W, config, vocab = load(args.checkpoint)
+    index = {c: i for i, c in enumerate(vocab)}
+    text = open(args.data, encoding="utf-8").read()
+    missing = sorted(set(text) - set(index))
+    if missing:
+        sys.exit(f"{args.data}: characters not in the model's vocabulary: {missing[:5]}")
+    tokens = np.array([index[c] for c in text], dtype=np.int64)
+    n_train = math.floor(len(tokens) * (1.0 - args.val_fraction))
+    tokens = {"train": tokens[:n_train], "val": tokens[n_train:], "all": tokens}[args.split]
+    T = config["block_size"]
+    windows = (len(tokens) - 1) // T
+    if windows < 1:
+        sys.exit(f"{args.data}: the {args.split} text is shorter than block_size + 1 = {T + 1}")
+    total = 0.0
+    for w in range(0, windows, args.batch_size):
+        n = min(args.batch_size, windows - w)
+        x = tokens[w * T:(w + n) * T].reshape(n, T)
+        y = tokens[w * T + 1:(w + n) * T + 1].reshape(n, T)
+        logits = forward(W, config, x)
+        logits = logits - logits.max(-1, keepdims=True)
+        logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        total -= np.take_along_axis(logp, y[..., None], -1).sum()
+    loss = total / (windows * T)
+    print(f"loss {loss:.6f}  bits/char {loss / math.log(2):.4f}  ({windows} windows of {T} characters)")
+
+
+if __name__ == "__main__":
+    main()
