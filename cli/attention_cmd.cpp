@@ -58,7 +58,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
     if (format == "svg") {
       text = viz::attention_grid_svg(labels, maps, head >= 0 ? 1 : int(c.n_head));
     } else {
-      for (size_t m = 0; m < maps.size(); ++m) text += (m ? "\n" : "") + viz::attention_table(labels, maps[m]);
+      for (size_t m = 0; m < maps.size(); ++m) {
+        if (m) text += '\n';
+        text += viz::attention_table(labels, maps[m]);
+      }
     }
     if (out.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);

@@ -21,7 +21,8 @@ namespace {
 std::string pad_left(const std::string& s, size_t width) {
   size_t chars = 0;
   for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
-  return std::string(width > chars ? width - chars : 0, ' ') + s;
+  std::string out(width > chars ? width - chars : 0, ' ');
+  return out += s;
 }
 
 }  // namespace
