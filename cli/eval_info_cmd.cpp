@@ -77,6 +77,7 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   if (!state) return;
   const TrainConfig& t = state->config;
   std::printf("best val     %.4f\n", state->best_val_loss);
+  if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
   std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
               (long long)t.max_iters, (unsigned long long)t.seed);

@@ -2,6 +2,8 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -61,6 +63,18 @@ void print_usage() {
               "for the version.\n");
 }
 
+// Adds the options in an INI-style file (`lr = 2e-3`, `no-bias = true`, # comments) to
+// `vm`; the command line, stored first, wins.
+void read_config_file(const std::string& path, const po::options_description& options, po::variables_map& vm) {
+  std::ifstream in(path);
+  if (!in || std::filesystem::is_directory(path)) throw UsageError(cat("--config ", path, ": cannot read this file"));
+  try {
+    po::store(po::parse_config_file(in, options), vm);
+  } catch (const po::error& e) {
+    throw UsageError(cat("--config ", path, ": ", e.what(), " (expected lines such as 'max-iters = 5000')"));
+  }
+}
+
 // Parses the command's options; false after printing --help.
 bool parse(const Command& command, int argc, char** argv, po::variables_map& vm) {
   po::options_description options("options");
@@ -76,6 +90,7 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   const auto bare = command.positional ? po::exclude_positional : po::include_positional;
   for (const std::string& extra : po::collect_unrecognized(parsed.options, bare))
     throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
+  if (vm.count("config") && !vm["config"].defaulted()) read_config_file(vm["config"].as<std::string>(), options, vm);
   if (vm.count("help")) {
     std::printf("usage: folio %s [options]\n\n%s\n\n", command.name, command.usage);
     std::cout << options << std::flush;

@@ -67,6 +67,8 @@ using enum OnResume;
 
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
+      field("config", always, AT(train.recipe),
+            "read options from this file (INI style: 'n-layer = 6'); the command line overrides it"),
       field("data", override, AT(train.data), "training text (UTF-8)"),
       field("out", always, AT(out_dir), "output directory"),
       flag_switch("resume", always, AT(resume), true, "continue the run saved in --out"),
@@ -145,6 +147,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   o.out_dir = vm["out"].as<std::string>();
   // Resuming: the model and the saved training options come from the run; the
   // options given on the command line override the training ones.
+  if (o.resume && given("config"))
+    throw UsageError("--config cannot be used with --resume: the run continues with the options it saved");
   if (o.resume) o.train = saved_run(o.out_dir).config;
   for (const Option& opt : options()) {
     if (o.resume && opt.on_resume == fixed && given(opt.flag))

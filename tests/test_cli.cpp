@@ -140,6 +140,38 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   }
 }
 
+// --config FILE: a recipe as an INI file; the command line overrides it; info names it.
+TEST_F(Cli, ConfigFileGivesOptionsTheCommandLineOverrides) {
+  const std::string recipe = (dir_ / "recipe.ini").string();
+  std::ofstream(recipe) << "# a tiny recipe\nn-layer = 1\nn-head = 2\nn-embd = 32\nblock-size = 16\n"
+                           "batch-size = 8\nmax-iters = 50\neval-interval = 2\neval-iters = 2\nlr = 2e-3\n";
+  const Result t = folio("train --config " + recipe + " --data " + corpus() + " --out " + run_dir() +
+                         " --max-iters 4 --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const Result i = folio("info --checkpoint " + run_dir());
+  EXPECT_NE(i.out.find("recipe       --config " + recipe), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("--max-iters 4 "), std::string::npos) << i.out;  // the command line won
+  EXPECT_NE(i.out.find("--lr 0.002 "), std::string::npos) << i.out;     // the file gave the rest
+  EXPECT_NE(i.out.find("n_embd 32, block_size 16"), std::string::npos) << i.out;
+
+  // Every shipped recipe parses and starts (one step each).
+  for (const auto& e : fs::directory_iterator(fs::path(FOLIO_SOURCE_DIR) / "configs")) {
+    const Result r = folio("train --config " + e.path().string() + " --data " + corpus() + " --out " +
+                           (dir_ / e.path().stem()).string() + " --max-iters 1 --eval-iters 1 --quiet");
+    EXPECT_EQ(r.code, 0) << e.path() << ": " << r.err;
+  }
+
+  std::ofstream(dir_ / "bad.ini") << "n-layer = 1\nlearning-rate = 3\n";
+  for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"train --config " + (dir_ / "bad.ini").string() + " --out " + (dir_ / "x").string(), "learning-rate"},
+           {"train --config " + (dir_ / "none.ini").string() + " --out " + (dir_ / "x").string(), "none.ini"},
+           {"train --config " + recipe + " --resume --out " + run_dir(), "--resume"}}) {
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 // Defaults read as a person types them, not as float round-off or a raw newline.
 TEST_F(Cli, HelpShowsDefaultsAsTyped) {
   const Result t = folio("train --help");

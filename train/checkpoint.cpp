@@ -188,7 +188,8 @@ Json to_json(const TrainConfig& c) {
                       {"weight_decay", double(c.weight_decay)},
                       {"beta2", double(c.beta2)},
                       {"grad_clip", double(c.grad_clip)},
-                      {"seed", std::to_string(c.seed)}};
+                      {"seed", std::to_string(c.seed)},
+                      {"recipe", c.recipe}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -197,6 +198,10 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   const Json& data = field(j, "data", where);
   if (!data.is_string()) fail("checkpoint", where, ": config: data must be a string");
   c.data = data.as_string();
+  if (const Json* recipe = j.find("recipe")) {  // absent in runs saved before --config existed
+    if (!recipe->is_string()) fail("checkpoint", where, ": config: recipe must be a string");
+    c.recipe = recipe->as_string();
+  }
   constexpr int64_t big = kMaxIters;
   c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
   c.batch_size = int_field(j, "batch_size", 1, kMaxBatch, where);

@@ -19,6 +19,7 @@ namespace folio {
 // The options of a training run other than the model's shape.
 struct TrainConfig {
   std::string data;             // corpus path
+  std::string recipe;           // the --config file the options came from ("" if none)
   double train_fraction = 0.9;
   int64_t batch_size = 12;
   int64_t max_iters = 2000;
