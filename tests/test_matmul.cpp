@@ -32,7 +32,10 @@ void expect_matches_reference(Gemm g, bool bias) {
 }
 
 TEST(Matmul, OneDnnEqualsReferenceOnRaggedShapes) {
-  const int64_t shapes[][4] = {{1, 1, 1, 1}, {1, 7, 13, 5}, {3, 7, 13, 5}, {4, 1, 9, 17}, {2, 33, 1, 65}};
+  // M = 1 rows take matmul_row: generation's shapes (a token through a Linear, one
+  // query against 37 cached keys, its weights against the values).
+  const int64_t shapes[][4] = {{1, 1, 1, 1},   {1, 7, 13, 5},   {3, 7, 13, 5},  {4, 1, 9, 17},
+                               {2, 33, 1, 65}, {1, 1, 384, 128}, {4, 1, 37, 32}, {4, 1, 32, 37}};
   for (auto& s : shapes)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
@@ -50,10 +53,12 @@ TEST(Matmul, BroadcastOperands) {
     for (int tb = 0; tb < 2; ++tb)
       for (int side = 0; side < 2; ++side) {
         Gemm g;
-        g.batch = 3, g.M = 5, g.N = 6, g.K = 7;
-        g.trans_a = ta, g.trans_b = tb;
-        (side ? g.broadcast_a : g.broadcast_b) = true;
-        expect_matches_reference(g, false);
+        for (int64_t M : {5, 1}) {
+          g.batch = 3, g.M = M, g.N = 6, g.K = 7;
+          g.trans_a = ta, g.trans_b = tb;
+          (side ? g.broadcast_a : g.broadcast_b) = true;
+          expect_matches_reference(g, false);
+        }
       }
 }
 

@@ -15,6 +15,9 @@ struct Gemm {
 
 // oneDNN's matmul primitive; primitives are cached by shape and layout.
 void matmul(const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr);
+// M = 1 (one token at a time, in generation): vectorised loops, no oneDNN call.
+// matmul() takes this path by itself.
+void matmul_row(const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr);
 // Plain loops with double accumulation: the test oracle.
 void matmul_reference(const Gemm& g, const float* A, const float* B, float* C,
                       const float* bias = nullptr);

@@ -94,6 +94,7 @@ void matmul(const Gemm& g0, const float* A, const float* B, float* C, const floa
   }
   if (g.batch == 1) g.broadcast_a = g.broadcast_b = false;
   if (g.M == 0 || g.N == 0 || g.batch == 0) return;
+  if (g.M == 1 && g.K > 0) return matmul_row(g, A, B, C, bias);
   if (g.K == 0) {  // an empty sum: oneDNN rejects zero-sized K
     if (!g.accumulate)
       for (int64_t i = 0; i < g.batch * g.M * g.N; ++i) C[i] = 0.0f;
