@@ -197,6 +197,54 @@ TEST_P(TrainerResume, IsBitExact) {
 INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "DataParallel" : "InsideOps"; });
 
+// A corpus of `n` characters cycling through one short line: any two such corpora
+// (of at least a line) have the same vocabulary, so one can resume the other's run.
+std::string write_cycle_corpus(const fs::path& dir, const std::string& name, size_t n) {
+  const std::string line = "abcdefghij\n";
+  std::string text;
+  while (text.size() < n) text += line;
+  const std::string path = (dir / name).string();
+  std::ofstream(path, std::ios::binary) << text.substr(0, n);
+  return path;
+}
+
+// On --resume the splits must be long enough for the checkpoint's block_size, not for
+// the one in the options (the command line's default, 64, when not given).
+TEST(Trainer, ResumeChecksTheSplitsAgainstTheCheckpointsBlockSize) {
+  const fs::path dir = temp_dir("resume_block");
+  auto first_run = [&](int64_t block_size) {
+    TrainOptions o = tiny_run(dir, 2);
+    o.model.block_size = block_size;
+    o.train.data = write_cycle_corpus(dir, "long.txt", 2000);  // val: 200 characters
+    o.data_parallel = false;
+    Trainer(o).run();
+    TrainOptions again = o;
+    again.resume = true;
+    again.train.max_iters = 4;
+    again.model.block_size = 64;  // as the CLI passes it when --block-size is not given
+    return again;
+  };
+  // A block of 8 on a val split of 20 characters: a valid resume.
+  TrainOptions fits = first_run(8);
+  fits.train.data = write_cycle_corpus(dir, "short.txt", 200);
+  Trainer resumed(fits);
+  EXPECT_EQ(resumed.model().config().block_size, 8);
+  resumed.run();
+  EXPECT_EQ(resumed.step(), 4);
+  // A block of 100 on a val split of 80 (enough for 64): refused up front, naming the file.
+  TrainOptions too_short = first_run(100);
+  too_short.train.data = write_cycle_corpus(dir, "medium.txt", 800);
+  try {
+    Trainer t(too_short);
+    ADD_FAILURE() << "resumed a block_size 100 model on an 80-character val split";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("medium.txt: the val split has 80 characters, needs at least "
+                                         "block_size + 1 = 101"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Trainer, LossFalls) {
   const fs::path dir = temp_dir("falls");
   TrainOptions o = tiny_run(dir, 150);

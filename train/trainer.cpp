@@ -142,6 +142,16 @@ void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
   if (model) round_trip(to_json(*model), [](const Json& j) { model_config_from_json(j, "options"); });
 }
 
+// Every split must hold one window of the model's context: block_size inputs and
+// the target after them. On --resume that is the checkpoint's block_size, which the
+// options only hold once it is loaded.
+void check_splits(const Corpus& corpus, int64_t block_size) {
+  for (auto [name, tokens] : {std::pair{"train", &corpus.split.train}, std::pair{"val", &corpus.split.val}})
+    if (int64_t(tokens->size()) < block_size + 1)
+      fail("data", corpus.path, ": the ", name, " split has ", tokens->size(),
+           " characters, needs at least block_size + 1 = ", block_size + 1);
+}
+
 // Fails (before anything is written) if `dir` cannot become a directory: it, or its
 // nearest existing ancestor, is not a directory.
 void check_output_dir(const std::string& dir) {
@@ -168,11 +178,6 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
   check_saveable(nullptr, opt_.train);
   check_output_dir(opt_.out_dir);
   corpus_ = Corpus::load(opt_.train.data, opt_.train.train_fraction);
-  const int64_t T = opt_.model.block_size;
-  for (auto [name, tokens] : {std::pair{"train", &corpus_.split.train}, std::pair{"val", &corpus_.split.val}})
-    if (int64_t(tokens->size()) < T + 1)
-      fail("data", opt_.train.data, ": the ", name, " split has ", tokens->size(),
-           " characters, needs at least block_size + 1 = ", T + 1);
   const AdamWConfig adam{.beta1 = 0.9f, .beta2 = opt_.train.beta2, .eps = 1e-8f,
                          .weight_decay = opt_.train.weight_decay};
   if (opt_.resume) {
@@ -185,6 +190,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
       fail("train", opt_.train.data, ": its vocabulary differs from the checkpoint's in ", ck.path);
     model_ = std::move(ck.model);
     opt_.model = model_->config();
+    check_splits(corpus_, opt_.model.block_size);
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
     restore_optimizer(st, *optimizer_, state_file(opt_.out_dir));
     if (st.step != ck.step)
@@ -197,6 +203,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
   } else {
     opt_.model.vocab_size = corpus_.vocab.size();
     check_saveable(&opt_.model, opt_.train);
+    check_splits(corpus_, opt_.model.block_size);
     model_ = std::make_unique<nn::GPT>(opt_.model);
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
     data_rng_.reseed(opt_.train.seed);
