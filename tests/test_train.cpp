@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <unistd.h>
 
@@ -89,42 +90,95 @@ TEST(Checkpoint, ModelRoundTripPreservesEveryTensorAndMetadata) {
 }
 
 // Every way of breaking a checkpoint is a clear Error naming the file, never a crash.
-TEST(Checkpoint, DamagedFilesAreClearErrors) {
-  const fs::path dir = temp_dir("damaged");
-  const Vocab vocab = Vocab::from_utf8("abc");
-  nn::GPT model(tiny(3));
-  const std::string good = (dir / "good.safetensors").string();
-  save_model(good, model, vocab, 1);
-  std::string bytes;
-  {
-    std::ifstream in(good, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
+class DamagedCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    save_model(good_, model_, Vocab::from_utf8("abc"), 1);
+    std::ifstream in(good_, std::ios::binary);
+    bytes_.assign(std::istreambuf_iterator<char>(in), {});
   }
-  auto expect_error = [&](const std::string& content, const char* fragment) {
-    const std::string bad = (dir / "bad.safetensors").string();
-    std::ofstream(bad, std::ios::binary | std::ios::trunc) << content;
+  // load_model(file) must throw an Error naming the file and containing `fragment`.
+  void expect_error(const std::string& file, const std::string& fragment) {
     try {
-      load_model(bad);
+      load_model(file);
       ADD_FAILURE() << "loaded a damaged file; expected " << fragment;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
     }
-  };
-  expect_error(bytes.substr(0, bytes.size() / 2), "");                        // truncated
-  expect_error(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + bytes.substr(8), "header length");
-  std::string flipped = bytes;
-  flipped[20] = '!';                                                           // corrupt JSON
-  expect_error(flipped, "");
-  // A tensor whose shape disagrees with the config: rewrite with a wrong embedding.
-  std::vector<NamedTensor> tensors;
-  for (const auto& [name, t] : model.named_parameters())
-    tensors.push_back({name, name == "lm_head.bias" ? Tensor::zeros({4}) : t});
-  tensors.push_back({"extra", Tensor::zeros({1})});
-  tensors.erase(tensors.begin());  // drop token_embedding.weight
-  save_safetensors((dir / "bad.safetensors").string(), tensors, load_safetensors(good).metadata);
-  EXPECT_THROW(load_model((dir / "bad.safetensors").string()), Error);
-  EXPECT_THROW(load_model((dir / "missing.safetensors").string()), Error);
+  }
+  void expect_bytes_error(const std::string& content, const std::string& fragment) {
+    std::ofstream(bad_, std::ios::binary | std::ios::trunc) << content;
+    expect_error(bad_, fragment);
+  }
+  // The good file's tensors, with `edit` applied, saved under the good file's metadata.
+  void expect_tensors_error(const std::function<void(std::vector<NamedTensor>&)>& edit, const std::string& fragment) {
+    std::vector<NamedTensor> tensors;
+    for (const auto& [name, t] : model_.named_parameters()) tensors.push_back({name, t});
+    edit(tensors);
+    save_safetensors(bad_, tensors, load_safetensors(good_).metadata);
+    expect_error(bad_, fragment);
+  }
+  NamedTensor& find(std::vector<NamedTensor>& tensors, const std::string& name) {
+    for (NamedTensor& t : tensors)
+      if (t.name == name) return t;
+    throw std::logic_error("no tensor " + name);
+  }
+
+  const fs::path dir_ = temp_dir("damaged");
+  const std::string good_ = (dir_ / "good.safetensors").string(), bad_ = (dir_ / "bad.safetensors").string();
+  nn::GPT model_{tiny(3)};
+  std::string bytes_;
+};
+
+TEST_F(DamagedCheckpoint, Truncated) {
+  expect_bytes_error(bytes_.substr(0, bytes_.size() / 2), "exceeds the data section size");
+}
+
+TEST_F(DamagedCheckpoint, HeaderLengthPastTheEnd) {
+  expect_bytes_error(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + bytes_.substr(8), "header length");
+}
+
+TEST_F(DamagedCheckpoint, CorruptJson) {
+  std::string flipped = bytes_;
+  flipped[8] = '!';  // the header's opening brace
+  expect_bytes_error(flipped, "header: invalid JSON");
+}
+
+TEST_F(DamagedCheckpoint, MetadataKeyDamaged) {
+  std::string flipped = bytes_;
+  flipped[20] = '!';  // "__metadata__" becomes "__metadata!_": a tensor entry, and not a valid one
+  expect_bytes_error(flipped, "tensor \"__metadata!_\": unexpected key \"format\"");
+}
+
+TEST_F(DamagedCheckpoint, TensorOfTheWrongShape) {  // as many values, another shape
+  expect_tensors_error([&](auto& ts) { find(ts, "lm_head.bias").tensor = Tensor::zeros({1, 3}); },
+                       "tensor lm_head.bias: shape (1, 3) but the config needs (3)");
+}
+
+TEST_F(DamagedCheckpoint, TensorTheConfigDoesNotHave) {  // as many values, one unknown name
+  expect_tensors_error([&](auto& ts) { find(ts, "lm_head.bias").name = "extra"; },
+                       "tensor \"extra\" is not a parameter of this config");
+}
+
+TEST_F(DamagedCheckpoint, TensorMissing) {  // its values moved into another tensor
+  expect_tensors_error(
+      [&](auto& ts) {
+        const int64_t moved = find(ts, "token_embedding.weight").tensor.numel();
+        ts.erase(ts.begin());
+        find(ts, "lm_head.bias").tensor = Tensor::zeros({3 + moved});
+      },
+      "tensor token_embedding.weight is missing for this config");
+}
+
+TEST_F(DamagedCheckpoint, MoreValuesThanTheConfig) {
+  const int64_t n = model_.config().parameter_count();
+  expect_tensors_error([&](auto& ts) { ts.push_back({"extra", Tensor::zeros({1})}); },
+                       cat("tensors hold ", n + 1, " values but the config needs ", n));
+}
+
+TEST_F(DamagedCheckpoint, Missing) {
+  expect_error((dir_ / "missing.safetensors").string(), "file: cannot open: No such file or directory");
 }
 
 // A small corpus file for training tests.
