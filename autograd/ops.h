@@ -56,6 +56,7 @@ Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);
 // scores (..., Tq, Tk) -> softmax(scale * scores) with key j hidden from query i when
 // j > i + (Tk - Tq), i.e. the tril mask filled with -inf (queries are the last Tq positions).
+// scale must be finite and >= 0.
 Tensor causal_softmax(const Tensor& scores, float scale = 1.0f);
 // logits (..., V), targets (one per row, in [0, V)) -> () mean cross-entropy.
 Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);

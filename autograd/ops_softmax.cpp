@@ -10,7 +10,6 @@
 namespace folio {
 namespace {
 
-// y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1.
 using kernels::fast_exp;
 
 inline float row_max(const float* x, int64_t n) {
@@ -20,7 +19,8 @@ inline float row_max(const float* x, int64_t n) {
   return mx;
 }
 
-// y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1, scale > 0.
+// y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1, scale finite and
+// >= 0: only then is max(x) * scale the largest scaled score, so that no exp overflows.
 inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
   const float mx = row_max(x, n) * scale;
   float total = 0.0f;
@@ -71,6 +71,8 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
   if (scores.ndim() < 2) fail("causal_softmax", "needs (..., Tq, Tk), got shape ", scores.shape());
   const int64_t tq = scores.size(-2), tk = scores.size(-1);
   if (tq > tk) fail("causal_softmax", "more queries than keys in shape ", scores.shape());
+  if (!(scale >= 0.0f && std::isfinite(scale)))  // NaN fails the comparison
+    fail("causal_softmax", "scale ", scale, " must be finite and >= 0");
   const int64_t rows = scores.shape().rows(), shift = tk - tq;
   Tensor out = Tensor::empty(scores.shape());
   const float* in = scores.data();

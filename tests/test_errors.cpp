@@ -1,6 +1,8 @@
 // Bad calls throw folio::Error naming the op and the shapes involved.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "autograd/error.h"
 #include "autograd/ops.h"
 
@@ -56,6 +58,15 @@ TEST(Errors, ShapeOps) {
   expect_error([] { split(Tensor::zeros({2, 3}), {1, 1}); }, {"[split]", "(2, 3)"});
   expect_error([] { permute(Tensor::zeros({2, 3}), {0, 0}); }, {"[permute]", "(2, 3)"});
   expect_error([] { Rng r; dropout(Tensor::zeros({2}), 1.0f, true, r); }, {"[dropout]", "[0, 1)"});
+}
+// The row kernel subtracts max(x) * scale, the row's largest scaled score only when
+// scale >= 0; a finite one is needed for any of it to mean anything.
+TEST(Errors, CausalSoftmaxScale) {
+  const Tensor scores = Tensor::zeros({2, 2});
+  expect_error([&] { causal_softmax(scores, -1.0f); }, {"[causal_softmax]", "scale -1 "});
+  expect_error([&] { causal_softmax(scores, std::nanf("")); }, {"[causal_softmax]", "scale nan "});
+  expect_error([&] { causal_softmax(scores, INFINITY); }, {"[causal_softmax]", "scale inf "});
+  EXPECT_NO_THROW(causal_softmax(scores, 0.0f));  // uniform over the visible keys
 }
 
 }  // namespace
