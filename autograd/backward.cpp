@@ -34,11 +34,27 @@ std::vector<NodePtr> topological_order(const NodePtr& root) {
   return order;
 }
 
-void run_backward(const NodePtr& root) {
-  const std::vector<NodePtr> order = topological_order(root);
+// What the node's backward will read must still be what its forward saw.
+void check_saved(const Node& node) {
+  for (int i = 0; i < node.n_saved; ++i) {
+    const SavedVersion& s = node.saved[i];
+    if (s.storage->version != s.version)
+      fail("backward", "a tensor that ", node.op, " saved for its gradient was modified in place after the forward "
+           "pass (version ", s.storage->version, ", saved at ", s.version, "): run the forward again after changing it");
+  }
+}
+
+// Every check before anything runs: a refused backward leaves every gradient as it was.
+void check_graph(const std::vector<NodePtr>& order) {
+  for (const NodePtr& node : order) {
+    if (!node->backward) fail("backward", "the graph through ", node->op, " was already used by a backward pass");
+    check_saved(*node);
+  }
+}
+
+void run_backward(const std::vector<NodePtr>& order) {
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node& node = **it;
-    if (!node.backward) fail("backward", "the graph through ", node.op, " was already used by a backward pass");
     BackwardFn fn = std::move(node.backward);
     node.backward = nullptr;
     if (node.grad) {  // else nothing flowed here (e.g. an unused output)
@@ -48,6 +64,7 @@ void run_backward(const NodePtr& root) {
       fn(Tensor(std::move(g)), InputGrads(node));
     }
     node.inputs.clear();  // the graph below is no longer reachable from here
+    node.n_saved = 0;     // the saved data went with the closure
   }
 }
 
@@ -65,12 +82,14 @@ void Tensor::backward(const Tensor& grad) const {
     fail("backward", "gradient of shape ", grad.shape(), " for a tensor of shape ", shape());
   const int64_t n = numel();
   const float* src = grad.data();
+  std::vector<NodePtr> order;
   float* g;
   if (is_leaf()) {
     g = grad_data();
   } else {
+    order = topological_order(impl_->node);
+    check_graph(order);
     Node& node = *impl_->node;
-    if (!node.backward) fail("backward", "the graph through ", node.op, " was already used by a backward pass");
     if (!node.grad) {
       node.grad = std::make_shared<Storage>(size_t(n));
       std::memset(node.grad->data, 0, sizeof(float) * n);
@@ -79,7 +98,7 @@ void Tensor::backward(const Tensor& grad) const {
   }
 #pragma omp parallel for simd if (n >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) g[i] += src[i];
-  if (!is_leaf()) run_backward(impl_->node);
+  if (!is_leaf()) run_backward(order);
 }
 
 }  // namespace folio

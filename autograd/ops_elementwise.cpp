@@ -109,7 +109,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB d
       each(p, p.a_full, [&](int64_t i, int64_t ia, int64_t ib) { gx[ia] += da(g[i], at(x, ia), at(y, ib)); });
     if (float* gy = in(1))
       each(p, p.b_full, [&](int64_t i, int64_t ia, int64_t ib) { gy[ib] += db(g[i], at(x, ia), at(y, ib)); });
-  });
+  }, {&sa, &sb});
   return out;
 }
 
@@ -139,7 +139,7 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
       flat_map(gx, overwrite, n, [df](float gi, float value) {
         return kSave == Saves::output ? df(gi, 0.0f, value) : df(gi, value, 0.0f);
       }, g, v);
-  });
+  }, {&saved});
   return out;
 }
 

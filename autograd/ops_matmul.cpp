@@ -119,7 +119,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   if (!needs_grad({&a, &b})) return out;
   record(out, "matmul", {&a, &b}, [sa = a.detach(), sb = b.detach(), g = p.g](const Tensor& grad, const InputGrads& in) {
     matmul_backward(g, sa.data(), sb.data(), grad.data(), in);
-  });
+  }, {&a, &b});
   return out;
 }
 
@@ -146,7 +146,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 #pragma omp simd
         for (int64_t j = 0; j < g.N; ++j) gb[j] += d[r * g.N + j];
     }
-  });
+  }, {&x, &w});
   return out;
 }
 

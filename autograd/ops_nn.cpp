@@ -115,7 +115,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   record(out, "layer_norm", {&x, &weight, &bias},
          [sx = x.detach(), sw = weight.detach(), stats, rows, C](const Tensor& grad, const InputGrads& in) {
            layer_norm_backward(sx.data(), sw.data(), stats.data(), grad.data(), rows, C, in(0), in(1), in(2));
-         });
+         }, {&x, &weight});
   return out;
 }
 

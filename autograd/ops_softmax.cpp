@@ -63,7 +63,7 @@ Tensor softmax(const Tensor& x) {
     float* gx = in(0);
 #pragma omp parallel for if (rows * n >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) softmax_row_backward(py + r * n, g + r * n, gx + r * n, n, 1.0f);
-  });
+  }, {&out});
   return out;
 }
 
@@ -87,7 +87,7 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
 #pragma omp parallel for if (rows * tk >= kParallelGrain)
            for (int64_t r = 0; r < rows; ++r)
              softmax_row_backward(py + r * tk, g + r * tk, gx + r * tk, r % tq + shift + 1, scale);
-         });
+         }, {&out});
   return out;
 }
 
@@ -118,7 +118,7 @@ Tensor log_softmax(const Tensor& x) {
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) gx[r * n + j] += g[r * n + j] - fast_exp(py[r * n + j]) * total;
     }
-  });
+  }, {&out});
   return out;
 }
 

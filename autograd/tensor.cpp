@@ -138,6 +138,7 @@ void Tensor::rebind(const Tensor& packed, int64_t offset) const {
     fail("rebind", "range [", offset, ", ", offset + numel(), ") outside a packed tensor of ",
          packed.numel(), " elements");
   std::memcpy(packed.data() + offset, data(), sizeof(float) * numel());
+  packed.mark_modified();
   const float* old_grad = has_grad() ? grad_data() : nullptr;
   if (packed.requires_grad()) {
     float* dst = packed.grad_data() + offset;
@@ -155,6 +156,8 @@ void Tensor::rebind(const Tensor& packed, int64_t offset) const {
 void Tensor::share_data(const Tensor& source) const {
   if (!is_leaf() || !source.is_leaf()) fail("share_data", "only leaf tensors can share data");
   if (shape() != source.shape()) fail("share_data", "shapes ", shape(), " and ", source.shape(), " differ");
+  // Not a write: no version to bump. A graph that saved this tensor holds its old
+  // storage, whose values are unchanged and are the ones its forward used.
   impl_->data = source.impl()->data;
   impl_->offset = source.impl()->offset;
 }
@@ -187,7 +190,8 @@ Edge edge_to(const Tensor& t) {
 }
 
 template <class Inputs, class Get>
-void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, BackwardFn backward) {
+void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, BackwardFn backward,
+                  std::initializer_list<const Tensor*> saved) {
   if (!g_grad_enabled) return;
   auto node = std::make_shared<Node>();
   bool any = false;
@@ -196,6 +200,11 @@ void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, Ba
     any = any || node->inputs.back().active();
   }
   if (!any) return;
+  for (const Tensor* t : saved) {
+    if (!t->defined()) continue;
+    if (node->n_saved == Node::kMaxSaved) fail(op, "saves more than ", Node::kMaxSaved, " tensors for backward");
+    node->saved[node->n_saved++] = {t->impl()->data.get(), t->version()};
+  }
   node->op = op;
   node->backward = std::move(backward);
   node->shape = out.shape();
@@ -204,12 +213,13 @@ void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, Ba
 }
 }  // namespace
 
-void record(Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
-  record_edges(out, op, inputs, [](const Tensor* t) -> const Tensor& { return *t; }, std::move(backward));
+void record(Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs, BackwardFn backward,
+            std::initializer_list<const Tensor*> saved) {
+  record_edges(out, op, inputs, [](const Tensor* t) -> const Tensor& { return *t; }, std::move(backward), saved);
 }
 
 void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  record_edges(out, op, inputs, [](const Tensor& t) -> const Tensor& { return t; }, std::move(backward));
+  record_edges(out, op, inputs, [](const Tensor& t) -> const Tensor& { return t; }, std::move(backward), {});
 }
 
 float* InputGrads::operator()(size_t i) const {

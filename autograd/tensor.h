@@ -16,6 +16,9 @@ namespace folio {
 struct Storage {
   float* data;
   size_t size;
+  // Counts in-place writes (Tensor::mark_modified). An op that saves this data for
+  // backward records the count, and backward refuses to run on a changed one.
+  uint64_t version = 0;
   explicit Storage(size_t n);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -83,6 +86,12 @@ class Tensor {
   // stays its own. A model replica shares weights this way (train/data_parallel.h).
   void share_data(const Tensor& source) const;
 
+  // Code that writes into data() in place calls mark_modified(): a graph that saved
+  // the old values then fails in backward instead of computing gradients from the new
+  // ones. Tensors sharing the storage (views, aliases, detached handles) share the count.
+  void mark_modified() const { ++impl_->data->version; }
+  uint64_t version() const { return impl_->data->version; }
+
   // Reverse-mode autodiff from this tensor: a scalar, or any shape given its gradient.
   void backward() const;
   void backward(const Tensor& grad) const;
@@ -130,12 +139,22 @@ class InputGrads {
 // inputs' gradients. It captures only the data it reads (saved tensors).
 using BackwardFn = std::function<void(const Tensor& grad_out, const InputGrads& in)>;
 
+// Data a backward reads, and its version when the op saved it. The storage is kept
+// alive by the backward closure, which holds the saved tensor.
+struct SavedVersion {
+  const Storage* storage = nullptr;
+  uint64_t version = 0;
+};
+
 struct Node {
+  static constexpr int kMaxSaved = 2;
   const char* op;
   std::vector<Edge> inputs;
   BackwardFn backward;            // released once run: a graph is used once
   std::shared_ptr<Storage> grad;  // gradient of the output, accumulated from its consumers
   Shape shape;                    // of the output
+  SavedVersion saved[kMaxSaved];  // checked before backward runs; inline: no allocation
+  int n_saved = 0;
 };
 
 // Autograd recording is on by default; a NoGradGuard switches it off in its scope.
@@ -154,7 +173,11 @@ class NoGradGuard {
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 // Makes `out` a non-leaf produced by `op` (only if grad mode is on and some input
 // requires grad). The inputs are only used to build edges; they are not kept.
-void record(Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs, BackwardFn backward);
+// `saved` lists the tensors whose data `backward` reads (it holds them itself; undefined
+// ones are skipped, at most Node::kMaxSaved): backward fails if one was changed in place
+// (Tensor::mark_modified) after this call.
+void record(Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs, BackwardFn backward,
+            std::initializer_list<const Tensor*> saved = {});
 void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 }  // namespace folio

@@ -1,6 +1,7 @@
 // Tensor basics, the RNG, and the autograd engine's bookkeeping.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "autograd/error.h"
@@ -87,6 +88,57 @@ TEST(Autograd, ForwardKeepsOnlyWhatBackwardReads) {
   EXPECT_TRUE(scores_data.expired());
   sum(weights).backward();
   EXPECT_TRUE(q.has_grad());
+}
+
+// Backward reads the data ops saved in forward. Were that data changed in place in
+// between, the gradients would silently be those of other values: backward refuses
+// instead, naming the op (PyTorch's version counter).
+TEST(Autograd, SavedDataChangedInPlaceIsAnError) {
+  const Tensor x = Tensor::from({3}, std::vector<float>{1, 2, 3}).set_requires_grad();
+  const Tensor w = Tensor::zeros({3}).set_requires_grad();
+  const Tensor loss = sum(mul(x, w));  // mul saves x and w: dx = w
+  // rebind copies into w's storage (nn::pack does this to parameters): a write in place.
+  Tensor::from({3}, std::vector<float>{4, 5, 6}).set_requires_grad().rebind(w, 0);
+  try {
+    loss.backward();
+    ADD_FAILURE() << "backward used data changed since forward; x's gradient: " << x.grad().at({0}) << " ...";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const char* fragment : {"[backward]", "mul", "modified in place"})
+      EXPECT_NE(msg.find(fragment), std::string::npos) << msg << " lacks " << fragment;
+  }
+  EXPECT_FALSE(x.has_grad());
+  // A forward after the change saves the new values: its backward is fine.
+  sum(mul(x, w)).backward();
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{4, 5, 6}));
+}
+
+// Tensors that share storage share the count: a write through a detached handle is
+// seen by the op that saved the original (exp saves its output).
+TEST(Autograd, InPlaceWritesThroughAnyHandleAreSeen) {
+  const Tensor x = Tensor::ones({2}).set_requires_grad();
+  const Tensor y = exp(x);
+  const Tensor loss = sum(reshape(y, {2, 1}));
+  const Tensor handle = y.detach();
+  const uint64_t before = handle.version();
+  handle.data()[0] = 0.0f;
+  handle.mark_modified();
+  EXPECT_EQ(y.version(), before + 1);
+  EXPECT_THROW(loss.backward(), Error);
+  const Tensor fresh = sum(exp(x));
+  fresh.backward();  // unchanged since its forward: fine
+  EXPECT_FLOAT_EQ(x.grad().at({0}), std::exp(1.0f));
+}
+
+// share_data points a tensor at other storage without writing any: a graph that
+// saved the tensor keeps the values its forward used, so its backward runs.
+TEST(Autograd, ShareDataAfterForwardIsNotAnInPlaceWrite) {
+  const Tensor x = Tensor::from({3}, std::vector<float>{1, 2, 3}).set_requires_grad();
+  const Tensor w = Tensor::ones({3}).set_requires_grad();
+  const Tensor loss = sum(mul(x, w));
+  w.share_data(Tensor::full({3}, 7.0f));
+  loss.backward();
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{1, 1, 1}));
 }
 
 TEST(Autograd, NoGradGuardRecordsNothing) {

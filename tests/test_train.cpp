@@ -46,6 +46,27 @@ TEST(AdamW, OneStepMatchesHandComputation) {
   EXPECT_NEAR(params[0].second.data()[0], expected, 1e-6);
 }
 
+// An optimizer step writes the weights in place: after it, the graph of the forward
+// before it must not run backward (its gradients would be for other weights), and
+// the usual order (backward, step, then the next forward) must work.
+TEST(AdamW, StepBetweenForwardAndBackwardIsAnError) {
+  const Tensor x = Tensor::from({1, 2}, std::vector<float>{1.0f, -1.0f});
+  nn::NamedParameters params{{"w", Tensor::from({2, 2}, std::vector<float>{1, 2, 3, 4}).set_requires_grad()}};
+  AdamW opt(params, {});
+  for (int step = 0; step < 3; ++step) {
+    sum(linear(x, params[0].second)).backward();
+    opt.step(0.01f);
+  }
+  const Tensor stale = sum(linear(x, params[0].second));
+  opt.step(0.01f);
+  try {
+    stale.backward();
+    ADD_FAILURE() << "backward through weights the optimizer changed since forward";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("linear"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AdamW, ClipGradNorm) {
   Tensor a = Tensor::zeros({2}).set_requires_grad(), b = Tensor::zeros({1}).set_requires_grad();
   a.grad_data()[0] = 3.0f, a.grad_data()[1] = 0.0f, b.grad_data()[0] = 4.0f;  // norm 5

@@ -44,6 +44,8 @@ void AdamW::step(float lr) {
       p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
     }
   }
+  // A graph recorded before this step saved the old weights: its backward must fail.
+  for (const Tensor& p : params_) p.mark_modified();
 }
 
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {

@@ -283,6 +283,7 @@ ModelCheckpoint load_model(const std::string& path) {
       fail("checkpoint", where, ": tensor ", name, ": shape ", t->shape(), " but the config needs ", p.shape());
     check_finite(*t, name, where);
     std::copy(t->data(), t->data() + t->numel(), p.data());
+    p.mark_modified();
   }
   return ck;
 }
