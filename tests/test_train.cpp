@@ -226,6 +226,30 @@ TrainOptions tiny_run(const fs::path& dir, int64_t max_iters) {
   return o;
 }
 
+// A config field the reader refuses is a ConfigError: what() names the file, detail()
+// is the complaint alone, which the trainer reports for its own options.
+TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
+  Json j = to_json(tiny(3));
+  for (auto& [key, value] : j.as_object())
+    if (key == "block_size") value = Json(100000);
+  try {
+    model_config_from_json(j, "some.safetensors");
+    ADD_FAILURE() << "read block_size 100000";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.detail(), "block_size = 100000 outside [1, 65536]");
+    EXPECT_EQ(std::string(e.what()), "[checkpoint] some.safetensors: config: " + e.detail());
+  }
+  const fs::path dir = temp_dir("config_limits");
+  TrainOptions o = tiny_run(dir, 1);
+  o.model.block_size = 100000;
+  try {
+    Trainer t(o);
+    ADD_FAILURE() << "started a run whose checkpoint could not be read back";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "[config] block_size = 100000 outside [1, 65536] (the limits of a checkpoint)");
+  }
+}
+
 // Two threads, with dropout: data-parallel (a replica per thread, reseeded from the
 // model's generator every step) and threads inside the ops must both resume exactly.
 class TrainerResume : public ::testing::TestWithParam<bool> {

@@ -54,23 +54,28 @@ std::string clip_json(const Json& v) {
   return t;
 }
 
+template <class... Parts>
+[[noreturn]] void config_fail(const std::string& where, const Parts&... parts) {
+  throw ConfigError(where, cat(parts...));
+}
+
 const Json& field(const Json& j, const char* key, const std::string& where) {
   const Json* v = j.find(key);
-  if (!v) fail("checkpoint", where, ": config: missing field \"", key, "\"");
+  if (!v) config_fail(where, "missing field \"", key, "\"");
   return *v;
 }
 
 int64_t int_field(const Json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
   const Json& v = field(j, key, where);
   if (!v.is_int() || v.as_int() < lo || v.as_int() > hi)
-    fail("checkpoint", where, ": config: ", key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
+    config_fail(where, key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
   return v.as_int();
 }
 
 double number_field(const Json& j, const char* key, double lo, double hi, const std::string& where) {
   const Json& v = field(j, key, where);
   if (!v.is_number() || !(v.as_double() >= lo && v.as_double() <= hi))
-    fail("checkpoint", where, ": config: ", key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
+    config_fail(where, key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
   return v.as_double();
 }
 
@@ -116,6 +121,9 @@ void check_format(const SafetensorsFile& f, const std::string& where, const char
 
 }  // namespace
 
+ConfigError::ConfigError(const std::string& where, std::string detail)
+    : Error(cat("[checkpoint] ", where, ": config: ", detail)), detail_(std::move(detail)) {}
+
 void TrainConfig::validate() const {
   auto positive = [](const char* name, int64_t v) {
     if (v < 1) fail("config", name, " must be positive, got ", v);
@@ -154,7 +162,7 @@ Json to_json(const nn::GPTConfig& c) {
 }
 
 nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
-  if (!j.is_object()) fail("checkpoint", where, ": config: expected a JSON object");
+  if (!j.is_object()) config_fail(where, "expected a JSON object");
   nn::GPTConfig c;
   c.vocab_size = int_field(j, "vocab_size", 1, kMaxVocab, where);
   c.block_size = int_field(j, "block_size", 1, kMaxBlock, where);
@@ -163,13 +171,13 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   c.n_embd = int_field(j, "n_embd", 1, kMaxEmbd, where);
   c.dropout = float(number_field(j, "dropout", 0.0, 0.999, where));
   const Json& bias = field(j, "bias", where);
-  if (!bias.is_bool()) fail("checkpoint", where, ": config: bias must be true or false");
+  if (!bias.is_bool()) config_fail(where, "bias must be true or false");
   c.bias = bias.as_bool();
   const Json& act = field(j, "activation", where);
   const auto activation = act.is_string() ? nn::parse_activation(act.as_string()) : std::nullopt;
-  if (!activation) fail("checkpoint", where, ": config: activation must be \"gelu\" or \"relu\"");
+  if (!activation) config_fail(where, "activation must be \"gelu\" or \"relu\"");
   c.activation = *activation;
-  if (c.n_embd % c.n_head) fail("checkpoint", where, ": config: n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
+  if (c.n_embd % c.n_head) config_fail(where, "n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
   return c;
 }
 
@@ -196,10 +204,10 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) fail("checkpoint", where, ": train config: expected a JSON object");
   TrainConfig c;
   const Json& data = field(j, "data", where);
-  if (!data.is_string()) fail("checkpoint", where, ": config: data must be a string");
+  if (!data.is_string()) config_fail(where, "data must be a string");
   c.data = data.as_string();
   if (const Json* recipe = j.find("recipe")) {  // absent in runs saved before --config existed
-    if (!recipe->is_string()) fail("checkpoint", where, ": config: recipe must be a string");
+    if (!recipe->is_string()) config_fail(where, "recipe must be a string");
     c.recipe = recipe->as_string();
   }
   constexpr int64_t big = kMaxIters;
@@ -220,7 +228,7 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   c.grad_clip = float(number_field(j, "grad_clip", 0.0, kMaxFloat, where));
   const Json& seed = field(j, "seed", where);
   if (!seed.is_string() || !parse_u64(seed.as_string(), c.seed))
-    fail("checkpoint", where, ": config: seed must be a decimal string, got ", clip_json(seed));
+    config_fail(where, "seed must be a decimal string, got ", clip_json(seed));
   try {
     c.validate();
   } catch (const Error& e) {

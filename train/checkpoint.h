@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "autograd/error.h"
 #include "data/vocab.h"
 #include "nn/transformer.h"
 #include "train/adamw.h"
@@ -36,7 +37,18 @@ struct TrainConfig {
 
 Json to_json(const nn::GPTConfig& c);
 Json to_json(const TrainConfig& c);
-// `where` names the file for error messages.
+// A config field the readers below refuse. what() names the file, as every Error
+// does: "[checkpoint] <where>: config: <detail>"; detail() is the complaint alone, for
+// a caller checking its own options against the readers' limits (the trainer).
+class ConfigError : public Error {
+ public:
+  ConfigError(const std::string& where, std::string detail);
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string detail_;
+};
+// `where` names the file for error messages; a bad field is a ConfigError.
 nn::GPTConfig model_config_from_json(const Json& j, const std::string& where);
 TrainConfig train_config_from_json(const Json& j, const std::string& where);
 

@@ -132,10 +132,8 @@ void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
     }
     try {
       read(parsed);
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      const size_t at = what.find("config: ");
-      fail("config", at == std::string::npos ? what : what.substr(at + 8), " (the limits of a checkpoint)");
+    } catch (const ConfigError& e) {  // its detail names the field, not the (pretend) file
+      fail("config", e.detail(), " (the limits of a checkpoint)");
     }
   };
   round_trip(to_json(train), [](const Json& j) { train_config_from_json(j, "options"); });
