@@ -1,6 +1,8 @@
 #include "data/dataset.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,22 +14,52 @@
 #include "autograd/error.h"
 
 namespace folio {
+namespace {
+
+// Refuses what read_file must not read, from the file's stat.
+void check_readable(const std::string& path, const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) {
+    const mode_t m = st.st_mode;
+    const char* kind = S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+                       : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a special file";
+    fail("data", path, ": is ", kind, ", not a regular file");
+  }
+  if (st.st_size > kMaxTextFileBytes)
+    fail("data", path, ": ", st.st_size, " bytes, more than the limit of ", kMaxTextFileBytes,
+         " (1 GiB) for a text file");
+}
+
+}  // namespace
 
 std::string read_file(const std::string& path) {
-  // stdio + fstat rather than ifstream: ifstream loses errno, and opening a
-  // directory "succeeds" on Linux, so we ask for the file type ourselves.
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) fail("data", path, ": cannot open (", std::strerror(errno), ")");
+  // The type and size come first, from stat: only a regular file is opened at all.
   struct stat st {};
-  if (fstat(fileno(f.get()), &st) != 0) fail("data", path, ": cannot stat (", std::strerror(errno), ")");
-  if (S_ISDIR(st.st_mode)) fail("data", path, ": is a directory");
+  if (::stat(path.c_str(), &st) != 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
+  check_readable(path, st);
+  // Should the path have become a FIFO since, O_NONBLOCK keeps open from waiting and
+  // fstat refuses it. stdio then reads (errno survives, unlike with ifstream).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    ::close(fd);
+    fail("data", path, ": cannot open (", std::strerror(err), ")");
+  }
+  if (::fstat(fd, &st) != 0) fail("data", path, ": cannot stat (", std::strerror(errno), ")");
+  check_readable(path, st);
 
   std::string bytes;
-  if (S_ISREG(st.st_mode)) bytes.reserve(size_t(st.st_size));
-  // Read to EOF rather than trusting st_size, so pipes and /proc files work too.
+  bytes.reserve(size_t(st.st_size));
+  // To EOF rather than st_size bytes (/proc files say 0), within the limit (a file
+  // growing while read).
   char chunk[1 << 16];
   size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) bytes.append(chunk, got);
+  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) {
+    if (int64_t(bytes.size() + got) > kMaxTextFileBytes)
+      fail("data", path, ": grew past the limit of ", kMaxTextFileBytes, " bytes (1 GiB) for a text file while read");
+    bytes.append(chunk, got);
+  }
   if (std::ferror(f.get())) fail("data", path, ": read error (", std::strerror(errno), ")");
   if (bytes.empty()) fail("data", path, ": file is empty");
   return bytes;

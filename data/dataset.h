@@ -12,8 +12,17 @@
 
 namespace folio {
 
-// The whole file as bytes. Errors: "[data] <path>: cannot open (<strerror>)",
-// "[data] <path>: is a directory", "[data] <path>: file is empty".
+// The most read_file reads: text is held whole in memory (and tokenized to 4 bytes a
+// character), so a larger file is refused instead of exhausting memory. The bundled
+// corpus is 1.1 MB.
+constexpr int64_t kMaxTextFileBytes = int64_t(1) << 30;  // 1 GiB
+
+// The whole file as bytes. Only regular files are read: a device (/dev/zero) could
+// be endless and opening a FIFO waits for a writer, so those are refused from their
+// type, before opening. Errors: "[data] <path>: cannot open (<strerror>)",
+// "[data] <path>: is a directory, not a regular file" (or a FIFO, a character
+// device...), "[data] <path>: N bytes, more than the limit of kMaxTextFileBytes (1 GiB)
+// for a text file", "[data] <path>: file is empty".
 std::string read_file(const std::string& path);
 
 struct Split {

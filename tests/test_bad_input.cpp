@@ -166,6 +166,7 @@ TEST_F(BadInput, Files) {
       {{"train", "--data", at("missing.txt"), "--out", out}, {"missing.txt", "No such file"}},
       {{"train", "--data", at("empty_dir"), "--out", out}, {"empty_dir", "directory"}},
       {{"train", "--data", at("empty.txt"), "--out", out}, {"empty.txt", "empty"}},
+      {{"train", "--data", "/dev/zero", "--out", out}, {"/dev/zero", "not a regular file"}},  // endless
       {{"train", "--data", at("bad_utf8.txt"), "--out", out}, {"bad_utf8.txt", "invalid UTF-8", "byte offset 16"}},
       {{"train", "--data", at("short.txt"), "--out", out}, {"short.txt", "block_size + 1"}},
       {{"train", "--data", at("corpus\xff.txt"), "--out", out}, {"UTF-8", "--data"}},

@@ -1,10 +1,13 @@
 // The data module: UTF-8, the character vocabulary, splits, batches, file errors.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -258,6 +261,28 @@ TEST(Data, ReadFileEmpty) {
   const TempFile f("empty.txt", "");
   expect_error([&] { read_file(f.path.string()); }, {"[data] " + f.path.string() + ": file is empty"});
   expect_error([&] { Corpus::load(f.path.string(), 0.9); }, {"file is empty"});
+}
+
+// A device or a FIFO is refused from its type alone, before it is opened: /dev/zero
+// would be read without end, and opening a FIFO waits for a writer.
+TEST(Data, ReadFileRefusesDevices) {
+  expect_error([] { read_file("/dev/zero"); }, {"[data] /dev/zero: is a character device, not a regular file"});
+}
+
+TEST(Data, ReadFileRefusesFifosWithoutHanging) {
+  const std::string path = (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_fifo")).string();
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  expect_error([&] { read_file(path); }, {"[data] " + path + ": is a FIFO, not a regular file"});
+  std::filesystem::remove(path);
+}
+
+// Larger than kMaxTextFileBytes: refused from its size, before any byte is read (the
+// file is sparse, so it costs no disk).
+TEST(Data, ReadFileRefusesFilesOverTheLimit) {
+  const TempFile f("huge.txt", "x");
+  std::filesystem::resize_file(f.path, uint64_t(kMaxTextFileBytes) + 1);
+  expect_error([&] { read_file(f.path.string()); },
+               {"[data] " + f.path.string() + ": 1073741825 bytes, more than the limit of 1073741824 (1 GiB)"});
 }
 
 TEST(Data, ReadFileContents) {
