@@ -54,7 +54,9 @@ TEST(Attention, WeightsFromTheForwardPassAreTheHeadsWeights) {
         for (int64_t k = 0; k < T; ++k) {
           const float w = att[l].at({0, head, q, k});
           EXPECT_NEAR(w, expected.at({0, q, k}), 1e-5f) << "layer " << l << " head " << head;
-          if (k > q) EXPECT_EQ(w, 0.0f) << "query " << q << " sees the later key " << k;
+          if (k > q) {
+            EXPECT_EQ(w, 0.0f) << "query " << q << " sees the later key " << k;
+          }
           row += w;
         }
         EXPECT_NEAR(row, 1.0, 1e-5) << "layer " << l << " head " << head << " query " << q;
