@@ -4,7 +4,7 @@
 
 #include "cli/common.h"
 #include "io/atomic_file.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "viz/attention.h"
 
 namespace folio::cli {
@@ -66,7 +66,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     if (out.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else {
-      io::write_file_atomic(out, text);
+      write_file_atomic(out, text);
       std::printf("wrote %s (%zu heads)\n", out.c_str(), maps.size());
     }
     return 0;

@@ -6,7 +6,7 @@
 
 #include "cli/common.h"
 #include "data/dataset.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 
 namespace folio::cli {
 namespace {

@@ -1,15 +1,19 @@
 // folio: train character-level GPTs on a CPU and generate text from them.
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "autograd/parallel.h"
 #include "cli/common.h"
 #include "folio/version.h"
+#include "train/distributed.h"
 
 namespace folio::cli {
 
@@ -42,8 +46,11 @@ void add_threads(po::options_description& options) {
 }
 
 void apply_threads(const po::variables_map& vm) {
-  const int threads = vm["threads"].as<int>();
+  int threads = vm["threads"].as<int>();
   if (threads < 0) throw UsageError(cat("--threads must be >= 0 (0: all cores), got ", threads));
+  // Several ranks on one machine share its cores, unless OMP_NUM_THREADS says otherwise.
+  if (threads == 0 && dist::local_size() > 1 && !std::getenv("OMP_NUM_THREADS"))
+    threads = std::max(1, int(std::thread::hardware_concurrency()) / dist::local_size());
   set_num_threads(threads);
 }
 
@@ -100,6 +107,15 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   return true;
 }
 
+// Prints the error and ends this process with `code`, and under MPI every rank: the
+// others may be waiting for this one in a collective call.
+[[noreturn]] void fail_with(const Command& command, const char* what, int code, const char* hint = "") {
+  if (dist::size() > 1) std::fprintf(stderr, "folio %s (rank %d): %s%s\n", command.name, dist::rank(), what, hint);
+  else std::fprintf(stderr, "folio %s: %s%s\n", command.name, what, hint);
+  std::fflush(stderr);
+  dist::abort(code);
+}
+
 // Exit codes: 2 for anything wrong before the run starts (options, input files), with
 // nothing written; 1 for a failure during the run.
 int run(const Command& command, int argc, char** argv) {
@@ -109,17 +125,14 @@ int run(const Command& command, int argc, char** argv) {
     if (!parse(command, argc, argv, vm)) return 0;
     job = command.prepare(vm);
   } catch (const po::error& e) {
-    std::fprintf(stderr, "folio %s: %s (see folio %s --help)\n", command.name, e.what(), command.name);
-    return 2;
+    fail_with(command, e.what(), 2, cat(" (see folio ", command.name, " --help)").c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "folio %s: %s\n", command.name, e.what());
-    return 2;
+    fail_with(command, e.what(), 2);
   }
   try {
     return job();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "folio %s: %s\n", command.name, e.what());
-    return 1;
+    fail_with(command, e.what(), 1);
   }
 }
 
@@ -135,6 +148,12 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
     std::printf("folio %s\n", FOLIO_VERSION);
     return 0;
+  }
+  try {
+    folio::dist::init(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio: %s\n", e.what());
+    return 2;
   }
   for (const Command* c : kCommands)
     if (argv[1] == std::string(c->name)) return run(*c, argc - 1, argv + 1);

@@ -3,7 +3,7 @@
 
 #include "cli/common.h"
 #include "data/dataset.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/generate.h"
 
 namespace folio::cli {

@@ -29,7 +29,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   const std::string out = vm["out"].as<std::string>();
   return [=] {
-    io::write_file_atomic(out, viz::loss_plot_svg(curves));
+    write_file_atomic(out, viz::loss_plot_svg(curves));
     std::printf("wrote %s (%zu runs)\n", out.c_str(), curves.size());
     return 0;
   };

@@ -19,9 +19,9 @@
 #include <string>
 
 #include "autograd/error.h"
-#include "train/checkpoint.h"
-#include "train/json.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 
 namespace folio::fuzz {
 

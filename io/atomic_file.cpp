@@ -9,7 +9,7 @@
 
 #include "autograd/error.h"
 
-namespace folio::io {
+namespace folio {
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -35,4 +35,4 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   if (dfd >= 0) ::fsync(dfd), ::close(dfd);  // best effort: the file itself is whole either way
 }
 
-}  // namespace folio::io
+}  // namespace folio

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-namespace folio::io {
+namespace folio {
 
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
-}  // namespace folio::io
+}  // namespace folio

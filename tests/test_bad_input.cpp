@@ -10,7 +10,7 @@
 
 #include "autograd/error.h"
 #include "tests/folio_process.h"
-#include "train/json.h"
+#include "io/json.h"
 
 namespace folio {
 namespace {

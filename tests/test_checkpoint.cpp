@@ -8,8 +8,8 @@
 
 #include "autograd/error.h"
 #include "tests/folio_process.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "autograd/error.h"
 #include "tests/folio_process.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 
 namespace folio {
 namespace {
@@ -60,7 +60,8 @@ std::set<std::string> entries(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
   return names;
 }
-const std::set<std::string> kRunFiles{"best.safetensors", "log.csv", "model.safetensors", "state.safetensors"};
+const std::set<std::string> kRunFiles{"best.safetensors", "log.csv", "loss.svg", "model.safetensors",
+                                      "state.safetensors"};
 
 bool all_finite(const nn::GPT& model) {
   for (const auto& [name, p] : model.named_parameters())

@@ -98,7 +98,7 @@ TEST(Attention, SvgGridIsWellFormedWhateverTheLabels) {
   const std::string svg = viz::attention_grid_svg({"<", "&", "\"", "\x01", "\xC3\xA9"}, maps, 2);
   EXPECT_NE(svg.find("&lt;"), std::string::npos);
   EXPECT_EQ(svg.find('\x01'), std::string::npos);
-  io::write_file_atomic((dir.path / "a.svg").string(), svg);
+  write_file_atomic((dir.path / "a.svg").string(), svg);
   expect_valid_svg(dir.path / "a.svg");
 }
 
@@ -114,7 +114,7 @@ TEST(LossPlot, ReadsLogsDrawsThemAndNamesBadLines) {
   const std::string svg = viz::loss_plot_svg({curve, {"b", {{0, 4.0, 4.1, 0}, {200, 1.9, 2.0, 100}}}});
   EXPECT_NE(svg.find("best val 2.2 at step 200"), std::string::npos) << svg;
   EXPECT_NE(svg.find("2m02s"), std::string::npos);  // wall time under the step axis
-  io::write_file_atomic((dir.path / "loss.svg").string(), svg);
+  write_file_atomic((dir.path / "loss.svg").string(), svg);
   expect_valid_svg(dir.path / "loss.svg");
 
   std::ofstream(log, std::ios::app) << "300,oops\n";

@@ -26,7 +26,7 @@
 #include "autograd/error.h"
 #include "nn/transformer.h"
 #include "train/data_parallel.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

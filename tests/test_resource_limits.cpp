@@ -7,9 +7,9 @@
 
 #include "autograd/error.h"
 #include "tests/folio_process.h"
-#include "train/checkpoint.h"
-#include "train/json.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

@@ -15,8 +15,8 @@
 #include <limits>
 
 #include "autograd/error.h"
-#include "train/json.h"
-#include "train/safetensors.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {

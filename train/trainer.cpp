@@ -1,144 +1,35 @@
 #include "train/trainer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <cstdint>
-#include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <system_error>
 
 #include "autograd/error.h"
 #include "autograd/parallel.h"
+#include "train/distributed.h"
+#include "train/progress.h"
 
 namespace folio {
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
 std::atomic<bool> g_interrupted{false};
 void on_stop(int) { g_interrupted = true; }
 
-std::string state_file(const std::string& dir) { return (fs::path(dir) / "state.safetensors").string(); }
-std::string model_path(const std::string& dir) { return (fs::path(dir) / "model.safetensors").string(); }
-std::string best_path(const std::string& dir) { return (fs::path(dir) / "best.safetensors").string(); }
-
-// Crash safety. A save is three files, and a process can die between any two
-// writes, so the files of one save are committed by ONE atomic rename:
-//   1. the weights go to model.safetensors.pending (and best.safetensors.pending
-//      when this evaluation is the best so far); nothing reads these names;
-//   2. state.safetensors is replaced: THE COMMIT. From here on the save happened;
-//   3. the pending files are renamed over best.safetensors and model.safetensors.
-// Every prefix of this sequence leaves a usable directory: before 2, the previous
-// checkpoint is whole (the pending files are junk, dropped on --resume); after 2,
-// readers (generate, eval, info) still see the previous complete model until 3, and
-// --resume first finishes step 3 (a pending file whose step equals the state's
-// belongs to that commit) and so never sees a state and a model from different steps.
-// Each file is itself written atomically (temp file, fsync, rename, fsync of the dir).
-constexpr const char* kPending = ".pending";
-
-[[noreturn]] void fail_io(const std::string& path, const char* what, int err) {
-  fail("checkpoint", path, ": save: ", what, ": ", std::error_code(err, std::generic_category()).message());
-}
-
-void rename_file(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) fail_io(to, ("cannot rename " + from + " to it").c_str(), errno);
-}
-
-// True if it removed something.
-bool remove_file(const std::string& path) {
-  if (::unlink(path.c_str()) == 0) return true;
-  if (errno != ENOENT) fail_io(path, "cannot remove", errno);
-  return false;
-}
-
-void sync_dir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail_io(dir, "cannot open the directory to fsync it", errno);
-  const int r = ::fsync(fd), err = errno;
-  ::close(fd);
-  if (r != 0 && err != EINVAL) fail_io(dir, "cannot fsync the directory", err);
-}
-
-// Removes the temp files ("<name>.tmp.<pid>", see save_safetensors) that writers
-// killed mid-save left in `dir`. Those of a live process are left alone.
-void remove_dead_temp_files(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    bool ours = false;
-    for (const char* base : {"model.safetensors", "best.safetensors", "state.safetensors",
-                             "model.safetensors.pending", "best.safetensors.pending"})
-      ours = ours || name.starts_with(std::string(base) + ".tmp.");
-    if (!ours) continue;
-    const std::string pid = name.substr(name.rfind('.') + 1);
-    if (pid.empty() || pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    const long long id = std::stoll(pid);
-    if (id > 0 && id <= INT32_MAX && ::kill(pid_t(id), 0) != 0 && errno == ESRCH) ::unlink(e.path().c_str());
+// Ctrl-C and SIGTERM (kill, a container or job scheduler stopping the run) both end
+// the step, save and exit 0; the previous handlers come back when the run ends,
+// however it ends.
+struct StopSignals {
+  void (*on_int)(int) = std::signal(SIGINT, on_stop);
+  void (*on_term)(int) = std::signal(SIGTERM, on_stop);
+  StopSignals() { g_interrupted = false; }
+  ~StopSignals() {
+    std::signal(SIGINT, on_int);
+    std::signal(SIGTERM, on_term);
   }
-}
-
-// Before --resume reads the directory: finish a save that committed (its state is
-// on disk) but was cut short before its weights were renamed into place, and drop
-// the pending weights of a save that never committed.
-void recover_run_dir(const std::string& dir, int64_t state_step) {
-  remove_dead_temp_files(dir);
-  bool renamed = false;
-  for (const std::string& target : {best_path(dir), model_path(dir)}) {
-    const std::string pending = target + kPending;
-    if (!fs::exists(pending)) continue;
-    int64_t step = -1;
-    try {
-      step = load_model(pending).step;
-    } catch (const Error&) {
-      // Unreadable: not a file this save protocol ever commits (each write is atomic).
-    }
-    if (step == state_step) rename_file(pending, target), renamed = true;
-    else remove_file(pending);
-  }
-  if (renamed) sync_dir(dir);
-}
-
-std::string duration_text(double s) {
-  char buf[32];
-  const int t = int(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, t / 60 % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-  return buf;
-}
-
-// What a run will save must read back: the checkpoint reader's limits (json.h,
-// checkpoint.cpp) are checked when the run starts, not at its first save.
-void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
-  auto round_trip = [&](const Json& j, auto read) {
-    Json parsed;
-    try {
-      parsed = Json::parse(j.dump());
-    } catch (const Error&) {  // the one free-text field is the corpus path
-      std::string shown;
-      for (const unsigned char c : train.data) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, c < 0x20 || c >= 0x7f ? "\\x%02x" : "%c", c);
-        shown += buf;
-      }
-      fail("config", "--data ", shown, ": the path is not valid UTF-8, so a checkpoint could not record it");
-    }
-    try {
-      read(parsed);
-    } catch (const ConfigError& e) {  // its detail names the field, not the (pretend) file
-      fail("config", e.detail(), " (the limits of a checkpoint)");
-    }
-  };
-  round_trip(to_json(train), [](const Json& j) { train_config_from_json(j, "options"); });
-  if (model) round_trip(to_json(*model), [](const Json& j) { model_config_from_json(j, "options"); });
-}
+};
 
 // Every split must hold one window of the model's context: block_size inputs and
 // the target after them. On --resume that is the checkpoint's block_size, which the
@@ -150,49 +41,54 @@ void check_splits(const Corpus& corpus, int64_t block_size) {
            " characters, needs at least block_size + 1 = ", block_size + 1);
 }
 
-// Fails (before anything is written) if `dir` cannot become a directory: it, or its
-// nearest existing ancestor, is not a directory.
-void check_output_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::path p = fs::absolute(dir, ec);
-  if (ec) fail("train", dir, ": cannot use as the output directory (", ec.message(), ")");
-  for (; !p.empty(); p = p.parent_path()) {
-    const fs::file_status st = fs::status(p, ec);
-    if (fs::exists(st)) {
-      if (!fs::is_directory(st))
-        fail("train", dir, ": cannot create the output directory (", p.string(), " is not a directory)");
-      return;
-    }
-    if (p == p.parent_path()) return;
-  }
+// This rank's sequences of a batch of B: [begin, end).
+std::pair<int64_t, int64_t> my_share(int64_t B) {
+  const int64_t r = dist::rank(), n = dist::size();
+  return {B * r / n, B * (r + 1) / n};
+}
+
+// Rank 0 prints what each rank spent in the gradient all-reduce and its peak memory.
+void report_ranks(Progress& progress, int64_t steps) {
+  std::vector<double> sum_ms(size_t(dist::size()), 0.0), peak_mib(size_t(dist::size()), 0.0);
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  sum_ms[size_t(dist::rank())] = 1e3 * dist::seconds_in_sum() / double(std::max<int64_t>(steps, 1));
+  peak_mib[size_t(dist::rank())] = double(usage.ru_maxrss) / 1024.0;  // Linux: KiB
+  dist::sum(sum_ms);
+  dist::sum(peak_mib);
+  for (int r = 0; r < dist::size(); ++r)
+    progress.say(cat("rank ", r, ": all-reduce ", std::lround(sum_ms[size_t(r)] * 1000) / 1000.0,
+                     " ms/step, peak memory ", std::lround(peak_mib[size_t(r)]), " MiB"));
 }
 
 }  // namespace
 
-TrainState saved_run(const std::string& out_dir) { return load_state(state_file(out_dir)); }
-
-Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
+Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_.out_dir) {
   opt_.train.validate();
   check_saveable(nullptr, opt_.train);
-  check_output_dir(opt_.out_dir);
+  run_dir_.check_usable();
+  if (opt_.train.batch_size < dist::size())
+    fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
+         " ranks: every rank needs at least one sequence of each batch");
   corpus_ = Corpus::load(opt_.train.data, opt_.train.train_fraction);
   const AdamWConfig adam{.beta1 = 0.9f, .beta2 = opt_.train.beta2, .eps = 1e-8f,
                          .weight_decay = opt_.train.weight_decay};
   if (opt_.resume) {
-    // The state is the commit record of the last save: read it first, then bring the
-    // weights files in line with it (see recover_run_dir).
-    const TrainState st = load_state(state_file(opt_.out_dir));
-    recover_run_dir(opt_.out_dir, st.step);
-    ModelCheckpoint ck = load_model(opt_.out_dir);
+    // Rank 0 brings the directory in line with its last commit; the others read it after.
+    TrainState st;
+    if (dist::is_root()) st = run_dir_.recover();
+    dist::barrier();
+    if (!dist::is_root()) st = load_state(run_dir_.state_file());
+    ModelCheckpoint ck = load_model(run_dir_.model_file());
     if (ck.vocab.chars() != corpus_.vocab.chars())
       fail("train", opt_.train.data, ": its vocabulary differs from the checkpoint's in ", ck.path);
+    if (st.step != ck.step)
+      fail("checkpoint", run_dir_.state_file(), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
     model_ = std::move(ck.model);
     opt_.model = model_->config();
     check_splits(corpus_, opt_.model.block_size);
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
-    restore_optimizer(st, *optimizer_, state_file(opt_.out_dir));
-    if (st.step != ck.step)
-      fail("checkpoint", state_file(opt_.out_dir), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
+    restore_optimizer(st, *optimizer_, run_dir_.state_file());
     step_ = st.step;
     best_val_ = st.best_val_loss;
     has_best_ = true;
@@ -206,8 +102,38 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
     data_rng_.reseed(opt_.train.seed);
   }
-  const int shards = int(std::min<int64_t>(num_threads(), opt_.train.batch_size));
+  // Every rank starts from rank 0's weights (the same seed gives the same ones; this
+  // makes it so whatever the ranks' libraries do).
+  dist::broadcast(std::span(model_->flat_parameters().data(), size_t(model_->flat_parameters().numel())));
+  const auto [b0, b1] = my_share(opt_.train.batch_size);
+  const int shards = int(std::min<int64_t>(num_threads(), b1 - b0));
   if (opt_.data_parallel && shards > 1) data_parallel_ = std::make_unique<DataParallel>(*model_, shards);
+}
+
+float Trainer::forward_backward(const Batch& batch) {
+  const auto [b0, b1] = my_share(batch.B);
+  const int64_t T = batch.T, n = (b1 - b0) * T;
+  const std::span ids = std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n));
+  const std::span targets = std::span(batch.targets).subspan(size_t(b0 * T), size_t(n));
+  float loss = 0;
+  if (data_parallel_) {
+    loss = data_parallel_->forward_backward(ids, targets, b1 - b0, T);
+  } else {
+    const Tensor l = model_->forward(ids, b1 - b0, T, targets).loss;
+    loss = l.item();
+    if (std::isfinite(loss)) l.backward();
+  }
+  if (dist::size() == 1) return loss;
+  // This rank's gradient is of the mean over its share: weighted by the share, the
+  // ranks' gradients sum to the gradient of the batch's mean.
+  const float share = float(b1 - b0) / float(batch.B);
+  const Tensor& flat = model_->flat_parameters();
+  const std::span grad(flat.grad_data(), size_t(flat.numel()));
+  for (float& g : grad) g *= share;
+  dist::sum(grad);
+  double total = double(loss) * share;
+  dist::sum(std::span(&total, 1));
+  return float(total);
 }
 
 Trainer::Losses Trainer::evaluate() {
@@ -215,159 +141,113 @@ Trainer::Losses Trainer::evaluate() {
   model_->eval();
   Rng rng(opt_.train.seed ^ 0xe7a1);  // the same batches at every evaluation
   Batch batch;
-  Losses out;
-  for (auto [split, sink] : {std::pair{&corpus_.split.train, &out.train}, std::pair{&corpus_.split.val, &out.val}}) {
-    double total = 0;
+  double totals[2] = {0, 0};  // train, val: this rank's share-weighted sums
+  const std::vector<int32_t>* splits[2] = {&corpus_.split.train, &corpus_.split.val};
+  for (int s = 0; s < 2; ++s)
     for (int64_t i = 0; i < opt_.train.eval_iters; ++i) {
-      sample_batch(*split, opt_.train.batch_size, opt_.model.block_size, rng, batch);
-      total += model_->forward(batch.inputs, batch.B, batch.T, batch.targets).loss.item();
+      sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch);
+      const auto [b0, b1] = my_share(batch.B);
+      const int64_t T = batch.T, n = (b1 - b0) * T;
+      const float loss = model_->forward(std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n)), b1 - b0, T,
+                                         std::span(batch.targets).subspan(size_t(b0 * T), size_t(n)))
+                             .loss.item();
+      totals[s] += double(loss) * double(b1 - b0) / double(batch.B);
     }
-    *sink = float(total / double(opt_.train.eval_iters));
-  }
+  dist::sum(std::span(totals, 2));
   model_->train();
-  return out;
+  return {float(totals[0] / double(opt_.train.eval_iters)), float(totals[1] / double(opt_.train.eval_iters))};
 }
 
 void Trainer::save(const Losses& losses) {
-  const std::string& dir = opt_.out_dir;
-  // The first save of a fresh run: a state left in --out by an earlier run must not
-  // pair with this run's pending weights should this save be cut short.
-  if (!has_best_ && remove_file(state_file(dir))) sync_dir(dir);
-  const bool best = !has_best_ || losses.val < best_val_;
+  const bool first = !has_best_;
+  const bool best = first || losses.val < best_val_;
   if (best) best_val_ = losses.val, has_best_ = true;
+  if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
   const TrainState st{step_,       best_val_, data_rng_.state(), model_->dropout_rng().state(),
                       opt_.train,  optimizer_->steps_taken(), optimizer_->m(), optimizer_->v()};
-  save_model(model_path(dir) + kPending, *model_, corpus_.vocab, step_);
-  if (best) save_model(best_path(dir) + kPending, *model_, corpus_.vocab, step_);
-  save_state(state_file(dir), st);  // the commit
-  if (best) rename_file(best_path(dir) + kPending, best_path(dir));
-  rename_file(model_path(dir) + kPending, model_path(dir));
-  sync_dir(dir);
+  run_dir_.save(*model_, corpus_.vocab, st, best, first);
+}
+
+void Trainer::check_ranks_agree() const {
+  if (dist::size() == 1) return;
+  const Tensor& flat = model_->flat_parameters();
+  double checksum = 0;
+  for (int64_t i = 0; i < flat.numel(); ++i) checksum += double(flat.data()[i]) * double(i % 7 + 1);
+  if (!dist::same_everywhere(checksum))
+    fail("mpi", "the ranks' weights differ at step ", step_, " (rank ", dist::rank(), "'s checksum ", checksum,
+         "): they must stay identical; is every rank running the same folio on the same data?");
 }
 
 Trainer::Losses Trainer::run() {
   const TrainConfig& tc = opt_.train;
-  std::error_code ec;
-  fs::create_directories(opt_.out_dir, ec);
-  if (ec || !fs::is_directory(opt_.out_dir))
-    fail("train", opt_.out_dir, ": cannot create the output directory (", ec ? ec.message() : "not a directory", ")");
-  if (!opt_.resume) remove_dead_temp_files(opt_.out_dir);
-  const std::string log_path = (fs::path(opt_.out_dir) / "log.csv").string();
-  std::ofstream log(log_path, opt_.resume ? std::ios::app : std::ios::trunc);
-  if (!log) fail("train", log_path, ": cannot open for writing");
-  if (!opt_.resume) log << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s\n" << std::flush;
-
+  const bool root = dist::is_root();
+  if (root) run_dir_.create(!opt_.resume);
+  Progress progress({.quiet = opt_.quiet || !root,
+                     .max_iters = tc.max_iters,
+                     .tokens_per_step = tc.batch_size * opt_.model.block_size,
+                     .log_interval = tc.log_interval,
+                     .log_file = root ? run_dir_.log_file() : "",
+                     .plot_file = root ? run_dir_.plot_file() : "",
+                     .run_name = opt_.out_dir},
+                    opt_.resume);
+  if (!opt_.resume)
+    progress.say(cat("model: ", model_->num_parameters(), " parameters, vocab ", opt_.model.vocab_size, ", training on ",
+                     tc.data, " (", corpus_.split.train.size(), " train / ", corpus_.split.val.size(),
+                     " val characters)", dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   const Schedule schedule{tc.lr, tc.min_lr, tc.warmup_iters, tc.lr_decay_iters ? tc.lr_decay_iters : tc.max_iters};
-  const bool live = !opt_.quiet && isatty(fileno(stdout));
-  const int64_t tokens_per_step = tc.batch_size * opt_.model.block_size;
-  const auto start = Clock::now();
-  auto window_start = start;
-  int64_t window_steps = 0;
-  double tokens_per_sec = 0;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-
-  // Ctrl-C and SIGTERM (kill, a container or job scheduler stopping the run) both end
-  // the step, save and exit 0; the previous handlers come back when the loop ends.
-  g_interrupted = false;
-  struct StopSignals {  // also restored when a failure ends the run early
-    void (*on_int)(int) = std::signal(SIGINT, on_stop);
-    void (*on_term)(int) = std::signal(SIGTERM, on_stop);
-    bool active = true;
-    void restore() {
-      if (!active) return;
-      std::signal(SIGINT, on_int);
-      std::signal(SIGTERM, on_term);
-      active = false;
-    }
-    ~StopSignals() { restore(); }
-  } stop_signals;
-  auto report = [&](const Losses& l) {
-    log << step_ << ',' << l.train << ',' << l.val << ',' << schedule.at(step_) << ',' << tokens_per_sec << ','
-        << elapsed() << '\n' << std::flush;
-    if (!opt_.quiet)
-      std::printf("%sstep %lld: train loss %.4f, val loss %.4f\n", live ? "\r\033[K" : "", (long long)step_, l.train,
-                  l.val);
-  };
-
-  if (!opt_.quiet && !opt_.resume)
-    std::printf("model: %lld parameters, vocab %lld, training on %s (%zu train / %zu val characters)\n",
-                (long long)model_->num_parameters(), (long long)opt_.model.vocab_size, tc.data.c_str(),
-                corpus_.split.train.size(), corpus_.split.val.size());
+  const std::vector<Tensor> params = model_->parameters();
   const int64_t first_step = step_;
-  Losses last{};
-  // The step of the checkpoint on disk for this run (-1: none yet), for messages.
-  int64_t saved_step = opt_.resume ? first_step : -1;
+  int64_t saved_step = opt_.resume ? first_step : -1;  // the checkpoint on disk, for messages
   auto kept = [&] {
     return saved_step < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
                           : cat("the checkpoint of step ", saved_step, " (the last whose evaluation was finite) is kept in ",
                                 opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
   };
-  // Evaluates, logs, and saves when asked; a non-finite loss stops the run before
-  // anything is saved, so a checkpoint never holds diverged weights.
+  // Evaluates, logs and (when asked) saves; a non-finite loss or weight stops the run
+  // before anything is saved, so a checkpoint never holds diverged weights.
+  Losses last{};
   auto evaluate_and_save = [&](bool save_it) {
     last = evaluate();
-    report(last);
+    progress.evaluated(step_, last.train, last.val, schedule.at(step_));
     if (!std::isfinite(last.train) || !std::isfinite(last.val))
       fail("train", "the evaluation loss became ", std::isfinite(last.train) ? last.val : last.train, " at step ",
            step_, " (training diverged); ", kept());
     const float* w = model_->flat_parameters().data();
     for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n; ++i)
       if (!std::isfinite(w[i])) fail("train", "a weight became ", w[i], " at step ", step_, "; ", kept());
+    check_ranks_agree();
     if (save_it) save(last), saved_step = step_;
   };
+
   Batch batch;
-  const std::vector<Tensor> params = model_->parameters();
   model_->train();
-  for (; step_ < tc.max_iters && !g_interrupted; ++step_) {
+  bool interrupted = false;
+  {
+  StopSignals stop_signals;  // until the loop ends: a second Ctrl-C during the last save kills
+  // The ranks stop together: a signal seen by any of them ends the run for all.
+  for (; step_ < tc.max_iters && !(interrupted = dist::any(g_interrupted)); ++step_) {
     if (step_ % tc.eval_interval == 0 && !(opt_.resume && step_ == first_step))
       evaluate_and_save(step_ > first_step);
     const float lr = schedule.at(step_);
-    sample_batch(corpus_.split.train, tc.batch_size, opt_.model.block_size, data_rng_, batch);
-    float loss_value;
-    if (data_parallel_) {
-      loss_value = data_parallel_->forward_backward(batch.inputs, batch.targets, batch.B, batch.T);
-    } else {
-      const Tensor loss = model_->forward(batch.inputs, batch.B, batch.T, batch.targets).loss;
-      loss_value = loss.item();
-      if (std::isfinite(loss_value)) loss.backward();
-    }
-    if (!std::isfinite(loss_value))
-      fail("train", "the loss became ", loss_value, " at step ", step_, " (training diverged); ", kept());
-    const float norm = clip_grad_norm(params, tc.grad_clip);
-    if (!std::isfinite(norm)) {
+    sample_batch(corpus_.split.train, tc.batch_size, opt_.model.block_size, data_rng_, batch);  // same on every rank
+    const float loss = forward_backward(batch);
+    if (!std::isfinite(loss))
+      fail("train", "the loss became ", loss, " at step ", step_, " (training diverged); ", kept());
+    if (!std::isfinite(clip_grad_norm(params, tc.grad_clip)))
       for (const auto& [name, p] : model_->named_parameters())
         for (int64_t i = 0; p.has_grad() && i < p.numel(); ++i)
           if (!std::isfinite(p.grad_data()[i]))
             fail("train", "the gradient of ", name, " became non-finite at step ", step_, " (training diverged); ",
                  kept());
-    }
     optimizer_->step(lr);
     model_->zero_grad();
-
-    ++window_steps;
-    const double window = std::chrono::duration<double>(Clock::now() - window_start).count();
-    if (window > 0) tokens_per_sec = double(window_steps * tokens_per_step) / window;
-    const bool log_now = (step_ + 1) % tc.log_interval == 0;
-    if (live || log_now) {
-      const double eta = tokens_per_sec > 0 ? double((tc.max_iters - step_ - 1) * tokens_per_step) / tokens_per_sec : 0;
-      if (live)
-        std::printf("\r\033[Kstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  %s elapsed  ETA %s", (long long)step_ + 1,
-                    (long long)tc.max_iters, loss_value, lr, tokens_per_sec, duration_text(elapsed()).c_str(),
-                    duration_text(eta).c_str());
-      else if (!opt_.quiet)
-        std::printf("step %lld/%lld: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s\n", (long long)step_ + 1,
-                    (long long)tc.max_iters, loss_value, lr, tokens_per_sec, duration_text(elapsed()).c_str(),
-                    duration_text(eta).c_str());
-      std::fflush(stdout);
-    }
-    if (log_now) window_start = Clock::now(), window_steps = 0;
+    progress.step_done(step_, loss, lr);
   }
-  stop_signals.restore();
+  }
   if (step_ > first_step || !opt_.resume) evaluate_and_save(true);
-  if (!opt_.quiet) {
-    if (g_interrupted) std::printf("interrupted at step %lld: checkpoint saved in %s\n", (long long)step_, opt_.out_dir.c_str());
-    else std::printf("done in %s: checkpoint in %s\n", duration_text(elapsed()).c_str(), opt_.out_dir.c_str());
-  }
+  if (interrupted) progress.say(cat("interrupted at step ", step_, ": checkpoint saved in ", opt_.out_dir));
+  else progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
+  if (dist::size() > 1) report_ranks(progress, step_ - first_step);
   return last;
 }
 

@@ -1,11 +1,14 @@
 #pragma once
 // The training loop: batches, forward/backward, clipping, AdamW on the schedule,
-// periodic evaluation, progress, the loss log, and checkpoints that resume exactly.
+// periodic evaluation and checkpoints that resume exactly, on one process or on the
+// ranks of an MPI launch (train/distributed.h).
 #include <memory>
 #include <string>
 
 #include "data/dataset.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
+#include "io/run_dir.h"
+#include "train/config.h"
 #include "train/data_parallel.h"
 
 namespace folio {
@@ -24,15 +27,18 @@ struct TrainOptions {
 class Trainer {
  public:
   // Loads the corpus and builds the model, or (resume) restores both from out_dir.
-  // For a resumed run `options` carries the saved configs, already merged by the caller.
+  // For a resumed run `options` carries the saved training options, already merged by
+  // the caller; the model's config comes from the checkpoint.
   explicit Trainer(TrainOptions options);
 
   struct Losses {
     float train = 0, val = 0;
   };
-  Losses evaluate();  // mean loss over eval_iters batches of each split, in eval mode
-  // Trains until max_iters (or a SIGINT), saving at every evaluation and at the end.
-  // Returns the last evaluation.
+  // Mean loss over eval_iters batches of each split, in eval mode: every rank takes
+  // its share of each batch, and the figure is the single-process one.
+  Losses evaluate();
+  // Trains until max_iters (or a SIGINT/SIGTERM), saving at every evaluation and at
+  // the end. Returns the last evaluation.
   Losses run();
 
   const nn::GPT& model() const { return *model_; }
@@ -40,8 +46,15 @@ class Trainer {
   int64_t step() const { return step_; }
 
  private:
+  // Forward and backward of this rank's share of one batch; leaves the gradient of
+  // the whole batch's mean loss (summed across ranks) and returns that loss.
+  float forward_backward(const Batch& batch);
   void save(const Losses& losses);
+  // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
+  void check_ranks_agree() const;
+
   TrainOptions opt_;
+  RunDir run_dir_;
   Corpus corpus_;
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
@@ -51,8 +64,5 @@ class Trainer {
   float best_val_ = 0;
   bool has_best_ = false;
 };
-
-// Reads the training options saved in DIR/state.safetensors (for --resume).
-TrainState saved_run(const std::string& out_dir);
 
 }  // namespace folio

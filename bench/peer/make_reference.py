@@ -159,7 +159,7 @@ def run(act, weights, ids, targets, dtype):
 
 
 def write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, float32 numpy array). The format train/safetensors.h reads."""
+    """tensors: list of (name, float32 numpy array). The format io/safetensors.h reads."""
     header, blobs, offset = {"__metadata__": metadata}, [], 0
     for name, a in tensors:
         a = np.ascontiguousarray(a, dtype="<f4")

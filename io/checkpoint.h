@@ -12,28 +12,11 @@
 #include "autograd/error.h"
 #include "data/vocab.h"
 #include "nn/transformer.h"
+#include "io/json.h"
 #include "train/adamw.h"
-#include "train/json.h"
+#include "train/config.h"
 
 namespace folio {
-
-// The options of a training run other than the model's shape.
-struct TrainConfig {
-  std::string data;             // corpus path
-  std::string recipe;           // the --config file the options came from ("" if none)
-  double train_fraction = 0.9;
-  int64_t batch_size = 12;
-  int64_t max_iters = 2000;
-  int64_t warmup_iters = 100;
-  int64_t lr_decay_iters = 0;   // the cosine reaches min_lr here; 0: at max_iters
-  int64_t eval_interval = 250;
-  int64_t eval_iters = 50;
-  int64_t log_interval = 50;
-  float lr = 1e-3f, min_lr = 1e-4f;
-  float weight_decay = 0.1f, beta2 = 0.99f, grad_clip = 1.0f;
-  uint64_t seed = 1337;
-  void validate() const;  // throws "[config] <field> ..." for out-of-range values
-};
 
 Json to_json(const nn::GPTConfig& c);
 Json to_json(const TrainConfig& c);
@@ -76,6 +59,11 @@ struct TrainState {
 
 void save_state(const std::string& file, const TrainState& state);
 TrainState load_state(const std::string& file);
+// Fails when a run with these options could not save them in a checkpoint that reads
+// back (the reader's limits, a path that is not UTF-8): checked before a run starts.
+// `model` may be null (its shape is not known yet on --resume).
+void check_saveable(const nn::GPTConfig* model, const TrainConfig& train);
+
 // Puts the saved moments into `optimizer`, checking they fit its parameters.
 void restore_optimizer(const TrainState& state, AdamW& optimizer, const std::string& file);
 

@@ -1,4 +1,4 @@
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "autograd/error.h"
-#include "train/json.h"
+#include "io/json.h"
 
 namespace folio {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "autograd/error.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace folio {
 namespace {
@@ -18,9 +18,9 @@ constexpr const char* kFormat = "folio-gpt-1";
 // Limits for values read from a file: generous, but they keep a hostile header
 // from asking for absurd allocations.
 constexpr int64_t kMaxVocab = 1 << 21, kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
-// Training options: TrainConfig::validate() and the reader share these, so every
-// config a run accepts (and saves) reads back. Float fields only need to be finite.
-constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
+// Training options: the limits TrainConfig::validate() applies, so every config a run
+// accepts (and saves) reads back. Float fields only need to be finite.
+constexpr int64_t kMaxBatch = TrainConfig::kMaxBatch, kMaxIters = TrainConfig::kMaxIters;
 constexpr double kMaxFloat = double(std::numeric_limits<float>::max());
 
 // A decimal uint64 in the one form std::to_string writes: digits only (no sign, no
@@ -124,30 +124,6 @@ void check_format(const SafetensorsFile& f, const std::string& where, const char
 ConfigError::ConfigError(const std::string& where, std::string detail)
     : Error(cat("[checkpoint] ", where, ": config: ", detail)), detail_(std::move(detail)) {}
 
-void TrainConfig::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    if (v < 1) fail("config", name, " must be positive, got ", v);
-  };
-  positive("batch_size", batch_size);
-  positive("max_iters", max_iters);
-  positive("eval_interval", eval_interval);
-  positive("eval_iters", eval_iters);
-  positive("log_interval", log_interval);
-  if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
-  if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
-  if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
-  for (auto [name, v] : {std::pair{"max_iters", max_iters}, std::pair{"warmup_iters", warmup_iters},
-                         std::pair{"lr_decay_iters", lr_decay_iters}, std::pair{"eval_interval", eval_interval},
-                         std::pair{"eval_iters", eval_iters}, std::pair{"log_interval", log_interval}})
-    if (v > kMaxIters) fail("config", name, " ", v, " exceeds the limit of ", kMaxIters);
-  if (!(train_fraction > 0.0 && train_fraction < 1.0))
-    fail("config", "train_fraction ", train_fraction, " outside (0, 1)");
-  if (!(lr > 0.0f && std::isfinite(lr))) fail("config", "lr must be positive, got ", lr);
-  if (!(min_lr >= 0.0f && min_lr <= lr)) fail("config", "min_lr ", min_lr, " outside [0, lr = ", lr, "]");
-  if (!(weight_decay >= 0.0f && std::isfinite(weight_decay))) fail("config", "weight_decay must be >= 0, got ", weight_decay);
-  if (!(beta2 > 0.0f && beta2 < 1.0f)) fail("config", "beta2 ", beta2, " outside (0, 1)");
-  if (!(grad_clip >= 0.0f && std::isfinite(grad_clip))) fail("config", "grad_clip must be >= 0 (0: off), got ", grad_clip);
-}
 
 Json to_json(const nn::GPTConfig& c) {
   return Json::Object{{"vocab_size", c.vocab_size},
@@ -344,6 +320,32 @@ void restore_optimizer(const TrainState& s, AdamW& optimizer, const std::string&
   optimizer.m() = s.adamw_m;
   optimizer.v() = s.adamw_v;
   optimizer.set_steps_taken(s.adamw_steps);
+}
+
+// What a run will save must read back: the checkpoint reader's limits (json.h,
+// this file) are checked when the run starts, not at its first save.
+void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
+  auto round_trip = [&](const Json& j, auto read) {
+    Json parsed;
+    try {
+      parsed = Json::parse(j.dump());
+    } catch (const Error&) {  // the one free-text field is the corpus path
+      std::string shown;
+      for (const unsigned char c : train.data) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, c < 0x20 || c >= 0x7f ? "\\x%02x" : "%c", c);
+        shown += buf;
+      }
+      fail("config", "--data ", shown, ": the path is not valid UTF-8, so a checkpoint could not record it");
+    }
+    try {
+      read(parsed);
+    } catch (const ConfigError& e) {  // its detail names the field, not the (pretend) file
+      fail("config", e.detail(), " (the limits of a checkpoint)");
+    }
+  };
+  round_trip(to_json(train), [](const Json& j) { train_config_from_json(j, "options"); });
+  if (model) round_trip(to_json(*model), [](const Json& j) { model_config_from_json(j, "options"); });
 }
 
 }  // namespace folio

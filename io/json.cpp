@@ -1,4 +1,4 @@
-#include "train/json.h"
+#include "io/json.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,0 +1,47 @@
+#pragma once
+// A run directory and the protocol that keeps it usable whatever happens to the
+// process writing it (see run_dir.cpp): every save is one commit, and a directory
+// cut short at any point loads, resumes, and is used by generate/eval/info.
+//   model.safetensors  the latest weights      best.safetensors  the lowest val loss
+//   state.safetensors  what --resume needs     log.csv, loss.svg  the evaluations
+#include <string>
+
+#include "data/vocab.h"
+#include "io/checkpoint.h"
+#include "nn/transformer.h"
+
+namespace folio {
+
+class RunDir {
+ public:
+  explicit RunDir(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  std::string model_file() const { return file("model.safetensors"); }
+  std::string best_file() const { return file("best.safetensors"); }
+  std::string state_file() const { return file("state.safetensors"); }
+  std::string log_file() const { return file("log.csv"); }
+  std::string plot_file() const { return file("loss.svg"); }
+
+  // Fails, before anything is written, if the path cannot become a directory (it or
+  // its nearest existing ancestor is something else).
+  void check_usable() const;
+  // Creates the directory; for a fresh run, also removes the temp files of writers
+  // that were killed mid-save.
+  void create(bool fresh) const;
+  // For --resume: the saved state (the commit record of the last save), after
+  // finishing or dropping the weights of a save that was cut short.
+  TrainState recover() const;
+  // Saves the weights (and the best weights, when `best`) and the state as one
+  // commit. `first`: the first save of a fresh run, in a directory that may hold
+  // another run's files.
+  void save(const nn::GPT& model, const Vocab& vocab, const TrainState& state, bool best, bool first) const;
+
+ private:
+  std::string file(const char* name) const;
+  std::string path_;
+};
+
+// The options saved in DIR/state.safetensors (for --resume).
+TrainState saved_run(const std::string& dir);
+
+}  // namespace folio

@@ -1,0 +1,35 @@
+#include "train/config.h"
+
+#include <cmath>
+#include <utility>
+
+#include "autograd/error.h"
+
+namespace folio {
+
+void TrainConfig::validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    if (v < 1) fail("config", name, " must be positive, got ", v);
+  };
+  positive("batch_size", batch_size);
+  positive("max_iters", max_iters);
+  positive("eval_interval", eval_interval);
+  positive("eval_iters", eval_iters);
+  positive("log_interval", log_interval);
+  if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
+  if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
+  if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
+  for (auto [name, v] : {std::pair{"max_iters", max_iters}, std::pair{"warmup_iters", warmup_iters},
+                         std::pair{"lr_decay_iters", lr_decay_iters}, std::pair{"eval_interval", eval_interval},
+                         std::pair{"eval_iters", eval_iters}, std::pair{"log_interval", log_interval}})
+    if (v > kMaxIters) fail("config", name, " ", v, " exceeds the limit of ", kMaxIters);
+  if (!(train_fraction > 0.0 && train_fraction < 1.0))
+    fail("config", "train_fraction ", train_fraction, " outside (0, 1)");
+  if (!(lr > 0.0f && std::isfinite(lr))) fail("config", "lr must be positive, got ", lr);
+  if (!(min_lr >= 0.0f && min_lr <= lr)) fail("config", "min_lr ", min_lr, " outside [0, lr = ", lr, "]");
+  if (!(weight_decay >= 0.0f && std::isfinite(weight_decay))) fail("config", "weight_decay must be >= 0, got ", weight_decay);
+  if (!(beta2 > 0.0f && beta2 < 1.0f)) fail("config", "beta2 ", beta2, " outside (0, 1)");
+  if (!(grad_clip >= 0.0f && std::isfinite(grad_clip))) fail("config", "grad_clip must be >= 0 (0: off), got ", grad_clip);
+}
+
+}  // namespace folio

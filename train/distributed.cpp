@@ -1,0 +1,168 @@
+#include "train/distributed.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "autograd/error.h"
+
+#ifdef FOLIO_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace folio::dist {
+namespace {
+
+int g_rank = 0, g_size = 1;
+bool g_mpi = false;
+double g_sum_seconds = 0;
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : 0;
+}
+
+// The size a launcher announced (Open MPI, MPICH/Hydra and PMIx, Slurm), 0 if none.
+int launcher_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const int n = env_int(name)) return n;
+  if (std::getenv("SLURM_STEP_ID")) return env_int("SLURM_NTASKS");  // srun, not sbatch's batch script
+  return 0;
+}
+
+#ifdef FOLIO_HAVE_MPI
+void finalize() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();
+}
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  fail("mpi", what, " failed on rank ", g_rank, ": ", std::string(text, size_t(len)));
+}
+#endif
+
+}  // namespace
+
+bool built_with_mpi() {
+#ifdef FOLIO_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+int init(int* argc, char*** argv) {
+  const int announced = launcher_size();
+  if (announced <= 0) return 1;  // not launched by mpirun/srun: a world of one, no MPI at all
+#ifdef FOLIO_HAVE_MPI
+  check(MPI_Init(argc, argv), "MPI_Init");
+  g_mpi = true;
+  std::atexit(finalize);
+  // Errors come back as codes, turned into folio::Error, so that main() can print them
+  // and abort every rank instead of MPI printing its own message.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  return g_size;
+#else
+  (void)argc, (void)argv;
+  if (announced > 1)
+    fail("mpi", "launched on ", announced, " ranks, but this folio was built without MPI (cmake -DFOLIO_MPI=OFF); "
+         "rebuild with -DFOLIO_MPI=ON (needs libopenmpi-dev) or run one process");
+  return 1;
+#endif
+}
+
+int rank() { return g_rank; }
+int size() { return g_size; }
+
+int local_size() {
+  const int n = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return n > 0 ? n : (env_int("MPI_LOCALNRANKS") > 0 ? env_int("MPI_LOCALNRANKS") : 1);
+}
+
+void sum(std::span<float> values) {
+  if (g_size == 1) return;
+#ifdef FOLIO_HAVE_MPI
+  const auto start = std::chrono::steady_clock::now();
+  // Large buffers go in pieces that fit an int count.
+  for (size_t done = 0; done < values.size();) {
+    const int n = int(std::min<size_t>(values.size() - done, size_t(1) << 30));
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data() + done, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+    done += size_t(n);
+  }
+  g_sum_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#endif
+}
+
+void sum(std::span<double> values) {
+  if (g_size == 1) return;
+#ifdef FOLIO_HAVE_MPI
+  check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+#endif
+}
+
+void broadcast(std::span<float> values) {
+  if (g_size == 1) return;
+#ifdef FOLIO_HAVE_MPI
+  for (size_t done = 0; done < values.size();) {
+    const int n = int(std::min<size_t>(values.size() - done, size_t(1) << 30));
+    check(MPI_Bcast(values.data() + done, n, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    done += size_t(n);
+  }
+#endif
+}
+
+void broadcast(std::span<uint64_t> values) {
+  if (g_size == 1) return;
+#ifdef FOLIO_HAVE_MPI
+  check(MPI_Bcast(values.data(), int(values.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+#endif
+}
+
+bool any(bool flag) {
+  if (g_size == 1) return flag;
+#ifdef FOLIO_HAVE_MPI
+  int v = flag ? 1 : 0;
+  check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return v != 0;
+#else
+  return flag;
+#endif
+}
+
+void barrier() {
+#ifdef FOLIO_HAVE_MPI
+  if (g_size > 1) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+#endif
+}
+
+bool same_everywhere(double value) {
+  if (g_size == 1) return true;
+#ifdef FOLIO_HAVE_MPI
+  double lo = value, hi = value;
+  check(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  check(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return lo == hi;
+#else
+  return true;
+#endif
+}
+
+void abort(int code) {
+#ifdef FOLIO_HAVE_MPI
+  if (g_mpi && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::exit(code);
+}
+
+double seconds_in_sum() { return g_sum_seconds; }
+
+}  // namespace folio::dist

@@ -1,0 +1,48 @@
+#pragma once
+// The processes of one training run. Launched by mpirun or srun, folio trains one model
+// on every rank: each takes its share of every batch, and the gradients are summed
+// across ranks once per step (MPI_Allreduce on the packed gradient buffer), so every
+// rank applies the same update and the weights stay identical. Alone, it is a world
+// of one and nothing here costs anything.
+//
+// Built without MPI (cmake -DFOLIO_MPI=OFF), a launch on several ranks is refused
+// with an error that says so.
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace folio::dist {
+
+// Starts MPI when a launcher started this process (and then only), and stops it at exit.
+// Returns the number of ranks; throws folio::Error when the launcher asks for several
+// ranks and this folio has no MPI.
+int init(int* argc, char*** argv);
+
+int rank();        // 0 alone
+int size();        // 1 alone
+inline bool is_root() { return rank() == 0; }
+bool built_with_mpi();
+// Ranks on this machine (the launcher's local size), for the default thread count.
+int local_size();
+
+// In place, across ranks: sum (a no-op alone).
+void sum(std::span<float> values);
+void sum(std::span<double> values);
+// Rank 0's values, everywhere.
+void broadcast(std::span<float> values);
+void broadcast(std::span<uint64_t> values);
+// True when `flag` is true on any rank.
+bool any(bool flag);
+// Returns when every rank has called it.
+void barrier();
+// True when `value` is the same on every rank.
+bool same_everywhere(double value);
+
+// Ends every rank with `code` after an error on this one (others may be waiting in a
+// collective call and would never return otherwise). Alone: std::exit.
+[[noreturn]] void abort(int code);
+
+// Seconds spent in sum() since the start (for progress and benchmarks).
+double seconds_in_sum();
+
+}  // namespace folio::dist

@@ -1,0 +1,89 @@
+#include "train/progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "autograd/error.h"
+#include "io/atomic_file.h"
+
+namespace folio {
+
+using Clock = std::chrono::steady_clock;
+
+std::string duration_text(double s) {
+  char buf[32];
+  const int t = int(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, t / 60 % 60);
+  else std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  return buf;
+}
+
+Progress::Progress(Options options, bool resume)
+    : o_(std::move(options)),
+      live_(!o_.quiet && isatty(fileno(stdout))),
+      start_(Clock::now()),
+      window_start_(start_),
+      best_val_(std::numeric_limits<float>::infinity()) {
+  curve_.name = o_.run_name;
+  if (o_.log_file.empty()) return;
+  if (resume && std::filesystem::exists(o_.log_file)) {
+    try {  // the evaluations before the resume, so the plot shows the whole run
+      curve_ = viz::read_loss_log(o_.log_file, o_.run_name);
+      for (const viz::LossPoint& p : curve_.points) best_val_ = std::min(best_val_, float(p.val));
+    } catch (const Error&) {
+      curve_.points.clear();  // a damaged log only costs the plot its history
+    }
+  }
+  log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
+  if (!log_) fail("train", o_.log_file, ": cannot open for writing");
+  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s\n" << std::flush;
+}
+
+double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+void Progress::step_done(int64_t step, float loss, float lr) {
+  ++window_steps_;
+  const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
+  if (window > 0) tokens_per_sec_ = double(window_steps_ * o_.tokens_per_step) / window;
+  const bool log_now = (step + 1) % o_.log_interval == 0;
+  if (log_now) window_start_ = Clock::now(), window_steps_ = 0;
+  if (o_.quiet || !(live_ || log_now)) return;
+  const double eta = tokens_per_sec_ > 0 ? double((o_.max_iters - step - 1) * o_.tokens_per_step) / tokens_per_sec_ : 0;
+  char best[32] = "";
+  if (std::isfinite(best_val_)) std::snprintf(best, sizeof best, "best val %.4f", best_val_);
+  if (live_)
+    std::printf("\r\033[Kstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  %s elapsed  ETA %s  %s", (long long)step + 1,
+                (long long)o_.max_iters, loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(),
+                duration_text(eta).c_str(), best);
+  else
+    std::printf("step %lld/%lld: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s%s%s\n", (long long)step + 1,
+                (long long)o_.max_iters, loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(),
+                duration_text(eta).c_str(), *best ? ", " : "", best);
+  std::fflush(stdout);
+}
+
+void Progress::evaluated(int64_t step, float train, float val, float lr) {
+  if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
+  if (log_.is_open()) {
+    const double t = elapsed();
+    log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t << '\n' << std::flush;
+    curve_.points.push_back({step, train, val, t});
+    write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));
+  }
+  if (o_.quiet) return;
+  std::printf("%sstep %lld: train loss %.4f, val loss %.4f%s%s\n", live_ ? "\r\033[K" : "", (long long)step, train, val,
+              o_.plot_file.empty() ? "" : "  (", o_.plot_file.empty() ? "" : (o_.plot_file + ")").c_str());
+  std::fflush(stdout);
+}
+
+void Progress::say(const std::string& line) {
+  if (o_.quiet) return;
+  std::printf("%s%s\n", live_ ? "\r\033[K" : "", line.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace folio
