@@ -17,6 +17,7 @@ build_packages=(
   ocl-icd-opencl-dev             # only a Recommends of libdnnl-dev, but dnnl-config.cmake
                                  # calls find_package(OpenCL REQUIRED)
   libboost-program-options-dev   # the folio command line
+  libopenmpi-dev openmpi-bin     # folio train on several processes (mpirun); cmake -DFOLIO_MPI=OFF builds without
   libgtest-dev                   # tests/
   libbenchmark-dev               # bench/
   python3-numpy                  # tests: scripts/folio_numpy.py against folio eval, SVGs through an XML parser
