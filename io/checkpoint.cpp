@@ -112,10 +112,20 @@ Json parse_meta(const SafetensorsFile& f, const char* key, const std::string& wh
   }
 }
 
+// What kind of folio file this is lives in "folio_format"; "format" is "pt", as
+// Hugging Face's loaders require of a safetensors file. Files written before that
+// change kept the kind in "format", and still load.
 void check_format(const SafetensorsFile& f, const std::string& where, const char* kind) {
-  const auto it = std::find_if(f.metadata.begin(), f.metadata.end(), [](auto& kv) { return kv.first == "format"; });
-  if (it == f.metadata.end() || it->second != std::string(kFormat) + kind)
-    fail("checkpoint", where, ": __metadata__.format: expected \"", kFormat, kind, "\" (not a folio ", kind + 1,
+  auto value = [&](const char* key) -> const std::string* {
+    for (const auto& [k, v] : f.metadata)
+      if (k == key) return &v;
+    return nullptr;
+  };
+  const std::string expected = std::string(kFormat) + kind;
+  const std::string* ours = value("folio_format");
+  const std::string* legacy = value("format");
+  if (ours ? *ours != expected : !legacy || *legacy != expected)
+    fail("checkpoint", where, ": __metadata__.folio_format: expected \"", expected, "\" (not a folio ", kind + 1,
          " file?)");
 }
 
@@ -223,7 +233,8 @@ void save_model(const std::string& file, const nn::GPT& model, const Vocab& voca
   std::vector<NamedTensor> tensors;
   for (const auto& [name, t] : model.named_parameters()) tensors.push_back({name, t});
   save_safetensors(file, tensors,
-                   {{"format", std::string(kFormat) + "-model"},
+                   {{"format", "pt"},
+                    {"folio_format", std::string(kFormat) + "-model"},
                     {"config", to_json(model.config()).dump()},
                     {"vocab", vocab.to_utf8()},
                     {"step", std::to_string(step)}});
@@ -276,7 +287,8 @@ void save_state(const std::string& file, const TrainState& s) {
   const Tensor m = Tensor::from({int64_t(s.adamw_m.size())}, s.adamw_m);
   const Tensor v = Tensor::from({int64_t(s.adamw_v.size())}, s.adamw_v);
   save_safetensors(file, {{"adamw.m", m}, {"adamw.v", v}},
-                   {{"format", std::string(kFormat) + "-state"},
+                   {{"format", "pt"},
+                    {"folio_format", std::string(kFormat) + "-state"},
                     {"step", std::to_string(s.step)},
                     {"adamw_steps", std::to_string(s.adamw_steps)},
                     {"best_val_loss", float_text(s.best_val_loss)},

@@ -37,6 +37,30 @@ TEST(Checkpoint, ModelRoundTripPreservesEveryTensorAndMetadata) {
   }
 }
 
+// Hugging Face's loaders require "format": "pt"; folio's own kind is "folio_format".
+// A file written before that split (the kind in "format") still loads.
+TEST(Checkpoint, FormatIsPtAndOlderFilesStillLoad) {
+  const TempDir dir("format");
+  const Vocab vocab = Vocab::from_utf8("abc");
+  nn::GPT model(tiny(vocab.size()));
+  save_model(dir / "model.safetensors", model, vocab, 3);
+  SafetensorsFile f = load_safetensors(dir / "model.safetensors");
+  EXPECT_EQ(f.meta("format"), "pt");
+  EXPECT_EQ(f.meta("folio_format"), "folio-gpt-1-model");
+
+  Metadata legacy;
+  for (auto& [k, v] : f.metadata)
+    if (k != "folio_format") legacy.emplace_back(k, k == "format" ? "folio-gpt-1-model" : v);
+  save_safetensors(dir / "old.safetensors", f.tensors, legacy);
+  EXPECT_EQ(load_model(dir / "old.safetensors").step, 3);
+
+  for (auto& [k, v] : legacy)
+    if (k == "format") v = "pt";  // "pt" alone says nothing of what the file holds
+  save_safetensors(dir / "foreign.safetensors", f.tensors, legacy);
+  EXPECT_THROW(load_model(dir / "foreign.safetensors"), Error);
+  EXPECT_THROW(load_state(dir / "model.safetensors"), Error);  // a model is not a state
+}
+
 // Every way of breaking a checkpoint is a clear Error naming the file, never a crash.
 class DamagedCheckpoint : public ::testing::Test {
  protected:
