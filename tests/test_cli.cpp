@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -70,7 +71,7 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   std::getline(log, header);
   std::getline(log, first);
   while (std::getline(log, line)) last = line;
-  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s");
+  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc");
   auto val_loss = [](const std::string& row) {
     std::stringstream s(row);
     std::string cell;
@@ -78,6 +79,8 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
     return std::stod(cell);
   };
   EXPECT_LT(val_loss(last), val_loss(first) - 0.3);
+  const double bpc = std::stod(last.substr(last.rfind(',') + 1));  // bits per character
+  EXPECT_NEAR(bpc, val_loss(last) / std::log(2.0), 1e-4);
 
   const Result g = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 57 --seed 3");
   ASSERT_EQ(g.code, 0) << g.err;

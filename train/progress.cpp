@@ -38,9 +38,14 @@ Progress::Progress(Options options, bool resume)
       curve_.points.clear();  // a damaged log only costs the plot its history
     }
   }
+  if (resume) {  // a log begun before val_bpc existed goes on without it
+    std::ifstream in(o_.log_file);
+    std::string header;
+    bpc_column_ = !std::getline(in, header) || header.find(",val_bpc") != std::string::npos;
+  }
   log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
-  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s\n" << std::flush;
+  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc\n" << std::flush;
 }
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
@@ -70,13 +75,16 @@ void Progress::evaluated(int64_t step, float train, float val, float lr) {
   if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
   if (log_.is_open()) {
     const double t = elapsed();
-    log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t << '\n' << std::flush;
+    log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
+    if (bpc_column_) log_ << ',' << val / std::log(2.0f);
+    log_ << '\n' << std::flush;
     curve_.points.push_back({step, train, val, t});
     write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));
   }
   if (o_.quiet) return;
-  std::printf("%sstep %lld: train loss %.4f, val loss %.4f%s%s\n", live_ ? "\r\033[K" : "", (long long)step, train, val,
-              o_.plot_file.empty() ? "" : "  (", o_.plot_file.empty() ? "" : (o_.plot_file + ")").c_str());
+  std::printf("%sstep %lld: train loss %.4f, val loss %.4f (%.3f bits/char)%s%s\n", live_ ? "\r\033[K" : "",
+              (long long)step, train, val, val / std::log(2.0f), o_.plot_file.empty() ? "" : "  ",
+              o_.plot_file.empty() ? "" : o_.plot_file.c_str());
   std::fflush(stdout);
 }
 

@@ -34,6 +34,7 @@ class Progress {
  private:
   Options o_;
   bool live_;  // a terminal: redraw one line
+  bool bpc_column_ = true;  // log.csv has val_bpc (bits per character)
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_, window_start_;

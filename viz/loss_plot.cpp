@@ -24,9 +24,10 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
     LossPoint p;
     double lr = 0, tokens_per_sec = 0;
     char c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+    // Six numbers; columns added later (val_bpc) follow them.
     if (!(row >> p.step >> c1 >> p.train >> c2 >> p.val >> c3 >> lr >> c4 >> tokens_per_sec >> c5 >> p.elapsed_s) ||
-        c1 != ',' || c2 != ',' || c3 != ',' || c4 != ',' || c5 != ',')
-      fail("plot", path, ":", number, ": expected six comma-separated numbers, got '", line, "'");
+        c1 != ',' || c2 != ',' || c3 != ',' || c4 != ',' || c5 != ',' || !(row.eof() || row.peek() == ','))
+      fail("plot", path, ":", number, ": expected comma-separated numbers, got '", line, "'");
     curve.points.push_back(p);
   }
   if (curve.points.empty()) fail("plot", path, ": no evaluations logged yet");

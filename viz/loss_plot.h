@@ -17,7 +17,7 @@ struct LossCurve {
   std::vector<LossPoint> points;
 };
 
-// Reads a run's log.csv (step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s). Throws
+// Reads a run's log.csv (step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s[,...]). Throws
 // folio::Error naming the file and line when it is not such a file.
 LossCurve read_loss_log(const std::string& path, const std::string& name);
 
