@@ -47,7 +47,8 @@ std::pair<int64_t, int64_t> my_share(int64_t B) {
   return {B * r / n, B * (r + 1) / n};
 }
 
-// Rank 0 prints what each rank spent in the gradient all-reduce and its peak memory.
+// The peak memory of the process, and on several ranks, of each rank with what it
+// spent in the gradient all-reduce (printed by rank 0).
 void report_ranks(Progress& progress, int64_t steps) {
   std::vector<double> sum_ms(size_t(dist::size()), 0.0), peak_mib(size_t(dist::size()), 0.0);
   rusage usage{};
@@ -56,6 +57,7 @@ void report_ranks(Progress& progress, int64_t steps) {
   peak_mib[size_t(dist::rank())] = double(usage.ru_maxrss) / 1024.0;  // Linux: KiB
   dist::sum(sum_ms);
   dist::sum(peak_mib);
+  if (dist::size() == 1) return progress.say(cat("peak memory ", std::lround(peak_mib[0]), " MiB"));
   for (int r = 0; r < dist::size(); ++r)
     progress.say(cat("rank ", r, ": all-reduce ", std::lround(sum_ms[size_t(r)] * 1000) / 1000.0,
                      " ms/step, peak memory ", std::lround(peak_mib[size_t(r)]), " MiB"));
@@ -247,7 +249,7 @@ Trainer::Losses Trainer::run() {
   if (step_ > first_step || !opt_.resume) evaluate_and_save(true);
   if (interrupted) progress.say(cat("interrupted at step ", step_, ": checkpoint saved in ", opt_.out_dir));
   else progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
-  if (dist::size() > 1) report_ranks(progress, step_ - first_step);
+  report_ranks(progress, step_ - first_step);
   return last;
 }
 
