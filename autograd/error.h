@@ -2,8 +2,11 @@
 // One exception type for every bad call or bad input. Messages start with where
 // the problem was found, e.g. "[matmul] shapes (4, 3) and (5, 2) do not match".
 #include <sstream>
+#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace folio {
 
@@ -22,6 +25,12 @@ std::string cat(const Parts&... parts) {
 template <class... Parts>
 [[noreturn]] void fail(const char* where, const Parts&... parts) {
   throw Error(cat("[", where, "] ", parts...));
+}
+
+// fail(where, "<name> must be positive, got <v>") for the first named value below 1.
+inline void require_positive(const char* where, std::initializer_list<std::pair<const char*, int64_t>> values) {
+  for (const auto& [name, v] : values)
+    if (v < 1) fail(where, name, " must be positive, got ", v);
 }
 
 }  // namespace folio

@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "cli/common.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "viz/attention.h"
 
@@ -63,12 +62,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
         text += viz::attention_table(labels, maps[m]);
       }
     }
-    if (out.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      write_file_atomic(out, text);
-      std::printf("wrote %s (%zu heads)\n", out.c_str(), maps.size());
-    }
+    write_output(out, text, cat(maps.size(), " heads"));
     return 0;
   };
 }

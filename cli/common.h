@@ -45,6 +45,10 @@ po::typed_value<T>* with_default(const T& v) {
   return po::value<T>()->default_value(v, shown(v));
 }
 
+// Writes `text` to standard output, or (a path given) to that file, atomically, and
+// says so: "wrote PATH (what)".
+void write_output(const std::string& path, const std::string& text, const std::string& what);
+
 // Options several commands take, declared here once.
 void add_threads(po::options_description& options);     // --threads N
 void apply_threads(const po::variables_map& vm);         // sets the thread count

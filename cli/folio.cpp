@@ -13,6 +13,7 @@
 #include "autograd/parallel.h"
 #include "cli/common.h"
 #include "folio/version.h"
+#include "io/atomic_file.h"
 #include "train/distributed.h"
 
 namespace folio::cli {
@@ -39,6 +40,15 @@ std::string shown(const std::string& s) {  // quoted only when it has to be
     quote |= c == ' ' || c == '\n' || c == '\t' || c == '"' || c == '\\';
   }
   return quote ? '"' + out + '"' : out;
+}
+
+void write_output(const std::string& path, const std::string& text, const std::string& what) {
+  if (path.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  write_file_atomic(path, text);
+  std::printf("wrote %s (%s)\n", path.c_str(), what.c_str());
 }
 
 void add_threads(po::options_description& options) {

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "cli/common.h"
-#include "io/atomic_file.h"
 #include "viz/loss_plot.h"
 
 namespace folio::cli {
@@ -29,8 +28,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   const std::string out = vm["out"].as<std::string>();
   return [=] {
-    write_file_atomic(out, viz::loss_plot_svg(curves));
-    std::printf("wrote %s (%zu runs)\n", out.c_str(), curves.size());
+    write_output(out, viz::loss_plot_svg(curves), cat(curves.size(), " runs"));
     return 0;
   };
 }

@@ -47,14 +47,8 @@ Tensor Block::forward_cached(const Tensor& x, KVCache& cache) const {
 }
 
 void GPTConfig::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    if (v < 1) fail("config", name, " must be positive, got ", v);
-  };
-  positive("vocab_size", vocab_size);
-  positive("block_size", block_size);
-  positive("n_layer", n_layer);
-  positive("n_head", n_head);
-  positive("n_embd", n_embd);
+  require_positive("config", {{"vocab_size", vocab_size}, {"block_size", block_size}, {"n_layer", n_layer},
+                              {"n_head", n_head}, {"n_embd", n_embd}});
   if (n_embd % n_head) fail("config", "n_embd ", n_embd, " is not divisible by n_head ", n_head);
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("config", "dropout ", dropout, " outside [0, 1)");
 }

@@ -8,14 +8,8 @@
 namespace folio {
 
 void TrainConfig::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    if (v < 1) fail("config", name, " must be positive, got ", v);
-  };
-  positive("batch_size", batch_size);
-  positive("max_iters", max_iters);
-  positive("eval_interval", eval_interval);
-  positive("eval_iters", eval_iters);
-  positive("log_interval", log_interval);
+  require_positive("config", {{"batch_size", batch_size}, {"max_iters", max_iters}, {"eval_interval", eval_interval},
+                              {"eval_iters", eval_iters}, {"log_interval", log_interval}});
   if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
   if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
   if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
