@@ -169,12 +169,20 @@ void BM_Op(benchmark::State& state, MatmulShape s) {
 // Forward, then backward from a fixed dC: dA += dC B^T, dB += A^T dC. backward(dC)
 // also takes c's gradient buffer from the pool, zero-fills it and adds dC into it
 // (M*N floats each). Leaf gradients keep accumulating across iterations.
+// a (M, K) and b (K, N) that need gradients, and a dC (M, N) to start from.
+struct GradOperands {
+  folio::Tensor a, b, dC;
+  explicit GradOperands(const MatmulShape& s)
+      : a(random_tensor(shape_of(s.batch, s.M, s.K), 1)),
+        b(random_tensor(shape_of(s.batch, s.K, s.N), 2)),
+        dC(random_tensor(shape_of(s.batch, s.M, s.N), 4)) {
+    a.set_requires_grad();
+    b.set_requires_grad();
+  }
+};
+
 void BM_OpGrad(benchmark::State& state, MatmulShape s) {
-  folio::Tensor a = random_tensor(shape_of(s.batch, s.M, s.K), 1);
-  folio::Tensor b = random_tensor(shape_of(s.batch, s.K, s.N), 2);
-  a.set_requires_grad();
-  b.set_requires_grad();
-  const folio::Tensor dC = random_tensor(shape_of(s.batch, s.M, s.N), 4);
+  auto [a, b, dC] = GradOperands(s);
   auto step = [&] {
     folio::Tensor c = folio::matmul(a, b);
     c.backward(dC);
@@ -189,11 +197,7 @@ void BM_OpGrad(benchmark::State& state, MatmulShape s) {
 // recorded matmul node's backward closure called directly with dC. Times exactly the
 // op's own backward (dA and dB products plus their setup).
 void BM_OpGradNode(benchmark::State& state, MatmulShape s) {
-  folio::Tensor a = random_tensor(shape_of(s.batch, s.M, s.K), 1);
-  folio::Tensor b = random_tensor(shape_of(s.batch, s.K, s.N), 2);
-  a.set_requires_grad();
-  b.set_requires_grad();
-  const folio::Tensor dC = random_tensor(shape_of(s.batch, s.M, s.N), 4);
+  auto [a, b, dC] = GradOperands(s);
   auto step = [&] {
     folio::Tensor c = folio::matmul(a, b);
     folio::Node& node = *c.impl()->node;
