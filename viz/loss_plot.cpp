@@ -63,7 +63,10 @@ constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", 
 }  // namespace
 
 std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
-  constexpr double W = 760, H = 460, left = 64, right = 24, top = 36, bottom = 76;
+  // The legend goes under the plot, a line per run, so it never hides a curve.
+  constexpr double W = 760, left = 64, right = 24, top = 36, bottom = 76, legend_line = 18;
+  const double H = 460 + legend_line * double(curves.size());
+  const double plot_bottom = H - bottom - legend_line * double(curves.size());
   double max_step = 1, lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const LossCurve& c : curves)
     for (const LossPoint& p : c.points) {
@@ -75,7 +78,7 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
   const double pad = std::max((hi - lo) * 0.05, 0.01);
   lo -= pad, hi += pad;
   auto X = [&](double step) { return left + (W - left - right) * step / max_step; };
-  auto Y = [&](double loss) { return top + (H - top - bottom) * (hi - loss) / (hi - lo); };
+  auto Y = [&](double loss) { return top + (plot_bottom - top) * (hi - loss) / (hi - lo); };
 
   Svg svg(W, H);
   svg.text(left, 22, "loss against step (solid: val, dashed: train)", 14, "start", "font-weight=\"bold\"");
@@ -86,16 +89,16 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
   // Step ticks, with the first run's elapsed time at that step beneath them.
   const LossCurve* timed = curves.empty() ? nullptr : &curves[0];
   for (double t : ticks(0, max_step, 8)) {
-    svg.line(X(t), top, X(t), H - bottom, "#f0f0f0");
-    svg.text(X(t), H - bottom + 16, short_number(t, 6), 11, "middle");
+    svg.line(X(t), top, X(t), plot_bottom, "#f0f0f0");
+    svg.text(X(t), plot_bottom + 16, short_number(t, 6), 11, "middle");
     if (timed && t <= double(timed->points.back().step)) {
       const auto it = std::lower_bound(timed->points.begin(), timed->points.end(), t,
                                        [](const LossPoint& p, double s) { return double(p.step) < s; });
-      svg.text(X(t), H - bottom + 30, duration(it->elapsed_s), 10, "middle", "fill=\"#777\"");
+      svg.text(X(t), plot_bottom + 30, duration(it->elapsed_s), 10, "middle", "fill=\"#777\"");
     }
   }
-  svg.rect(left, top, W - left - right, H - top - bottom, "none", "stroke=\"#999\"");
-  svg.text((left + W - right) / 2, H - 26, "step  (elapsed wall time of " + (timed ? timed->name : "") + " below)",
+  svg.rect(left, top, W - left - right, plot_bottom - top, "none", "stroke=\"#999\"");
+  svg.text((left + W - right) / 2, plot_bottom + 50, "step  (elapsed wall time of " + (timed ? timed->name : "") + " below)",
            12, "middle");
   for (size_t i = 0; i < curves.size(); ++i) {
     const LossCurve& c = curves[i];
@@ -110,10 +113,11 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
     const LossPoint& best = *std::min_element(c.points.begin(), c.points.end(),
                                               [](const LossPoint& a, const LossPoint& b) { return a.val < b.val; });
     const LossPoint& last = c.points.back();
-    const double ly = top + 18 + 18 * double(i);
-    svg.line(W - right - 250, ly - 4, W - right - 226, ly - 4, colour, 2);
-    svg.text(W - right - 220, ly, c.name + ": best val " + short_number(best.val, 4) + " at step " +
-                                      std::to_string(best.step) + ", " + duration(last.elapsed_s),
+    const double ly = plot_bottom + 76 + legend_line * double(i);
+    svg.line(left, ly - 4, left + 24, ly - 4, colour, 2);
+    svg.text(left + 30, ly, c.name + ": best val " + short_number(best.val, 4) + " at step " +
+                                std::to_string(best.step) + ", " + std::to_string(last.step) + " steps in " +
+                                duration(last.elapsed_s),
              11);
   }
   return svg.str();
