@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "autograd/error.h"
-#include "tests/folio_process.h"
+#include "tests/support.h"
 #include "io/json.h"
 
 namespace folio {

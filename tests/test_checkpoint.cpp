@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/error.h"
-#include "tests/folio_process.h"
+#include "tests/support.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 

@@ -1,42 +1,25 @@
 // The folio binary end to end: train, generate, eval, info, and bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "data/dataset.h"
 #include "folio/version.h"
+#include "tests/support.h"
 
 namespace folio {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using testing::Result;
 
-// Runs the folio binary with `args` (a shell-quoted string), capturing both streams.
-Result folio(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / ("folio_cli_err_" + std::to_string(::getpid()));
-  const std::string cmd = std::string(FOLIO_BINARY) + " " + args + " 2>" + err_file.string();
-  Result r{};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
-}
+// Runs the folio binary with `args`, one string with '...' quoting, capturing both streams.
+Result folio(const std::string& args) { return testing::run_folio(testing::words(args), fs::temp_directory_path()); }
 
 class Cli : public ::testing::Test {
  protected:

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "autograd/error.h"
-#include "tests/folio_process.h"
+#include "tests/support.h"
 #include "io/checkpoint.h"
 
 namespace folio {

@@ -15,21 +15,12 @@
 #include "autograd/error.h"
 #include "data/dataset.h"
 #include "data/vocab.h"
+#include "tests/support.h"
 
 namespace folio {
 namespace {
 
-// Runs f, expects an Error whose message contains every fragment.
-template <class F>
-void expect_error(F f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << msg << " lacks " << frag;
-  }
-}
+using testing::expect_error;
 
 // A file under the test temp dir, removed when the test ends.
 struct TempFile {

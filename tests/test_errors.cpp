@@ -5,21 +5,12 @@
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
+#include "tests/support.h"
 
 namespace folio {
 namespace {
 
-// Runs f, expects an Error whose message contains every fragment.
-template <class F>
-void expect_error(F f, std::initializer_list<const char*> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const char* frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << msg << " lacks " << frag;
-  }
-}
+using testing::expect_error;
 
 TEST(Errors, MatmulShapeMismatch) {
   expect_error([] { matmul(Tensor::zeros({4, 3}), Tensor::zeros({5, 2})); }, {"[matmul]", "(4, 3)", "(5, 2)"});

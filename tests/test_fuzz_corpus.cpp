@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fuzz/checkpoint_entry.h"
-#include "tests/folio_process.h"
+#include "tests/support.h"
 
 namespace folio {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/error.h"
-#include "tests/folio_process.h"
+#include "tests/support.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "io/safetensors.h"

@@ -17,29 +17,15 @@
 #include "autograd/error.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "tests/support.h"
 
 namespace folio {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The message of the Error f throws ("" and a test failure if it throws none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
-
-template <class F>
-void expect_error(F f, std::initializer_list<std::string> fragments) {
-  const std::string msg = error_of(f);
-  for (const std::string& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << msg << "\n lacks: " << frag;
-}
+using testing::error_of;
+using testing::expect_error;
 
 // ---------------------------------------------------------------- JSON
 

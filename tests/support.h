@@ -1,8 +1,9 @@
 #pragma once
-// Running the built `folio` binary (FOLIO_BINARY) as a child process, for the tests
-// that must see it from outside: exit codes, stderr, signals, files left on disk,
-// memory. fork + execv, so arguments need no shell quoting; stdout and stderr go to
-// files under the test's directory.
+// What the tests share: expect_error, temp directories, corpus files, and running the
+// built `folio` binary (FOLIO_BINARY) as a child process, for the tests that must see
+// it from outside: exit codes, stderr, signals, files left on disk, memory. fork +
+// execv, so arguments need no shell quoting (words() splits a command line written
+// as one string); stdout and stderr go to files under the test's directory.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -23,12 +24,50 @@
 #include <tuple>
 #include <vector>
 
+#include "autograd/error.h"
 #include "data/dataset.h"
 
 namespace folio::testing {
 
 namespace fs = std::filesystem;
 using Args = std::vector<std::string>;
+
+// The message of the folio::Error f throws ("" and a test failure if it throws none).
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
+}
+
+// Runs f and expects a folio::Error whose message contains every fragment.
+template <class F>
+void expect_error(F f, std::initializer_list<std::string> fragments) {
+  const std::string msg = error_of(f);
+  for (const std::string& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << msg << "\n lacks: " << frag;
+}
+
+// A command line as words: split at spaces, except inside '...' (quotes removed).
+inline Args words(const std::string& line) {
+  Args out;
+  std::string word;
+  bool quoted = false, any = false;
+  for (char c : line) {
+    if (c == '\'') quoted = !quoted, any = true;
+    else if (c == ' ' && !quoted) {
+      if (any) out.push_back(word);
+      word.clear(), any = false;
+    } else {
+      word += c, any = true;
+    }
+  }
+  if (any) out.push_back(word);
+  return out;
+}
 
 inline std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
