@@ -103,10 +103,12 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
 
 }  // namespace
 
-const Command kEval = {"eval", "loss of a checkpoint on a text file",
-                       "Mean cross-entropy (in nats; bits per character and perplexity too) of a checkpoint on a text file, over every\n"
-                       "non-overlapping window of block_size characters of the chosen part of the text.",
-                       declare_eval, prepare_eval};
+const Command kEval = {
+    "eval", "loss of a checkpoint on a text file",
+    "Mean cross-entropy of a checkpoint on a text file, in nats, bits per character and\n"
+    "perplexity, over every non-overlapping window of block_size characters of the\n"
+    "chosen part of the text.",
+    declare_eval, prepare_eval};
 
 const Command kInfo = {"info", "config, parameter count and training state of a checkpoint",
                        "Prints the model config, parameter count, vocabulary and training state of a\n"

@@ -51,6 +51,11 @@ void expect_error(F f, std::initializer_list<std::string> fragments) {
   for (const std::string& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << msg << "\n lacks: " << frag;
 }
 
+// `text` contains every fragment.
+inline void expect_contains(const std::string& text, std::initializer_list<std::string> fragments) {
+  for (const std::string& frag : fragments) EXPECT_NE(text.find(frag), std::string::npos) << text << "\n lacks: " << frag;
+}
+
 // A command line as words: split at spaces, except inside '...' (quotes removed).
 inline Args words(const std::string& line) {
   Args out;

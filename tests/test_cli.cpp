@@ -78,11 +78,8 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
 
   const Result i = folio("info --checkpoint " + run_dir());
   ASSERT_EQ(i.code, 0) << i.err;
-  EXPECT_NE(i.out.find("parameters"), std::string::npos);
-  EXPECT_NE(i.out.find("step         60"), std::string::npos) << i.out;
   // Options as flags, with the numbers as they were typed.
-  EXPECT_NE(i.out.find("--lr 0.003 --min-lr 0.0001 "), std::string::npos) << i.out;
-  EXPECT_NE(i.out.find("--val-fraction 0.1 "), std::string::npos) << i.out;
+  testing::expect_contains(i.out, {"parameters", "step         60", "--lr 0.003 --min-lr 0.0001 ", "--val-fraction 0.1 "});
 }
 
 TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
@@ -164,9 +161,7 @@ TEST_F(Cli, HelpShowsDefaultsAsTyped) {
   for (const char* shown : {"--lr arg (=0.001)", "--min-lr arg (=0.0001)", "--val-fraction arg (=0.1)",
                             "--beta2 arg (=0.99)", "--weight-decay arg (=0.1)"})
     EXPECT_NE(t.out.find(shown), std::string::npos) << shown << "\n" << t.out;
-  const Result g = folio("generate --help");
-  EXPECT_NE(g.out.find("--temperature arg (=0.8)"), std::string::npos) << g.out;
-  EXPECT_NE(g.out.find("--prompt arg (=\"\\n\")"), std::string::npos) << g.out;
+  testing::expect_contains(folio("generate --help").out, {"--temperature arg (=0.8)", "--prompt arg (=\"\\n\")"});
   EXPECT_EQ(t.out.find("00000"), std::string::npos) << t.out;
 }
 
