@@ -84,7 +84,7 @@ Tensor Tensor::grad() const {
 float* Tensor::grad_data() const {
   if (!is_leaf()) fail("grad", "a non-leaf tensor's gradient lives in the graph (", impl_->node->op, ")");
   if (!impl_->grad) {
-    // A leaf alias shares the gradient of the packed tensor it came from (made when
+    // A leaf alias shares the gradient of the flat tensor it came from (made when
     // the alias was); everything else owns a gradient of exactly its own size.
     impl_->grad = std::make_shared<Storage>(size_t(numel()));
     impl_->grad_offset = 0;
@@ -130,36 +130,6 @@ Tensor Tensor::alias(int64_t offset, const Shape& shape) const {
     a->grad_offset = impl_->grad_offset + offset;
   }
   return Tensor(std::move(a));
-}
-
-void Tensor::rebind(const Tensor& packed, int64_t offset) const {
-  if (!is_leaf() || !packed.is_leaf()) fail("rebind", "only leaf tensors can be rebound");
-  if (offset < 0 || offset + numel() > packed.numel())
-    fail("rebind", "range [", offset, ", ", offset + numel(), ") outside a packed tensor of ",
-         packed.numel(), " elements");
-  std::memcpy(packed.data() + offset, data(), sizeof(float) * numel());
-  packed.mark_modified();
-  const float* old_grad = has_grad() ? grad_data() : nullptr;
-  if (packed.requires_grad()) {
-    float* dst = packed.grad_data() + offset;
-    if (old_grad) std::memcpy(dst, old_grad, sizeof(float) * numel());
-    impl_->grad = packed.impl()->grad;
-    impl_->grad_offset = packed.impl()->grad_offset + offset;
-  } else {
-    impl_->grad.reset();
-    impl_->grad_offset = 0;
-  }
-  impl_->data = packed.impl()->data;
-  impl_->offset = packed.impl()->offset + offset;
-}
-
-void Tensor::share_data(const Tensor& source) const {
-  if (!is_leaf() || !source.is_leaf()) fail("share_data", "only leaf tensors can share data");
-  if (shape() != source.shape()) fail("share_data", "shapes ", shape(), " and ", source.shape(), " differ");
-  // Not a write: no version to bump. A graph that saved this tensor holds its old
-  // storage, whose values are unchanged and are the ones its forward used.
-  impl_->data = source.impl()->data;
-  impl_->offset = source.impl()->offset;
 }
 
 namespace {

@@ -76,15 +76,9 @@ class Tensor {
   Tensor detach() const;        // same data, no graph, no grad
   Tensor clone() const;         // a copy of the data, no graph
   // A leaf alias of `shape` at element `offset` from this leaf's first element; it
-  // shares both data and gradient, so parameters can live inside one packed buffer.
-  // The range may extend past this tensor but not past its storage.
+  // shares both data and gradient, so parameters can be views of one flat buffer
+  // (nn/arena.h). The range may extend past this tensor but not past its storage.
   Tensor alias(int64_t offset, const Shape& shape) const;
-  // Moves this leaf's data and gradient into `packed` at `offset` (values are
-  // copied): every handle to this tensor then sees the packed storage.
-  void rebind(const Tensor& packed, int64_t offset) const;
-  // This leaf reads and writes `source`'s data from now on (same shape); its gradient
-  // stays its own. A model replica shares weights this way (train/data_parallel.h).
-  void share_data(const Tensor& source) const;
 
   // Code that writes into data() in place calls mark_modified(): a graph that saved
   // the old values then fails in backward instead of computing gradients from the new

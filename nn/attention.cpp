@@ -7,14 +7,18 @@
 
 namespace folio::nn {
 
-Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
+Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Arena arena,
            std::shared_ptr<Rng> dropout_rng)
     : head_size(head_size), block_size(block_size) {
-  key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false, init));
-  query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false, init));
-  value = register_module("value", std::make_shared<Linear>(n_embd, head_size, false, init));
+  key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false, arena));
+  query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false, arena));
+  value = register_module("value", std::make_shared<Linear>(n_embd, head_size, false, arena));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
+Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
+           std::shared_ptr<Rng> dropout_rng)
+    : Head(n_embd, head_size, block_size, dropout, Arena(parameter_count(n_embd, head_size), init),
+           std::move(dropout_rng)) {}
 
 Tensor Head::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
@@ -28,30 +32,24 @@ Tensor Head::forward(const Tensor& x, Tensor* weights) const {
 }
 
 MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
-                     bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng)
+                     bool bias, Arena arena, std::shared_ptr<Rng> dropout_rng)
     : n_head(n_head), head_size(head_size), block_size(block_size) {
   if (n_head < 1 || head_size < 1) fail("multihead", "n_head ", n_head, " and head_size ", head_size, " must be positive");
-  std::vector<Tensor> qkv;
+  const int64_t qkv_begin = arena.taken();
   for (int64_t h = 0; h < n_head; ++h) {
-    auto head = std::make_shared<Head>(n_embd, head_size, block_size, dropout, init, dropout_rng);
+    auto head = std::make_shared<Head>(n_embd, head_size, block_size, dropout, arena, dropout_rng);
     heads.push_back(register_module("heads." + std::to_string(h), head));
-    for (const auto& lin : {head->key, head->query, head->value}) qkv.push_back(lin->weight);
   }
-  pack(qkv);  // the heads' weights now lie back to back: one (3 * C, C) matrix
-  proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, init));
+  // The heads took their key, query and value weights one after another: one matrix.
+  qkv_weight_ = arena.since(qkv_begin, {n_head * 3 * head_size, n_embd});
+  proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, arena));
   attn_dropout_ = register_module("attn_dropout", std::make_shared<Dropout>(dropout, dropout_rng));
   resid_dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, dropout_rng));
 }
-
-Tensor MultiHead::packed_qkv_weight() const {
-  std::vector<Tensor> ws;
-  for (const auto& h : heads)
-    for (const auto& lin : {h->key, h->query, h->value}) ws.push_back(lin->weight);
-  if (contiguous(ws)) return ws[0].alias(0, {n_head * 3 * head_size, ws[0].size(1)});
-  // Someone re-packed the parameters: stack the rows the slow, differentiable way.
-  for (Tensor& w : ws) w = transpose(w);
-  return transpose(concat(ws));
-}
+MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
+                     bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng)
+    : MultiHead(n_embd, n_head, head_size, block_size, dropout, bias,
+                Arena(parameter_count(n_embd, n_head, head_size, bias), init), std::move(dropout_rng)) {}
 
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights) const {
   const int64_t hs = head_size, stride = 3 * hs;
@@ -84,7 +82,7 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
 Tensor MultiHead::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  return attend(linear(x, packed_qkv_weight()), x.size(0), x.size(1), nullptr, weights);
+  return attend(linear(x, qkv_weight_), x.size(0), x.size(1), nullptr, weights);
 }
 
 Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {
@@ -92,7 +90,7 @@ Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {
   if (x.ndim() != 3 || cache.length() + x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " with ", cache.length(), " cached positions exceeds block_size ",
          block_size);
-  return attend(linear(x, packed_qkv_weight()), x.size(0), x.size(1), &cache);
+  return attend(linear(x, qkv_weight_), x.size(0), x.size(1), &cache);
 }
 
 Tensor MultiHead::forward_heads(const Tensor& x) const {

@@ -13,8 +13,13 @@ namespace folio::nn {
 // before dropout: rows are queries, columns keys, zero above the diagonal.
 class Head : public Module {
  public:
+  Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Arena arena,
+       std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
   Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
        std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  static int64_t parameter_count(int64_t n_embd, int64_t head_size) {
+    return 3 * Linear::parameter_count(n_embd, head_size, false);
+  }
   Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
 
   std::shared_ptr<Linear> key, query, value;  // registered in this order, no bias
@@ -31,13 +36,19 @@ struct KVCache {
 };
 
 // n_head Heads side by side, concatenated and projected: x (B, T, C) -> (B, T, C).
-// The Heads' key/query/value weights live back to back in one buffer, so forward()
-// runs them as one packed (3 * C, C) projection and batched matmuls over B * n_head;
-// forward_heads() runs the Head modules one by one: the specification it must equal.
+// The Heads take their key/query/value weights from the arena one after another, so
+// together they are one (n_head * 3 * head_size, C) matrix: forward() runs them as one
+// projection and batched matmuls over B * n_head; forward_heads() runs the Head
+// modules one by one: the specification it must equal.
 class MultiHead : public Module {
  public:
   MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
+            bool bias, Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
             bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  static int64_t parameter_count(int64_t n_embd, int64_t n_head, int64_t head_size, bool bias) {
+    return n_head * Head::parameter_count(n_embd, head_size) + Linear::parameter_count(n_head * head_size, n_embd, bias);
+  }
   // With `weights`, also hands out the attention weights (B, n_head, T, T) after the
   // softmax and before dropout.
   Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
@@ -51,7 +62,7 @@ class MultiHead : public Module {
   int64_t n_head, head_size, block_size;
 
  private:
-  Tensor packed_qkv_weight() const;  // (n_head * 3 * head_size, C), per head [k; q; v]
+  Tensor qkv_weight_;  // (n_head * 3 * head_size, C), per head [k; q; v]: a view of the heads' weights
   Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights = nullptr) const;
   std::shared_ptr<Dropout> attn_dropout_, resid_dropout_;
 };

@@ -4,22 +4,26 @@
 
 namespace folio::nn {
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias, Rng& init) {
+Linear::Linear(int64_t in, int64_t out, bool with_bias, Arena arena) {
   if (in < 1 || out < 1) fail("linear", "sizes must be positive, got in ", in, " out ", out);
-  weight = register_parameter("weight", Tensor::randn({out, in}, init, kInitStd));
-  if (with_bias) bias = register_parameter("bias", Tensor::zeros({out}));
+  weight = register_parameter("weight", arena.normal({out, in}, kInitStd));
+  if (with_bias) bias = register_parameter("bias", arena.full({out}, 0.0f));
 }
+Linear::Linear(int64_t in, int64_t out, bool bias, Rng& init)
+    : Linear(in, out, bias, Arena(parameter_count(in, out, bias), init)) {}
 
-Embedding::Embedding(int64_t num, int64_t dim, Rng& init) {
+Embedding::Embedding(int64_t num, int64_t dim, Arena arena) {
   if (num < 1 || dim < 1) fail("embedding", "sizes must be positive, got ", num, " x ", dim);
-  weight = register_parameter("weight", Tensor::randn({num, dim}, init, kInitStd));
+  weight = register_parameter("weight", arena.normal({num, dim}, kInitStd));
 }
+Embedding::Embedding(int64_t num, int64_t dim, Rng& init) : Embedding(num, dim, Arena(parameter_count(num, dim), init)) {}
 
-LayerNorm::LayerNorm(int64_t dim) {
+LayerNorm::LayerNorm(int64_t dim, Arena arena) {
   if (dim < 1) fail("layer_norm", "size must be positive, got ", dim);
-  weight = register_parameter("weight", Tensor::ones({dim}));
-  bias = register_parameter("bias", Tensor::zeros({dim}));
+  weight = register_parameter("weight", arena.full({dim}, 1.0f));
+  bias = register_parameter("bias", arena.full({dim}, 0.0f));
 }
+LayerNorm::LayerNorm(int64_t dim) : LayerNorm(dim, Arena(parameter_count(dim))) {}
 
 Dropout::Dropout(float p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng)) {
   if (!(p >= 0.0f && p < 1.0f)) fail("dropout", "probability ", p, " outside [0, 1)");

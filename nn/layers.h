@@ -1,9 +1,14 @@
 #pragma once
 // The small layers: Linear, Embedding, LayerNorm, Dropout. Initialised as the
 // well-known GPT recipes do: weights ~ N(0, 0.02), biases 0, LayerNorm weight 1.
+//
+// Every module with parameters takes them from an Arena (nn/arena.h), and says how
+// many it needs (parameter_count, with the constructor's sizes). Its constructor
+// taking an Rng instead builds it standalone, on an arena of its own.
 #include <memory>
 
 #include "autograd/ops.h"
+#include "nn/arena.h"
 #include "nn/module.h"
 
 namespace folio::nn {
@@ -13,7 +18,9 @@ constexpr float kInitStd = 0.02f;
 // x (..., in) -> (..., out); weight (out, in) as in PyTorch.
 class Linear : public Module {
  public:
+  Linear(int64_t in, int64_t out, bool bias, Arena arena);
   Linear(int64_t in, int64_t out, bool bias, Rng& init);
+  static int64_t parameter_count(int64_t in, int64_t out, bool bias) { return out * in + (bias ? out : 0); }
   Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
   Tensor weight, bias;  // bias undefined when off
 };
@@ -21,7 +28,9 @@ class Linear : public Module {
 // ids of shape S -> S + (dim)
 class Embedding : public Module {
  public:
+  Embedding(int64_t num, int64_t dim, Arena arena);
   Embedding(int64_t num, int64_t dim, Rng& init);
+  static int64_t parameter_count(int64_t num, int64_t dim) { return num * dim; }
   Tensor forward(std::span<const int32_t> ids, const Shape& ids_shape) const {
     return embedding(weight, ids, ids_shape);
   }
@@ -31,7 +40,9 @@ class Embedding : public Module {
 // x (..., dim) -> (..., dim)
 class LayerNorm : public Module {
  public:
+  LayerNorm(int64_t dim, Arena arena);
   explicit LayerNorm(int64_t dim);
+  static int64_t parameter_count(int64_t dim) { return 2 * dim; }
   Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias); }
   Tensor weight, bias;
 };

@@ -44,18 +44,6 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-Tensor pack(const std::vector<Tensor>& params) {
-  int64_t total = 0;
-  for (const Tensor& p : params) total += p.numel();
-  Tensor packed = Tensor::zeros({total}).set_requires_grad(true);
-  int64_t offset = 0;
-  for (const Tensor& p : params) {
-    p.rebind(packed, offset);
-    offset += p.numel();
-  }
-  return packed;
-}
-
 std::vector<GradRun> grad_runs(const std::vector<Tensor>& params) {
   std::vector<GradRun> runs;
   for (const Tensor& p : params) {
@@ -66,16 +54,6 @@ std::vector<GradRun> grad_runs(const std::vector<Tensor>& params) {
       runs.push_back({g, p.numel()});
   }
   return runs;
-}
-
-bool contiguous(const std::vector<Tensor>& params) {
-  for (size_t i = 1; i < params.size(); ++i) {
-    const TensorImpl *a = params[i - 1].impl(), *b = params[i].impl();
-    if (a->data != b->data || a->grad != b->grad || !a->grad) return false;
-    if (a->offset + params[i - 1].numel() != b->offset) return false;
-    if (a->grad_offset + params[i - 1].numel() != b->grad_offset) return false;
-  }
-  return !params.empty();
 }
 
 }  // namespace folio::nn

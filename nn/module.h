@@ -40,15 +40,8 @@ class Module {
   bool training_ = true;
 };
 
-// Moves `params` (leaves) into one new contiguous leaf, in order, and returns it:
-// every handle to a parameter then reads and writes inside the packed buffer.
-Tensor pack(const std::vector<Tensor>& params);
-
-// True when `params` lie back to back, in order, in one storage (data and gradient).
-bool contiguous(const std::vector<Tensor>& params);
-
 // The parameters' gradients as maximal runs of adjacent memory (allocating missing
-// gradients): a packed model is one run, so sweeps over gradients are long loops.
+// gradients): a module's parameters are one run (they share an arena, nn/arena.h).
 struct GradRun {
   float* grad;
   int64_t numel;

@@ -14,13 +14,16 @@ std::optional<Activation> parse_activation(std::string_view name) {
   return std::nullopt;
 }
 
-FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
+FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
                          std::shared_ptr<Rng> dropout_rng)
     : act_(act) {
-  fc = register_module("fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, init));
-  proj = register_module("proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, init));
+  fc = register_module("fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, arena));
+  proj = register_module("proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, arena));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
+FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
+                         std::shared_ptr<Rng> dropout_rng)
+    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias), init), std::move(dropout_rng)) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
   const Tensor h = fc->forward(x);
@@ -28,13 +31,17 @@ Tensor FeedForward::forward(const Tensor& x) const {
 }
 
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
-             Rng& init, std::shared_ptr<Rng> dropout_rng) {
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd));
+             Arena arena, std::shared_ptr<Rng> dropout_rng) {
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd, arena));
   attn = register_module("attn", std::make_shared<MultiHead>(n_embd, n_head, n_embd / n_head, block_size,
-                                                             dropout, bias, init, dropout_rng));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd));
-  ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, init, dropout_rng));
+                                                             dropout, bias, arena, dropout_rng));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd, arena));
+  ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, arena, dropout_rng));
 }
+Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
+             Rng& init, std::shared_ptr<Rng> dropout_rng)
+    : Block(n_embd, n_head, block_size, dropout, bias, act, Arena(parameter_count(n_embd, n_head, bias), init),
+            std::move(dropout_rng)) {}
 
 Tensor Block::forward(const Tensor& x, Tensor* attention) const {
   const Tensor h = add(x, attn->forward(ln1->forward(x), attention));
@@ -54,27 +61,42 @@ void GPTConfig::validate() const {
 }
 
 int64_t GPTConfig::parameter_count() const {
-  const int64_t C = n_embd, b = bias ? 1 : 0;
-  const int64_t attn = 3 * C * C + C * C + b * C;                 // packed q/k/v, projection
-  const int64_t ffwd = C * 4 * C + b * 4 * C + 4 * C * C + b * C;  // fc, proj
-  const int64_t block = attn + ffwd + 2 * 2 * C;                  // + ln1, ln2
-  return vocab_size * C + block_size * C + n_layer * block + 2 * C + C * vocab_size + b * vocab_size;
+  const int64_t C = n_embd;
+  return Embedding::parameter_count(vocab_size, C) + Embedding::parameter_count(block_size, C) +
+         n_layer * Block::parameter_count(C, n_head, bias) + LayerNorm::parameter_count(C) +
+         Linear::parameter_count(C, vocab_size, bias);
 }
 
 GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
   config.validate();
   Rng init(config.seed);
+  build(Arena(config.parameter_count(), init));
+}
+
+GPT::GPT(const GPTConfig& config, Arena arena)
+    : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
+  config.validate();
+  build(std::move(arena));
+}
+
+void GPT::build(Arena arena) {
+  const GPTConfig& config = config_;
+  if (arena.taken() != 0 || arena.flat().numel() != config.parameter_count())
+    fail("gpt", "an arena of ", arena.flat().numel(), " parameters (", arena.taken(), " taken) for a config of ",
+         config.parameter_count());
   const int64_t C = config.n_embd;
-  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, C, init));
-  position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, init));
+  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, C, arena));
+  position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
   drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_rng_));
   for (int64_t l = 0; l < config.n_layer; ++l)
     blocks.push_back(register_module("blocks." + std::to_string(l),
                                      std::make_shared<Block>(C, config.n_head, config.block_size, config.dropout,
-                                                             config.bias, config.activation, init, dropout_rng_)));
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C));
-  lm_head = register_module("lm_head", std::make_shared<Linear>(C, config.vocab_size, config.bias, init));
-  flat_ = pack(parameters());
+                                                             config.bias, config.activation, arena, dropout_rng_)));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena));
+  lm_head = register_module("lm_head", std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
+  if (arena.taken() != arena.flat().numel())
+    fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
+  flat_ = arena.flat();
 }
 
 Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const {

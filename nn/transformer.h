@@ -18,8 +18,13 @@ std::optional<Activation> parse_activation(std::string_view name);  // nullopt: 
 // x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
 class FeedForward : public Module {
  public:
+  FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
+              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
               std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  static int64_t parameter_count(int64_t n_embd, bool bias) {
+    return Linear::parameter_count(n_embd, 4 * n_embd, bias) + Linear::parameter_count(4 * n_embd, n_embd, bias);
+  }
   Tensor forward(const Tensor& x) const;
   std::shared_ptr<Linear> fc, proj;
 
@@ -32,7 +37,13 @@ class FeedForward : public Module {
 class Block : public Module {
  public:
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
+        Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
         Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+  static int64_t parameter_count(int64_t n_embd, int64_t n_head, bool bias) {  // n_head >= 1
+    return 2 * LayerNorm::parameter_count(n_embd) + MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias) +
+           FeedForward::parameter_count(n_embd, bias);
+  }
   Tensor forward(const Tensor& x, Tensor* attention = nullptr) const;  // attention: see MultiHead
   Tensor forward_cached(const Tensor& x, KVCache& cache) const;
   std::shared_ptr<LayerNorm> ln1, ln2;
@@ -61,7 +72,11 @@ struct GPTConfig {
 // Token + learned position embeddings -> n_layer Blocks -> LayerNorm -> Linear onto V.
 class GPT : public Module {
  public:
+  // Fresh weights, drawn from config.seed.
   explicit GPT(const GPTConfig& config);
+  // Parameters from `arena`, which holds config.parameter_count() of them: a replica
+  // passes Arena::sharing(model.flat_parameters()).
+  GPT(const GPTConfig& config, Arena arena);
 
   struct Output {
     Tensor logits;  // (B, T, V)
@@ -76,8 +91,8 @@ class GPT : public Module {
   Tensor forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const;
 
   const GPTConfig& config() const { return config_; }
-  // All parameters live in this one contiguous buffer (and its gradient), in
-  // named_parameters() order: the optimizer can sweep it in one loop.
+  // The arena: all parameters in one buffer (and their gradients in another), in
+  // named_parameters() order, so a sweep over them is one loop.
   const Tensor& flat_parameters() const { return flat_; }
   // The generator all dropout masks come from; its state is part of a checkpoint.
   Rng& dropout_rng() const { return *dropout_rng_; }
@@ -88,6 +103,7 @@ class GPT : public Module {
   std::shared_ptr<Linear> lm_head;
 
  private:
+  void build(Arena arena);
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const;
   GPTConfig config_;
   std::shared_ptr<Rng> dropout_rng_;

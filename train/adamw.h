@@ -1,7 +1,8 @@
 #pragma once
 // AdamW (decoupled weight decay, as torch.optim.AdamW) and clipping by global norm.
-// Both sweep parameters as long runs of adjacent memory: the GPT packs all of its
-// parameters into one buffer, so a step is a handful of vectorised, threaded loops.
+// Both sweep parameters as long runs of adjacent memory: a model's parameters are
+// views of one flat buffer (nn/arena.h), so a step is a handful of vectorised,
+// threaded loops over it (one per stretch of the same weight-decay rule).
 #include <string>
 #include <vector>
 
@@ -16,7 +17,6 @@ struct AdamWConfig {
 
 class AdamW {
  public:
-  // Build it after the parameters are in their final storage (nn::pack rebinds them).
   AdamW(const nn::NamedParameters& params, AdamWConfig config);
   // One update with learning rate lr from the parameters' current gradients.
   void step(float lr);

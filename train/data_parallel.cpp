@@ -12,14 +12,9 @@ namespace folio {
 
 DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))) {
   if (shards < 1) fail("data_parallel", "shards must be positive, got ", shards);
-  const nn::NamedParameters params = model.named_parameters();
-  for (int s = 1; s < shards; ++s) {
-    auto replica = std::make_unique<nn::GPT>(model.config());
-    replica->flat_parameters().share_data(model.flat_parameters());
-    const nn::NamedParameters mine = replica->named_parameters();
-    for (size_t i = 0; i < params.size(); ++i) mine[i].second.share_data(params[i].second);
-    replicas_.push_back(std::move(replica));
-  }
+  for (int s = 1; s < shards; ++s)
+    replicas_.push_back(
+        std::make_unique<nn::GPT>(model.config(), nn::Arena::sharing(model.flat_parameters())));
 }
 
 float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B,
@@ -58,7 +53,7 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
   if (error) std::rethrow_exception(error);
 
   // Sum the replicas' gradients into the model's and leave theirs at zero for the
-  // next step. Each gradient is one packed run (GPT packs its parameters).
+  // next step: each model's gradients are one flat buffer (its arena's).
   const int64_t numel = model_.flat_parameters().numel();
   float* total = model_.flat_parameters().grad_data();
   float loss = losses_[0];
