@@ -55,7 +55,7 @@ void each(const Broadcast& p, bool parallel, Fn fn) {
 }
 
 // dst[i] (+)= f(in[i]...) for i < n: stored when `store` (a gradient's first
-// contribution, see InputGrads::slot, or an output), else added. f takes floats and
+// contribution, see InputGrads::write, or an output), else added. f takes floats and
 // the arrays come in as arguments: behind a lambda that indexes captured pointers,
 // GCC turns the loads into gathers and the loop runs several times slower.
 template <class F, class... In>
@@ -101,14 +101,16 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, DA da, DB d
         else
           flat_map(dst, store, n, [d](float gi) { return d(gi, 0.0f, 0.0f); }, g);
       };
-      if (const auto [gx, overwrite] = in.slot(0); gx) grad_into(gx, overwrite, da);
-      if (const auto [gy, overwrite] = in.slot(1); gy) grad_into(gy, overwrite, db);
+      in.write(0, [&](float* gx, bool overwrite) { grad_into(gx, overwrite, da); });
+      in.write(1, [&](float* gy, bool overwrite) { grad_into(gy, overwrite, db); });
       return;
     }
-    if (float* gx = in(0))
+    in.write(0, [&](float* gx) {
       each(p, p.a_full, [&](int64_t i, int64_t ia, int64_t ib) { gx[ia] += da(g[i], at(x, ia), at(y, ib)); });
-    if (float* gy = in(1))
+    });
+    in.write(1, [&](float* gy) {
       each(p, p.b_full, [&](int64_t i, int64_t ia, int64_t ib) { gy[ib] += db(g[i], at(x, ia), at(y, ib)); });
+    });
   }, {&sa, &sb});
   return out;
 }
@@ -131,14 +133,14 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
   const Tensor saved = kSave == Saves::input ? x.detach() : kSave == Saves::output ? out.detach() : Tensor();
   record(out, op, {&x}, [saved, n, df](const Tensor& grad, const InputGrads& in) {
     const float *g = grad.data(), *v = saved.defined() ? saved.data() : nullptr;
-    const auto [gx, overwrite] = in.slot(0);
-    if (!gx) return;
-    if constexpr (kSave == Saves::nothing)
-      flat_map(gx, overwrite, n, [df](float gi) { return df(gi, 0.0f, 0.0f); }, g);
-    else
-      flat_map(gx, overwrite, n, [df](float gi, float value) {
-        return kSave == Saves::output ? df(gi, 0.0f, value) : df(gi, value, 0.0f);
-      }, g, v);
+    in.write(0, [&](float* gx, bool overwrite) {
+      if constexpr (kSave == Saves::nothing)
+        flat_map(gx, overwrite, n, [df](float gi) { return df(gi, 0.0f, 0.0f); }, g);
+      else
+        flat_map(gx, overwrite, n, [df](float gi, float value) {
+          return kSave == Saves::output ? df(gi, 0.0f, value) : df(gi, value, 0.0f);
+        }, g, v);
+    });
   }, {&saved});
   return out;
 }

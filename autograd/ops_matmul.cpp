@@ -104,10 +104,10 @@ void matmul_backward_b(const Gemm& f, const float* A, const float* dC, float* dB
   }
 }
 
-// Both gradients, each slot taken just before it is written (A and B may be one tensor).
+// Both gradients, one after the other (A and B may be one tensor with one buffer).
 void matmul_backward(const Gemm& f, const float* A, const float* B, const float* dC, const InputGrads& in) {
-  if (const auto [dA, overwrite] = in.slot(0); dA) matmul_backward_a(f, B, dC, dA, overwrite);
-  if (const auto [dB, overwrite] = in.slot(1); dB) matmul_backward_b(f, A, dC, dB, overwrite);
+  in.write(0, [&](float* dA, bool overwrite) { matmul_backward_a(f, B, dC, dA, overwrite); });
+  in.write(1, [&](float* dB, bool overwrite) { matmul_backward_b(f, A, dC, dB, overwrite); });
 }
 
 }  // namespace
@@ -140,12 +140,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (!needs_grad({&x, &w, &bias})) return out;
   record(out, "linear", {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g](const Tensor& grad, const InputGrads& in) {
     matmul_backward(g, sx.data(), sw.data(), grad.data(), in);
-    if (float* gb = in(2)) {
+    in.write(2, [&](float* gb) {
       const float* d = grad.data();
       for (int64_t r = 0; r < g.M; ++r)
 #pragma omp simd
         for (int64_t j = 0; j < g.N; ++j) gb[j] += d[r * g.N + j];
-    }
+    });
   }, {&x, &w});
   return out;
 }

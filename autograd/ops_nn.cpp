@@ -27,13 +27,14 @@ Tensor embedding(const Tensor& weight, std::span<const int32_t> ids, const Shape
   for (int64_t i = 0; i < n; ++i) std::memcpy(o + i * C, w + int64_t(ids[i]) * C, sizeof(float) * C);
   std::vector<int32_t> saved(ids.begin(), ids.end());
   record(out, "embedding", {&weight}, [saved = std::move(saved), C](const Tensor& grad, const InputGrads& in) {
-    float* gw = in(0);
-    const float* g = grad.data();
-    for (size_t i = 0; i < saved.size(); ++i) {  // rows may repeat: scatter-add in order
-      float* row = gw + int64_t(saved[i]) * C;
+    in.write(0, [&](float* gw) {
+      const float* g = grad.data();
+      for (size_t i = 0; i < saved.size(); ++i) {  // rows may repeat: scatter-add in order
+        float* row = gw + int64_t(saved[i]) * C;
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) row[c] += g[i * C + c];
-    }
+        for (int64_t c = 0; c < C; ++c) row[c] += g[i * C + c];
+      }
+    });
   });
   return out;
 }
@@ -44,39 +45,44 @@ namespace {
 // dw += sum over rows of g * xhat, db += sum of g. Rows run in parallel in fixed
 // blocks whose partial dw/db are added in block order: the same result every run.
 void layer_norm_backward(const float* x, const float* w, const float* stats, const float* g, int64_t rows,
-                         int64_t C, float* gx, float* gw, float* gb) {
+                         int64_t C, const InputGrads& in) {
   const int64_t blocks = std::min<int64_t>(rows, 2 * int64_t(num_threads()));
   float* partial = pool::acquire(size_t(2 * blocks * C));
   std::fill_n(partial, 2 * blocks * C, 0.0f);
+  // One pass over the rows writes dx and the partial dw/db; it runs without dx too
+  // (gx null), when only the weight and bias need gradients.
+  auto rows_pass = [&](float* gx) {
 #pragma omp parallel for if (rows * C >= kParallelGrain)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    float *pw = partial + 2 * blk * C, *pb = pw + C;
-    for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
-      const float *xr = x + r * C, *gr = g + r * C;
-      const float m = stats[2 * r], rstd = stats[2 * r + 1];
-      float mean_d = 0.0f, mean_dx = 0.0f;
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      float *pw = partial + 2 * blk * C, *pb = pw + C;
+      for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+        const float *xr = x + r * C, *gr = g + r * C;
+        const float m = stats[2 * r], rstd = stats[2 * r + 1];
+        float mean_d = 0.0f, mean_dx = 0.0f;
 #pragma omp simd reduction(+ : mean_d, mean_dx)
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - m) * rstd, d = gr[c] * w[c];
-        mean_d += d;
-        mean_dx += d * xhat;
-        pw[c] += gr[c] * xhat;
-        pb[c] += gr[c];
-      }
-      mean_d /= float(C);
-      mean_dx /= float(C);
-      if (gx) {
-        float* gxr = gx + r * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const float xhat = (xr[c] - m) * rstd, d = gr[c] * w[c];
+          mean_d += d;
+          mean_dx += d * xhat;
+          pw[c] += gr[c] * xhat;
+          pb[c] += gr[c];
+        }
+        mean_d /= float(C);
+        mean_dx /= float(C);
+        if (gx) {
+          float* gxr = gx + r * C;
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) gxr[c] += rstd * (gr[c] * w[c] - mean_d - (xr[c] - m) * rstd * mean_dx);
+          for (int64_t c = 0; c < C; ++c) gxr[c] += rstd * (gr[c] * w[c] - mean_d - (xr[c] - m) * rstd * mean_dx);
+        }
       }
     }
-  }
-  for (int64_t blk = 0; blk < blocks; ++blk)
-    for (int64_t c = 0; c < C; ++c) {
-      if (gw) gw[c] += partial[2 * blk * C + c];
-      if (gb) gb[c] += partial[(2 * blk + 1) * C + c];
-    }
+  };
+  if (!in.write(0, rows_pass)) rows_pass(nullptr);
+  for (int64_t half : {0, 1})  // dw (input 1), then db (input 2), summed in block order
+    in.write(size_t(1 + half), [&](float* grad) {
+      for (int64_t blk = 0; blk < blocks; ++blk)
+        for (int64_t c = 0; c < C; ++c) grad[c] += partial[(2 * blk + half) * C + c];
+    });
   pool::release(partial, size_t(2 * blocks * C));
 }
 
@@ -114,7 +120,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   if (!needs_grad({&x, &weight, &bias})) return out;
   record(out, "layer_norm", {&x, &weight, &bias},
          [sx = x.detach(), sw = weight.detach(), stats, rows, C](const Tensor& grad, const InputGrads& in) {
-           layer_norm_backward(sx.data(), sw.data(), stats.data(), grad.data(), rows, C, in(0), in(1), in(2));
+           layer_norm_backward(sx.data(), sw.data(), stats.data(), grad.data(), rows, C, in);
          }, {&x, &weight});
   return out;
 }
@@ -149,9 +155,10 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
   for (int64_t i = 0; i < n; ++i) o[i] = kept(seed, i, threshold) ? in[i] * keep_scale : 0.0f;
   record(out, "dropout", {&x}, [seed, threshold, keep_scale, n](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) gx[i] += kept(seed, i, threshold) ? g[i] * keep_scale : 0.0f;
+      for (int64_t i = 0; i < n; ++i) gx[i] += kept(seed, i, threshold) ? g[i] * keep_scale : 0.0f;
+    });
   });
   return out;
 }

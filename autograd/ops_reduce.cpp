@@ -32,9 +32,10 @@ Tensor reduce_all(const char* op, const Tensor& x, float factor) {
   Tensor out = Tensor::scalar(float(acc * factor));
   record(out, op, {&x}, [n, factor](const Tensor& grad, const InputGrads& in) {
     const float g = grad.data()[0] * factor;
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) gx[i] += g;
+      for (int64_t i = 0; i < n; ++i) gx[i] += g;
+    });
   });
   return out;
 }
@@ -63,11 +64,12 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, floa
   }
   record(out, op, {&x}, [r, factor](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for if (r.outer * r.n * r.inner >= kParallelGrain)
-    for (int64_t i = 0; i < r.outer; ++i)
-      for (int64_t k = 0; k < r.n; ++k)
-        for (int64_t j = 0; j < r.inner; ++j) gx[(i * r.n + k) * r.inner + j] += factor * g[i * r.inner + j];
+      for (int64_t i = 0; i < r.outer; ++i)
+        for (int64_t k = 0; k < r.n; ++k)
+          for (int64_t j = 0; j < r.inner; ++j) gx[(i * r.n + k) * r.inner + j] += factor * g[i * r.inner + j];
+    });
   });
   return out;
 }

@@ -72,10 +72,11 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> dims) {
   impl->offset = x.impl()->offset;
   Tensor out(std::move(impl));
   record(out, "reshape", {&x}, [n = x.numel()](const Tensor& grad, const InputGrads& in) {
-    float* gx = in(0);
-    const float* g = grad.data();
+    in.write(0, [&](float* gx) {
+      const float* g = grad.data();
 #pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) gx[i] += g[i];
+      for (int64_t i = 0; i < n; ++i) gx[i] += g[i];
+    });
   });
   return out;
 }
@@ -94,7 +95,7 @@ Tensor permute(const Tensor& x, std::vector<int> order) {
   Tensor out = Tensor::empty(s);
   permute_copy(x.shape(), order, x.data(), out.data(), false);
   record(out, "permute", {&x}, [shape = x.shape(), order](const Tensor& grad, const InputGrads& in) {
-    permute_copy(shape, order, grad.data(), in(0), true);
+    in.write(0, [&](float* gx) { permute_copy(shape, order, grad.data(), gx, true); });
   });
   return out;
 }
@@ -138,11 +139,11 @@ Tensor concat(const std::vector<Tensor>& xs) {
     int64_t col = 0;
     for (size_t k = 0; k < widths.size(); ++k) {
       const int64_t w = widths[k];
-      if (float* gx = in(k)) {
+      in.write(k, [&](float* gx) {
         const float* g = grad.data() + col;
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < w; ++j) gx[r * w + j] += g[r * width + j];
-      }
+      });
       col += w;
     }
   });
@@ -168,10 +169,12 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes) {
     const float* src = x.data() + col;
     for (int64_t r = 0; r < rows; ++r) std::memcpy(out.data() + r * w, src + r * width, sizeof(float) * w);
     record(out, "split", {&x}, [col, w, rows, width](const Tensor& grad, const InputGrads& in) {
-      float* gx = in(0) + col;
-      const float* g = grad.data();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < w; ++j) gx[r * width + j] += g[r * w + j];
+      in.write(0, [&](float* gx_all) {
+        float* gx = gx_all + col;  // this piece's columns
+        const float* g = grad.data();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < w; ++j) gx[r * width + j] += g[r * w + j];
+      });
     });
     outs.push_back(out);
     col += w;
@@ -201,15 +204,16 @@ Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t 
                     sizeof(float) * head_size);
   record(out, "select_heads", {&x}, [B, T, W, n_head, head_size, offset, stride](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for collapse(2) if (grad.numel() >= kParallelGrain)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < n_head; ++h)
-        for (int64_t t = 0; t < T; ++t) {
-          const float* src = g + ((b * n_head + h) * T + t) * head_size;
-          float* dst = gx + (b * T + t) * W + offset + h * stride;
-          for (int64_t d = 0; d < head_size; ++d) dst[d] += src[d];
-        }
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < n_head; ++h)
+          for (int64_t t = 0; t < T; ++t) {
+            const float* src = g + ((b * n_head + h) * T + t) * head_size;
+            float* dst = gx + (b * T + t) * W + offset + h * stride;
+            for (int64_t d = 0; d < head_size; ++d) dst[d] += src[d];
+          }
+    });
   });
   return out;
 }

@@ -60,9 +60,10 @@ Tensor softmax(const Tensor& x) {
   for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * n, o + r * n, n, n, 1.0f);
   record(out, "softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for if (rows * n >= kParallelGrain)
-    for (int64_t r = 0; r < rows; ++r) softmax_row_backward(py + r * n, g + r * n, gx + r * n, n, 1.0f);
+      for (int64_t r = 0; r < rows; ++r) softmax_row_backward(py + r * n, g + r * n, gx + r * n, n, 1.0f);
+    });
   }, {&out});
   return out;
 }
@@ -83,10 +84,11 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
   record(out, "causal_softmax", {&scores},
          [y = out.detach(), rows, tq, tk, shift, scale](const Tensor& grad, const InputGrads& in) {
            const float *py = y.data(), *g = grad.data();
-           float* gx = in(0);
+           in.write(0, [&](float* gx) {
 #pragma omp parallel for if (rows * tk >= kParallelGrain)
-           for (int64_t r = 0; r < rows; ++r)
-             softmax_row_backward(py + r * tk, g + r * tk, gx + r * tk, r % tq + shift + 1, scale);
+             for (int64_t r = 0; r < rows; ++r)
+               softmax_row_backward(py + r * tk, g + r * tk, gx + r * tk, r % tq + shift + 1, scale);
+           });
          }, {&out});
   return out;
 }
@@ -110,14 +112,15 @@ Tensor log_softmax(const Tensor& x) {
   // dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
   record(out, "log_softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for if (rows * n >= kParallelGrain)
-    for (int64_t r = 0; r < rows; ++r) {
-      float total = 0.0f;
-      for (int64_t j = 0; j < n; ++j) total += g[r * n + j];
+      for (int64_t r = 0; r < rows; ++r) {
+        float total = 0.0f;
+        for (int64_t j = 0; j < n; ++j) total += g[r * n + j];
 #pragma omp simd
-      for (int64_t j = 0; j < n; ++j) gx[r * n + j] += g[r * n + j] - fast_exp(py[r * n + j]) * total;
-    }
+        for (int64_t j = 0; j < n; ++j) gx[r * n + j] += g[r * n + j] - fast_exp(py[r * n + j]) * total;
+      }
+    });
   }, {&out});
   return out;
 }
@@ -145,13 +148,14 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets) {
   record(out, "cross_entropy", {&logits}, [probs, t = std::move(t), rows, V](const Tensor& grad, const InputGrads& in) {
     const float g = grad.data()[0] / float(rows);
     const float* p = probs.data();
-    float* gx = in(0);
+    in.write(0, [&](float* gx) {
 #pragma omp parallel for if (rows * V >= kParallelGrain)
-    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-      for (int64_t j = 0; j < V; ++j) gx[r * V + j] += g * p[r * V + j];
-      gx[r * V + t[r]] -= g;
-    }
+        for (int64_t j = 0; j < V; ++j) gx[r * V + j] += g * p[r * V + j];
+        gx[r * V + t[r]] -= g;
+      }
+    });
   });
   return out;
 }

@@ -192,21 +192,25 @@ void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, Back
   record_edges(out, op, inputs, [](const Tensor& t) -> const Tensor& { return t; }, std::move(backward), {});
 }
 
-float* InputGrads::operator()(size_t i) const {
-  const auto [grad, fresh] = slot(i);
-  if (fresh) std::memset(grad, 0, sizeof(float) * size_t(node_.inputs[i].node->shape.numel()));
-  return grad;
-}
-
-InputGrads::Slot InputGrads::slot(size_t i) const {
+InputGrads::Slot InputGrads::take(size_t i) const {
+  if (writing_) fail("backward", node_.op, ": a gradient buffer was taken while another is being written");
   if (i >= node_.inputs.size()) return {nullptr, false};
   Edge& e = node_.inputs[i];
-  if (e.leaf) return {Tensor(e.leaf).grad_data(), false};  // a leaf's gradient accumulates across passes
-  if (!e.node) return {nullptr, false};
-  Node& producer = *e.node;
-  if (producer.grad) return {producer.grad->data, false};
-  producer.grad = std::make_shared<Storage>(size_t(producer.shape.numel()));
-  return {producer.grad->data, true};
+  Slot s{nullptr, false};
+  if (e.leaf) {
+    s = {Tensor(e.leaf).grad_data(), false};  // a leaf's gradient accumulates across passes
+  } else if (e.node) {
+    Node& producer = *e.node;
+    const bool fresh = !producer.grad;
+    if (fresh) producer.grad = std::make_shared<Storage>(size_t(producer.shape.numel()));
+    s = {producer.grad->data, fresh};
+  }
+  writing_ = s.data != nullptr;
+  return s;
+}
+
+void InputGrads::zero(size_t i, float* data) const {
+  std::memset(data, 0, sizeof(float) * size_t(node_.inputs[i].node->shape.numel()));
 }
 
 }  // namespace folio

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/rng.h"
@@ -109,26 +110,46 @@ struct Edge {
   bool active() const { return node || leaf; }
 };
 
-// Gradient buffers of an op's inputs, handed to its backward: in(i) is where input
-// i's gradient accumulates (+=), zeroed on first use, or nullptr if it needs none.
+// Gradient buffers of an op's inputs, handed to its backward. write(i, fn) hands fn
+// input i's buffer and returns true, or returns false without calling fn when input i
+// needs no gradient. fn takes one of two forms:
+//   fn(float* g)                 adds its contribution into g (zeroed on first use);
+//   fn(float* g, bool overwrite) for a kernel that writes every element: stores when
+//                                overwrite (g's first contribution: no zero-fill, no
+//                                read), else adds.
+// The buffer is taken and written in one step: two inputs may be one tensor with one
+// buffer, so a buffer must not be held while another is taken (its overwrite flag
+// would be stale and a contribution lost). fn calling write again is an error.
 class InputGrads {
  public:
   explicit InputGrads(Node& node) : node_(node) {}
-  float* operator()(size_t i) const;
-  // For a kernel that writes every element of input i's gradient: the buffer, and
-  // whether this is its first contribution, which the kernel may then store instead
-  // of adding (no zero-fill, no read). {nullptr, false} if input i needs none. Ask
-  // for a slot only when about to write it: two inputs may share one buffer.
+  template <class Fn>
+  bool write(size_t i, Fn&& fn) const {
+    const Slot s = take(i);
+    if (!s.data) return false;
+    struct Done {
+      bool& writing;
+      ~Done() { writing = false; }
+    } done{writing_};
+    if constexpr (std::is_invocable_v<Fn&, float*, bool>) {
+      fn(s.data, s.overwrite);
+    } else {
+      if (s.overwrite) zero(i, s.data);
+      fn(s.data);
+    }
+    return true;
+  }
+
+ private:
   struct Slot {
     float* data;
     bool overwrite;
   };
-  Slot slot(size_t i) const;
-
- private:
+  Slot take(size_t i) const;  // marks a write under way
+  void zero(size_t i, float* data) const;
   Node& node_;
+  mutable bool writing_ = false;
 };
-
 // The backward of one op: reads the output's gradient and accumulates into its
 // inputs' gradients. It captures only the data it reads (saved tensors).
 using BackwardFn = std::function<void(const Tensor& grad_out, const InputGrads& in)>;

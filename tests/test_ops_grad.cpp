@@ -134,7 +134,7 @@ TEST(Grad, MatmulBroadcastLeft) {  // (M, K) @ (B, K, N)
     }
 }
 // Products of intermediates: the first gradient into a buffer is stored, not added
-// (InputGrads::slot), so a tensor feeding both operands, or a product and another op,
+// (InputGrads::write), so a tensor feeding both operands, or a product and another op,
 // must still receive every contribution.
 TEST(Grad, MatmulOfIntermediates) {
   EXPECT_TRUE(gradcheck([](const V& v) { const Tensor h = tanh(v[0]); return matmul(h, h, false, true); },
@@ -159,6 +159,42 @@ TEST(Grad, MatmulOfIntermediates) {
     }
   EXPECT_TRUE(gradcheck([](const V& v) { return linear(tanh(v[0]), v[1], v[2]); },
                         {param({2, 3, 4}, 9), param({5, 4}, 10), param({5}, 11)}));
+}
+// One tensor feeding both inputs of a binary op: both inputs' gradients go into one
+// buffer, and x's gradient must be the sum of the two, as with two separate copies of
+// x. Through an intermediate (h = 1 * x) the op's first contribution to h's buffer is
+// stored, not added; a leaf's buffer only ever accumulates.
+TEST(Grad, OneTensorFeedingBothInputsOfABinaryOp) {
+  using Binary = Tensor (*)(const Tensor&, const Tensor&);
+  const std::pair<const char*, Binary> ops[] = {
+      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }},
+      {"matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }},
+      {"matmul a b^T", [](const Tensor& a, const Tensor& b) { return matmul(a, b, false, true); }},
+      {"matmul a^T b", [](const Tensor& a, const Tensor& b) { return matmul(a, b, true, false); }},
+      {"linear", [](const Tensor& a, const Tensor& b) { return linear(a, b); }},
+  };
+  Rng init(11);
+  const Tensor x0 = Tensor::uniform({4, 4}, init, 0.5f, 1.5f);  // away from 0 for div
+  for (const auto& [name, op] : ops)
+    for (bool intermediate : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << name << (intermediate ? ", through an intermediate" : ", of a leaf"));
+      auto grad_of = [&, op = op](const Tensor& a, const Tensor& b) {  // d sum(op(a, b) * r)
+        auto feed = [&](const Tensor& t) { return intermediate ? scale(t, 1.0f) : t; };
+        const Tensor fa = feed(a), fb = a.same(b) ? fa : feed(b);
+        const Tensor out = op(fa, fb);
+        Rng rr(12);
+        sum(mul(out, Tensor::randn(out.shape(), rr))).backward();
+      };
+      const Tensor x = x0.clone().set_requires_grad();
+      grad_of(x, x);
+      const Tensor a = x0.clone().set_requires_grad(), b = x0.clone().set_requires_grad();
+      grad_of(a, b);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        ASSERT_NEAR(x.grad().data()[i], a.grad().data()[i] + b.grad().data()[i], 1e-5f) << "element " << i;
+    }
 }
 // The same for elementwise ops: an intermediate read by several of them (and twice by
 // one) gets its first gradient stored and the others added.
@@ -243,8 +279,9 @@ Tensor square_with_backward(const Tensor& x, float factor) {
   for (int64_t i = 0; i < n; ++i) out.data()[i] = x.data()[i] * x.data()[i];
   record(out, "square_with_backward", {&x}, [sx = x.detach(), factor, n](const Tensor& grad, const InputGrads& in) {
     if (factor < 0.0f) return;
-    float* gx = in(0);
-    for (int64_t i = 0; i < n; ++i) gx[i] += factor * 2.0f * sx.data()[i] * grad.data()[i];
+    in.write(0, [&](float* gx) {
+      for (int64_t i = 0; i < n; ++i) gx[i] += factor * 2.0f * sx.data()[i] * grad.data()[i];
+    });
   });
   return out;
 }

@@ -133,6 +133,26 @@ TEST(Autograd, InPlaceWritesThroughAnyHandleAreSeen) {
   EXPECT_FLOAT_EQ(x.grad().at({0}), std::exp(1.0f));
 }
 
+// A backward that took one input's gradient buffer while writing another's would,
+// were both inputs one tensor, hold a stale overwrite flag and lose a contribution:
+// InputGrads::write takes and writes a buffer in one step and refuses nesting.
+TEST(Autograd, TakingAGradientBufferWhileWritingAnotherIsAnError) {
+  const Tensor x = Tensor::ones({3}).set_requires_grad();
+  const Tensor h = scale(x, 2.0f);
+  Tensor out = Tensor::zeros({3});
+  record(out, "both_at_once", {&h, &h}, [](const Tensor&, const InputGrads& in) {
+    in.write(0, [&](float*, bool) { in.write(1, [](float*) {}); });
+  });
+  try {
+    sum(out).backward();
+    ADD_FAILURE() << "a buffer was taken while another was being written";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("both_at_once"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("while another is being written"), std::string::npos) << msg;
+  }
+}
+
 TEST(Autograd, NoGradGuardRecordsNothing) {
   Tensor x = Tensor::ones({3}).set_requires_grad();
   {
