@@ -221,18 +221,26 @@ INSTANTIATE_TEST_SUITE_P(CrashSafety, StopSignal, ::testing::Values(SIGINT, SIGT
 // weight): it loads, its weights are finite, and best.safetensors, the one to go back
 // to, still evaluates to a finite loss. (The last checkpoint itself may be on the
 // edge: its weights can be finite yet huge enough that the very next batch overflows.)
+// Trains at lr 1e6 until the weights blow up; the run must fail with one line.
+// warmup_iters: the lr climbs by 1e6 / warmup_iters per step (1: at once).
+Result run_diverging(const TempDir& d, const std::string& corpus, const std::string& run, const char* warmup_iters) {
+  Args args = tiny_train(corpus, run, 100000);
+  set_option(args, "--lr", "1e6");
+  set_option(args, "--warmup-iters", warmup_iters);
+  set_option(args, "--lr-decay-iters", "0");
+  const Result r = run_folio(args, d.path);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  return r;
+}
+
 TEST(CrashSafety, DivergenceStopsAtTheStepAndKeepsTheLastGoodCheckpoint) {
   TempDir d("crash_diverge");
   const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
-  Args args = tiny_train(corpus, run, 100000);
-  // lr climbs by 1 per step (warm-up towards 1e6): fine for a few steps, then the
-  // weights blow up, a few checkpoints in.
-  set_option(args, "--lr", "1e6");
-  set_option(args, "--warmup-iters", "1000000");
-  set_option(args, "--lr-decay-iters", "0");
-  const Result r = run_folio(args, d.path);
-  ASSERT_EQ(r.code, 1) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // lr climbs by 1 per step: fine for a few steps, then the weights blow up, a few
+  // checkpoints in.
+  const Result r = run_diverging(d, corpus, run, "1000000");
+  ASSERT_EQ(r.code, 1);
   const int64_t bad_step = number_after(r.err, "at step ");
   ASSERT_GT(bad_step, 0) << r.err;
   EXPECT_NE(r.err.find(run), std::string::npos) << r.err;  // says where the checkpoint is
@@ -257,12 +265,8 @@ TEST(CrashSafety, DivergenceStopsAtTheStepAndKeepsTheLastGoodCheckpoint) {
 TEST(CrashSafety, DivergenceBeforeAnyCheckpointSaysSo) {
   TempDir d("crash_diverge0");
   const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
-  Args args = tiny_train(corpus, run, 100000);
-  set_option(args, "--lr", "1e6");
-  set_option(args, "--lr-decay-iters", "0");
-  const Result r = run_folio(args, d.path);
-  ASSERT_EQ(r.code, 1) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const Result r = run_diverging(d, corpus, run, "1");
+  ASSERT_EQ(r.code, 1);
   EXPECT_GE(number_after(r.err, "at step "), 0) << r.err;
   EXPECT_NE(r.err.find("no checkpoint"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(run + "/model.safetensors"));
