@@ -14,7 +14,7 @@ constexpr float kInitStd = 0.02f;
 class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, bool bias, Rng& init);
-  Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+  Tensor forward(const Tensor& x) const { return linear(x, weight, bias, precision()); }
   Tensor weight, bias;  // bias undefined when off
 };
 

@@ -44,6 +44,11 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+void Module::set_precision(Precision p) {
+  precision_ = p;
+  for (auto& [name, child] : children_) child->set_precision(p);
+}
+
 Tensor pack(const std::vector<Tensor>& params) {
   int64_t total = 0;
   for (const Tensor& p : params) total += p.numel();
