@@ -21,6 +21,7 @@ void declare(po::options_description& opts) {
       ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
       ("seed", with_default<std::string>("1337"), "sampling seed")
       ("no-kv-cache", po::bool_switch(), "recompute every position at every step");
+  add_dtype(opts);
   add_threads(opts);
 }
 
@@ -33,6 +34,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   so.top_p = vm["top-p"].as<float>();
   so.kv_cache = !vm["no-kv-cache"].as<bool>();
   so.validate();
+  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
+  check_dtype(dtype);
   const int64_t samples = positive<int64_t>(vm, "num-samples");
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
   const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
@@ -40,6 +43,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (text.empty()) throw UsageError("the prompt is empty");
   auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
   ck->model->eval();
+  ck->model->set_precision(dtype);
   std::vector<int32_t> prompt = ck->vocab.encode(text);
   return [=] {
     Rng rng(seed);

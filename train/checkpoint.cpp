@@ -188,7 +188,8 @@ Json to_json(const TrainConfig& c) {
                       {"weight_decay", double(c.weight_decay)},
                       {"beta2", double(c.beta2)},
                       {"grad_clip", double(c.grad_clip)},
-                      {"seed", std::to_string(c.seed)}};
+                      {"seed", std::to_string(c.seed)},
+                      {"dtype", to_string(c.dtype)}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -216,6 +217,11 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   const Json& seed = field(j, "seed", where);
   if (!seed.is_string() || !parse_u64(seed.as_string(), c.seed))
     fail("checkpoint", where, ": config: seed must be a decimal string, got ", clip_json(seed));
+  if (const Json* dtype = j.find("dtype")) {  // optional: runs saved before bf16 have none
+    const auto p = dtype->is_string() ? parse_precision(dtype->as_string()) : std::nullopt;
+    if (!p) fail("checkpoint", where, ": config: dtype must be \"fp32\" or \"bf16\", got ", clip_json(*dtype));
+    c.dtype = *p;
+  }
   try {
     c.validate();
   } catch (const Error& e) {

@@ -201,6 +201,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
     data_rng_.reseed(opt_.train.seed);
   }
+  model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
   const int shards = int(std::min<int64_t>(num_threads(), opt_.train.batch_size));
   if (opt_.data_parallel && shards > 1) data_parallel_ = std::make_unique<DataParallel>(*model_, shards);
 }
