@@ -132,6 +132,30 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return std::sqrt(diff / norm);
 }
 
+// Every product of a step (forward and backward, of every layer) follows the model's
+// precision, on the data-parallel replicas' threads too.
+TEST(Bf16Model, EveryProductRunsInTheModelsPrecision) {
+  const int64_t B = 4, T = 16;
+  const auto x = tokens(B * T, 1), y = tokens(B * T, 2);
+  nn::GPT model(small_config());
+  DataParallel dp(model, 2);
+  for (const Precision p : {Precision::bf16, Precision::fp32}) {
+    SCOPED_TRACE(to_string(p));
+    model.set_precision(p);
+    for (const bool parallel : {false, true}) {
+      const kernels::MatmulCalls before = kernels::matmul_calls();
+      if (parallel) dp.forward_backward(x, y, B, T);
+      else model.forward(x, B, T, y).loss.backward();
+      const kernels::MatmulCalls after = kernels::matmul_calls();
+      const int64_t bf16 = after.bf16 - before.bf16, fp32 = after.fp32 - before.fp32;
+      // Per block 6 forward products (q/k/v, scores, weights @ v, proj, fc, proj) and
+      // 12 backward ones, + lm_head's 3: per shard.
+      EXPECT_EQ(bf16 + fp32, (parallel ? 2 : 1) * (18 * 2 + 3)) << "parallel " << parallel;
+      EXPECT_EQ(p == Precision::bf16 ? fp32 : bf16, 0) << "parallel " << parallel;
+    }
+  }
+}
+
 // The whole model: loss and gradient near fp32's, and not equal to it (bf16 did run).
 TEST(Bf16Model, GPTLossAndGradientNearFp32) {
   const int64_t B = 4, T = 16;

@@ -27,6 +27,11 @@ void matmul_reference(const Gemm& g, const float* A, const float* B, float* C,
 
 // How many oneDNN primitives have been created (a steady state creates none).
 int64_t matmul_primitives_created();
+// How many products have run, by operand type, on all threads (shows which ran).
+struct MatmulCalls {
+  int64_t fp32 = 0, bf16 = 0;
+};
+MatmulCalls matmul_calls();
 
 // fp32 -> bf16 as AVX512-BF16's vcvtneps2bf16 does it (and with it, when the CPU has
 // it): round to nearest even, NaN stays NaN (quiet), subnormals flush to zero.

@@ -49,6 +49,7 @@ struct Context {
 };
 
 std::atomic<int64_t> g_created{0};  // primitives created, all threads
+std::atomic<int64_t> g_calls[2];    // products run, fp32 and bf16, all threads
 
 Context& context() {
   // Destroyed when its thread ends: OpenMP retires threads when a team shrinks.
@@ -89,6 +90,7 @@ Entry make_entry(Context& ctx, const Key& k) {
 
 // Both operand types: A and B are only handed to oneDNN, whose primitive knows their type.
 void run(const Gemm& g0, bool bf16, const void* A, const void* B, float* C, const float* bias) {
+  g_calls[bf16].fetch_add(1, std::memory_order_relaxed);
   Gemm g = g0;
   // A batch against one shared, untransposed-A weight is a single taller matmul.
   if (g.batch > 1 && g.broadcast_b && !g.broadcast_a && !g.trans_a) {
@@ -131,5 +133,9 @@ void matmul(const Gemm& g, const bf16* A, const bf16* B, float* C, const float* 
 }
 
 int64_t matmul_primitives_created() { return g_created.load(std::memory_order_relaxed); }
+
+MatmulCalls matmul_calls() {
+  return {g_calls[0].load(std::memory_order_relaxed), g_calls[1].load(std::memory_order_relaxed)};
+}
 
 }  // namespace folio::kernels
