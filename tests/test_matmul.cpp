@@ -5,6 +5,8 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "autograd/kernels/matmul.h"
@@ -20,19 +22,31 @@ std::vector<float> random_vector(int64_t n, uint64_t seed) {
   return v;
 }
 
+// Random A, B, C (the accumulated-into output) and bias for a product.
+struct Operands {
+  std::vector<float> a, b, c, bias;
+  explicit Operands(const Gemm& g)
+      : a(random_vector((g.broadcast_a ? 1 : g.batch) * g.M * g.K, 1)),
+        b(random_vector((g.broadcast_b ? 1 : g.batch) * g.K * g.N, 2)),
+        c(random_vector(g.batch * g.M * g.N, 3)),
+        bias(random_vector(g.N, 4)) {}
+};
+
+std::string describe(const Gemm& g, size_t element) {
+  std::ostringstream s;
+  s << "element " << element << " of batch " << g.batch << " M " << g.M << " N " << g.N << " K " << g.K << " ta "
+    << g.trans_a << " tb " << g.trans_b << " bcast " << g.broadcast_a << g.broadcast_b << " acc " << g.accumulate;
+  return s.str();
+}
+
 void expect_matches_reference(Gemm g, bool bias) {
-  const int64_t na = (g.broadcast_a ? 1 : g.batch) * g.M * g.K;
-  const int64_t nb = (g.broadcast_b ? 1 : g.batch) * g.K * g.N;
-  const auto a = random_vector(na, 1), b = random_vector(nb, 2), c0 = random_vector(g.batch * g.M * g.N, 3);
-  const auto bv = random_vector(g.N, 4);
-  std::vector<float> fast = c0, slow = c0;
-  matmul(g, a.data(), b.data(), fast.data(), bias ? bv.data() : nullptr);
-  matmul_reference(g, a.data(), b.data(), slow.data(), bias ? bv.data() : nullptr);
+  const Operands in(g);
+  const float* bp = bias ? in.bias.data() : nullptr;
+  std::vector<float> fast = in.c, slow = in.c;
+  matmul(g, in.a.data(), in.b.data(), fast.data(), bp);
+  matmul_reference(g, in.a.data(), in.b.data(), slow.data(), bp);
   for (size_t i = 0; i < fast.size(); ++i)
-    ASSERT_NEAR(fast[i], slow[i], 1e-4f * (1.0f + std::abs(slow[i])))
-        << "element " << i << " of batch " << g.batch << " M " << g.M << " N " << g.N << " K " << g.K
-        << " ta " << g.trans_a << " tb " << g.trans_b << " bcast " << g.broadcast_a << g.broadcast_b
-        << " acc " << g.accumulate;
+    ASSERT_NEAR(fast[i], slow[i], 1e-4f * (1.0f + std::abs(slow[i]))) << describe(g, i);
 }
 
 TEST(Matmul, OneDnnEqualsReferenceOnRaggedShapes) {
@@ -97,27 +111,21 @@ std::vector<float> abs_of(std::vector<float> v) {
 //  * the fp32 reference: rounding to 7 mantissa bits moves a value by at most 2^-8
 //    of itself, so a product of two rounded values by 2^-7 (+ 2^-16): within 2^-7 * scale.
 void expect_bf16_matches_reference(Gemm g, bool bias) {
-  const int64_t na = (g.broadcast_a ? 1 : g.batch) * g.M * g.K;
-  const int64_t nb = (g.broadcast_b ? 1 : g.batch) * g.K * g.N;
-  const auto a = random_vector(na, 1), b = random_vector(nb, 2), c0 = random_vector(g.batch * g.M * g.N, 3);
-  const auto bv = random_vector(g.N, 4);
-  const auto a16 = bf16_of(a), b16 = bf16_of(b);
-  const float* bp = bias ? bv.data() : nullptr;
-  std::vector<float> fast = c0, rounded = c0, exact = c0, scale = abs_of(c0);
+  const Operands in(g);
+  const auto a16 = bf16_of(in.a), b16 = bf16_of(in.b);
+  const float* bp = bias ? in.bias.data() : nullptr;
+  std::vector<float> fast = in.c, rounded = in.c, exact = in.c, scale = abs_of(in.c);
   matmul(g, a16.data(), b16.data(), fast.data(), bp);
   matmul_reference(g, float_of(a16).data(), float_of(b16).data(), rounded.data(), bp);
-  matmul_reference(g, a.data(), b.data(), exact.data(), bp);
-  const auto abs_bias = abs_of(bv);
+  matmul_reference(g, in.a.data(), in.b.data(), exact.data(), bp);
+  const auto abs_bias = abs_of(in.bias);
   Gemm gs = g;
   gs.accumulate = true;  // |c| counts only when accumulating
   if (!g.accumulate) std::fill(scale.begin(), scale.end(), 0.0f);
-  matmul_reference(gs, abs_of(a).data(), abs_of(b).data(), scale.data(), bias ? abs_bias.data() : nullptr);
+  matmul_reference(gs, abs_of(in.a).data(), abs_of(in.b).data(), scale.data(), bias ? abs_bias.data() : nullptr);
   for (size_t i = 0; i < fast.size(); ++i) {
-    ASSERT_NEAR(fast[i], rounded[i], 1e-5f * scale[i])
-        << "vs rounded operands: element " << i << " of batch " << g.batch << " M " << g.M << " N " << g.N << " K "
-        << g.K << " ta " << g.trans_a << " tb " << g.trans_b << " bcast " << g.broadcast_a << g.broadcast_b << " acc "
-        << g.accumulate << " bias " << bias;
-    ASSERT_NEAR(fast[i], exact[i], 1.01f * std::ldexp(1.0f, -7) * scale[i]) << "vs fp32: element " << i;
+    ASSERT_NEAR(fast[i], rounded[i], 1e-5f * scale[i]) << "vs rounded operands: " << describe(g, i) << " bias " << bias;
+    ASSERT_NEAR(fast[i], exact[i], 1.01f * std::ldexp(1.0f, -7) * scale[i]) << "vs fp32: " << describe(g, i);
   }
 }
 
