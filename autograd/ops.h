@@ -2,7 +2,9 @@
 // Every differentiable op. Each lives in an ops_*.cpp file with its backward closure
 // right beneath its forward. Shapes use B batch, T time, C channels, V vocabulary.
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "autograd/rng.h"
@@ -45,11 +47,18 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);  
 Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t offset, int64_t stride);
 
 // ---- matrix products (ops_matmul.cpp), through oneDNN
+// Precision of a product: fp32, or bf16, where the operands are rounded to bfloat16
+// (to nearest even) and the products are summed, and written, in fp32. A product run
+// in bf16 runs its backward products (dA, dB) in bf16 too; tensors stay fp32.
+enum class Precision { fp32, bf16 };
+const char* to_string(Precision p);                               // "fp32", "bf16"
+std::optional<Precision> parse_precision(std::string_view name);  // nullopt: neither
 // (..., M, K) @ (..., K, N) -> (..., M, N); trans_a reads a as (..., K, M) and trans_b
 // reads b as (..., N, K), without copying. Batch dims must match, or one side is 2-D.
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false,
+              Precision precision = Precision::fp32);
 // x (..., in) @ w (out, in)^T + b (out) -> (..., out); b may be undefined. Fused bias.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {});
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {}, Precision precision = Precision::fp32);
 
 // ---- softmax family and losses (ops_softmax.cpp), over the last dim
 Tensor softmax(const Tensor& x);

@@ -2,6 +2,16 @@
 //   d op(A) = dC @ op(B)^T     d op(B) = op(A)^T @ dC
 // and a transposed operand receives the transpose of that, so every backward
 // product is again one kernel call with transpose flags, never a copy.
+//
+// In bf16, each operand is rounded into a per-thread scratch buffer just before its
+// product (the forward's A and B; the backward's dC once, then B for dA and A for dB)
+// and nothing else changes: the same kernel calls, on bf16 pointers. The buffers
+// grow to the largest product seen and are then reused, so a steady-state step
+// allocates nothing. Weights are converted per call too, measured as fast as a copy
+// kept per training step (bench/README.md, "bf16").
+#include <memory>
+#include <type_traits>
+
 #include "autograd/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/ops.h"
@@ -9,7 +19,35 @@
 namespace folio {
 namespace {
 
+using kernels::bf16;
 using kernels::Gemm;
+
+// Elements of A and B that a product reads.
+int64_t size_a(const Gemm& g) { return (g.broadcast_a ? 1 : g.batch) * g.M * g.K; }
+int64_t size_b(const Gemm& g) { return (g.broadcast_b ? 1 : g.batch) * g.K * g.N; }
+
+// The scratch buffers: one per operand role, so that converting one never
+// overwrites another that the same product reads.
+enum Role { kA, kB, kGrad };
+struct Scratch {
+  std::unique_ptr<bf16[]> data;
+  int64_t capacity = 0;
+};
+
+// An operand in the element type T the product runs in: float as it is, bf16
+// rounded into the role's scratch buffer.
+template <class T>
+const T* operand(const float* x, int64_t n, Role role) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    thread_local Scratch scratch[3];
+    Scratch& s = scratch[role];
+    if (s.capacity < n) s.data.reset(new bf16[size_t(n)]), s.capacity = n;
+    kernels::to_bf16(x, s.data.get(), n);
+    return s.data.get();
+  }
+}
 
 struct Plan {
   Gemm g;
@@ -51,7 +89,8 @@ Plan plan(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 // C (+)= A-side x B-side where the product's batch must be summed into an operand
 // that was broadcast: one kernel call per batch entry, all but the first accumulating.
-void product_into(const Gemm& g, const float* A, const float* B, float* C, bool sum_over_batch) {
+template <class T>
+void product_into(const Gemm& g, const T* A, const T* B, float* C, bool sum_over_batch) {
   if (!sum_over_batch) return kernels::matmul(g, A, B, C);
   Gemm one = g;
   one.batch = 1;
@@ -65,7 +104,8 @@ void product_into(const Gemm& g, const float* A, const float* B, float* C, bool 
 
 // Gradients of C = op(A) @ op(B), given dC, into dA and dB: stored when `overwrite`
 // (their first contribution), else added.
-void matmul_backward_a(const Gemm& f, const float* B, const float* dC, float* dA, bool overwrite) {
+template <class T>
+void matmul_backward_a(const Gemm& f, const T* B, const T* dC, float* dA, bool overwrite) {
   Gemm g;
   g.batch = f.batch;
   g.accumulate = !overwrite;
@@ -82,7 +122,8 @@ void matmul_backward_a(const Gemm& f, const float* B, const float* dC, float* dA
   }
 }
 
-void matmul_backward_b(const Gemm& f, const float* A, const float* dC, float* dB, bool overwrite) {
+template <class T>
+void matmul_backward_b(const Gemm& f, const T* A, const T* dC, float* dB, bool overwrite) {
   Gemm g;
   g.batch = f.batch;
   g.accumulate = !overwrite;
@@ -104,26 +145,50 @@ void matmul_backward_b(const Gemm& f, const float* A, const float* dC, float* dB
   }
 }
 
+template <class T>
+void forward(const Gemm& g, const float* A, const float* B, float* C, const float* bias) {
+  kernels::matmul(g, operand<T>(A, size_a(g), kA), operand<T>(B, size_b(g), kB), C, bias);
+}
+
 // Both gradients, one after the other (A and B may be one tensor with one buffer).
-void matmul_backward(const Gemm& f, const float* A, const float* B, const float* dC, const InputGrads& in) {
-  in.write(0, [&](float* dA, bool overwrite) { matmul_backward_a(f, B, dC, dA, overwrite); });
-  in.write(1, [&](float* dB, bool overwrite) { matmul_backward_b(f, A, dC, dB, overwrite); });
+template <class T>
+void backward(const Gemm& f, const float* A, const float* B, const float* dC, const InputGrads& in) {
+  const T* dc = operand<T>(dC, f.batch * f.M * f.N, kGrad);
+  in.write(0, [&](float* dA, bool overwrite) { matmul_backward_a(f, operand<T>(B, size_b(f), kB), dc, dA, overwrite); });
+  in.write(1, [&](float* dB, bool overwrite) { matmul_backward_b(f, operand<T>(A, size_a(f), kA), dc, dB, overwrite); });
+}
+
+void matmul_forward(Precision p, const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr) {
+  p == Precision::bf16 ? forward<bf16>(g, A, B, C, bias) : forward<float>(g, A, B, C, bias);
+}
+
+void matmul_backward(Precision p, const Gemm& f, const float* A, const float* B, const float* dC, const InputGrads& in) {
+  p == Precision::bf16 ? backward<bf16>(f, A, B, dC, in) : backward<float>(f, A, B, dC, in);
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  if (name == "fp32") return Precision::fp32;
+  if (name == "bf16") return Precision::bf16;
+  return std::nullopt;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Precision precision) {
   const Plan p = plan(a, b, trans_a, trans_b);
   Tensor out = Tensor::empty(p.out);
-  kernels::matmul(p.g, a.data(), b.data(), out.data());
+  matmul_forward(precision, p.g, a.data(), b.data(), out.data());
   if (!needs_grad({&a, &b})) return out;
-  record(out, "matmul", {&a, &b}, [sa = a.detach(), sb = b.detach(), g = p.g](const Tensor& grad, const InputGrads& in) {
-    matmul_backward(g, sa.data(), sb.data(), grad.data(), in);
-  }, {&a, &b});
+  record(out, "matmul", {&a, &b},
+         [sa = a.detach(), sb = b.detach(), g = p.g, precision](const Tensor& grad, const InputGrads& in) {
+           matmul_backward(precision, g, sa.data(), sb.data(), grad.data(), in);
+         }, {&a, &b});
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, Precision precision) {
   if (x.ndim() < 1 || w.ndim() != 2 || x.shape().last() != w.size(1))
     fail("linear", "input ", x.shape(), " does not match weight ", w.shape(), " (out, in)");
   if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != w.size(0)))
@@ -136,10 +201,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape[-1] = g.N;
   Tensor out = Tensor::empty(out_shape);
-  kernels::matmul(g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
+  matmul_forward(precision, g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
   if (!needs_grad({&x, &w, &bias})) return out;
-  record(out, "linear", {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g](const Tensor& grad, const InputGrads& in) {
-    matmul_backward(g, sx.data(), sw.data(), grad.data(), in);
+  record(out, "linear", {&x, &w, &bias},
+         [sx = x.detach(), sw = w.detach(), g, precision](const Tensor& grad, const InputGrads& in) {
+    matmul_backward(precision, g, sx.data(), sw.data(), grad.data(), in);
     in.write(2, [&](float* gb) {
       const float* d = grad.data();
       for (int64_t r = 0; r < g.M; ++r)

@@ -6,6 +6,8 @@
 //   TrainStep/<cfg>    GPT forward + backward + clip + AdamW + zero_grad: tokens/s, as
 //                      `folio train` runs it: data-parallel, one batch shard per thread
 //   TrainStepOps/<cfg> the same step with the threads inside each op instead
+//   TrainStepBf16/<cfg> TrainStep with every matrix product in bf16 (fp32 accumulation);
+//                      GFLOP/s counts the same fp32-equivalent FLOPs as TrainStep
 // Configs: T 2L/4H/64d block 32 batch 16; S 4L/4H/128d block 64 batch 12;
 //          M 6L/6H/384d block 256 batch 64, dropout 0.2.
 // GFLOP/s is "effective": 3x the forward matmul FLOPs (causal attention counted in full).
@@ -122,8 +124,9 @@ void BM_GPT(benchmark::State& state, Config c) {
   flops_counter(state, 3 * gpt_flops(c));
 }
 
-void BM_TrainStep(benchmark::State& state, Config c, bool data_parallel) {
+void BM_TrainStep(benchmark::State& state, Config c, bool data_parallel, Precision precision) {
   nn::GPT gpt(gpt_config(c));
+  gpt.set_precision(precision);
   AdamW opt(gpt.named_parameters(), {});
   std::optional<DataParallel> dp;  // replicas only for the data-parallel step
   if (data_parallel) dp.emplace(gpt, num_threads());
@@ -161,8 +164,9 @@ int main(int argc, char** argv) {
     reg("MultiHead/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
     reg("Heads/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false); });
     reg("GPT/" + n, [c](benchmark::State& s) { BM_GPT(s, c); });
-    reg("TrainStep/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, true); });
-    reg("TrainStepOps/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, false); });
+    reg("TrainStep/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, true, Precision::fp32); });
+    reg("TrainStepBf16/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, true, Precision::bf16); });
+    reg("TrainStepOps/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, false, Precision::fp32); });
   }
   folio::bench::CollectingReporter reporter(folio::bench::display_format(argc, argv));
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -173,6 +177,17 @@ int main(int argc, char** argv) {
     if (folio::bench::counter_of(reporter.runs(), "MultiHead/" + n, "GFLOP/s", "median", fast) &&
         folio::bench::counter_of(reporter.runs(), "Heads/" + n, "GFLOP/s", "median", heads) && heads > 0)
       std::fprintf(stderr, "MultiHead fast path / head by head, config %s: %.2fx\n", c.name, fast / heads);
+    // bf16 against fp32, from this run: tokens/s and effective GFLOP/s (medians).
+    double tok[2] = {}, gflops[2] = {};
+    bool found = true;
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = (i ? "TrainStepBf16/" : "TrainStep/") + n;
+      found = found && folio::bench::counter_of(reporter.runs(), name, "tokens/s", "median", tok[i]) &&
+              folio::bench::counter_of(reporter.runs(), name, "GFLOP/s", "median", gflops[i]);
+    }
+    if (found && tok[0] > 0)
+      std::fprintf(stderr, "TrainStep config %s, fp32 -> bf16: %.0f -> %.0f tokens/s, %.0f -> %.0f GFLOP/s: %.2fx\n",
+                   c.name, tok[0], tok[1], gflops[0], gflops[1], tok[1] / tok[0]);
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

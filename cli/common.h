@@ -9,6 +9,7 @@
 #include <string>
 
 #include "autograd/error.h"
+#include "autograd/ops.h"
 
 namespace folio::cli {
 
@@ -53,6 +54,10 @@ void write_output(const std::string& path, const std::string& text, const std::s
 void add_threads(po::options_description& options);     // --threads N
 void apply_threads(const po::variables_map& vm);         // sets the thread count
 void add_checkpoint(po::options_description& options);  // --checkpoint PATH
+void add_dtype(po::options_description& options);       // --dtype fp32|bf16
+Precision dtype_option(const std::string& text);         // parses --dtype's value
+// Refuses bf16 where the CPU lacks AVX512-BF16: oneDNN would emulate it, slower than fp32.
+void check_dtype(Precision p);
 
 template <class T>
 T positive(const po::variables_map& vm, const char* name) {

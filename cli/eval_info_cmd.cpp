@@ -17,6 +17,7 @@ void declare_eval(po::options_description& opts) {
       ("split", with_default<std::string>("val"), "which part: val (the last --val-fraction), train or all")
       ("val-fraction", with_default<double>(0.1), "fraction at the end of the text that is val")
       ("batch-size", with_default<int64_t>(32), "windows per forward pass");
+  add_dtype(opts);
   add_threads(opts);
 }
 
@@ -28,7 +29,10 @@ std::function<int()> prepare_eval(const po::variables_map& vm) {
   if (split != "val" && split != "train" && split != "all")
     throw UsageError(cat("--split must be val, train or all, got '", split, "'"));
   if (!(vf > 0.0 && vf < 1.0)) throw UsageError(cat("--val-fraction ", vf, " outside (0, 1)"));
+  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
+  check_dtype(dtype);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  ck->model->set_precision(dtype);
   const std::string path = vm["data"].as<std::string>();
   const std::string text = read_file(path);
   const std::vector<char32_t> chars = decode_utf8(text, path);
@@ -78,9 +82,9 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   const TrainConfig& t = state->config;
   std::printf("best val     %.4f\n", state->best_val_loss);
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
-  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu\n",
+  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu --dtype %s\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
-              (long long)t.max_iters, (unsigned long long)t.seed);
+              (long long)t.max_iters, (unsigned long long)t.seed, to_string(t.dtype));
   std::printf("optimizer    --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld --weight-decay %s "
               "--beta2 %s --grad-clip %s\n",
               shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters, (long long)t.lr_decay_iters,

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 #include "cli/common.h"
 #include "folio/version.h"
@@ -66,6 +67,23 @@ void apply_threads(const po::variables_map& vm) {
 
 void add_checkpoint(po::options_description& options) {
   options.add_options()("checkpoint", with_default<std::string>("out"), "run directory or .safetensors file");
+}
+
+void add_dtype(po::options_description& options) {
+  options.add_options()("dtype", with_default<std::string>("fp32"),
+                        "matrix products: fp32, or bf16 (bf16 operands, fp32 sums; needs AVX512-BF16)");
+}
+
+Precision dtype_option(const std::string& text) {
+  const auto p = parse_precision(text);
+  if (!p) throw UsageError(cat("--dtype must be fp32 or bf16, got '", text, "'"));
+  return *p;
+}
+
+void check_dtype(Precision p) {
+  if (p == Precision::bf16 && !kernels::bf16_native())
+    throw UsageError("--dtype bf16 needs a CPU with AVX512-BF16 (flag avx512_bf16 in /proc/cpuinfo), which this "
+                     "one lacks (or ONEDNN_MAX_CPU_ISA hides)");
 }
 
 namespace {

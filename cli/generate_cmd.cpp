@@ -26,6 +26,7 @@ void declare(po::options_description& opts) {
        "rest (0: block_size/2; 1: slide by one, the model always sees block_size characters but recomputes them "
        "for every new one)")
       ("no-kv-cache", po::bool_switch(), "recompute the whole context for every character (same text, slower)");
+  add_dtype(opts);
   add_threads(opts);
 }
 
@@ -40,6 +41,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   so.greedy = vm["greedy"].as<bool>();
   so.context_shift = vm["context-shift"].as<int64_t>();
   so.validate();
+  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
+  check_dtype(dtype);
   const int64_t samples = positive<int64_t>(vm, "num-samples");
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
   const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
@@ -47,6 +50,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (text.empty()) throw UsageError("the prompt is empty");
   auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
   ck->model->eval();
+  ck->model->set_precision(dtype);
   std::vector<int32_t> prompt = ck->vocab.encode(text);
   return [=] {
     Rng rng(seed);

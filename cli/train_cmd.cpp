@@ -121,6 +121,8 @@ const std::vector<Option>& options() {
           },
           [](bool data) { return std::string(data ? "data" : "ops"); },
           "how threads share a step: data (a batch shard each) or ops (inside every op)"),
+      parsed("dtype", override, AT(train.dtype), dtype_option, [](Precision p) { return std::string(to_string(p)); },
+             "matrix products: fp32, or bf16 (bf16 operands, fp32 sums; needs AVX512-BF16)"),
       flag_switch("quiet", always, AT(quiet), true, "no progress output"),
   };
   return table;
@@ -158,6 +160,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   o.model.seed = o.train.seed;
   o.model.validate();
   o.train.validate();
+  check_dtype(o.train.dtype);  // a resumed bf16 run too
   auto trainer = std::make_shared<Trainer>(o);
   return [trainer] {
     trainer->run();

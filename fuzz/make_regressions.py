@@ -42,6 +42,14 @@ def edit_train_config(header, field, value):
     return edit_meta(header, "train_config", fn)
 
 
+def drop_train_config(header, field):
+    def fn(text):
+        c = json.loads(text)
+        c.pop(field, None)
+        return json.dumps(c, separators=(",", ":"))
+    return edit_meta(header, "train_config", fn)
+
+
 def with_float(header, data, tensor, value):
     begin = header[tensor]["data_offsets"][0]
     d = bytearray(data)
@@ -78,6 +86,11 @@ def main(run, out):
         "reject-state-m-inf": (state, with_float(state, sdata, "adamw.m", float("-inf"))),
         "reject-model-weight-inf": (model, with_float(model, mdata, "token_embedding.weight", float("inf"))),
         "reject-model-weight-nan": (model, with_float(model, mdata, "lm_head.weight", float("nan"))),
+        # dtype came with --dtype bf16: runs saved before it have none, and resume in fp32.
+        "accept-state-without-dtype": (drop_train_config(state, "dtype"), sdata),
+        "accept-state-dtype-bf16": (edit_train_config(state, "dtype", "bf16"), sdata),
+        "reject-state-dtype-fp16": (edit_train_config(state, "dtype", "fp16"), sdata),
+        "reject-state-dtype-number": (edit_train_config(state, "dtype", 16), sdata),
     }
     os.makedirs(out, exist_ok=True)
     for name, (header, data) in files.items():

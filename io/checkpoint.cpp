@@ -183,7 +183,8 @@ Json to_json(const TrainConfig& c) {
                       {"beta2", double(c.beta2)},
                       {"grad_clip", double(c.grad_clip)},
                       {"seed", std::to_string(c.seed)},
-                      {"recipe", c.recipe}};
+                      {"recipe", c.recipe},
+                      {"dtype", to_string(c.dtype)}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -215,6 +216,11 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   const Json& seed = field(j, "seed", where);
   if (!seed.is_string() || !parse_u64(seed.as_string(), c.seed))
     config_fail(where, "seed must be a decimal string, got ", clip_json(seed));
+  if (const Json* dtype = j.find("dtype")) {  // optional: runs saved before bf16 have none
+    const auto p = dtype->is_string() ? parse_precision(dtype->as_string()) : std::nullopt;
+    if (!p) config_fail(where, "dtype must be \"fp32\" or \"bf16\", got ", clip_json(*dtype));
+    c.dtype = *p;
+  }
   try {
     c.validate();
   } catch (const Error& e) {

@@ -24,11 +24,11 @@ Tensor Head::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("head", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
   const Tensor k = key->forward(x), q = query->forward(x), v = value->forward(x);  // (B, T, hs)
-  Tensor wei = matmul(q, k, false, true);                                        // (B, T, T)
+  Tensor wei = matmul(q, k, false, true, precision());  // (B, T, T)
   wei = causal_softmax(wei, 1.0f / std::sqrt(float(head_size)));
   if (weights) *weights = wei;
   wei = dropout_->forward(wei);
-  return matmul(wei, v);  // (B, T, hs)
+  return matmul(wei, v, false, false, precision());  // (B, T, hs)
 }
 
 MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
@@ -71,18 +71,18 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
     cache->k = k = append(cache->k, k);
     cache->v = v = append(cache->v, v);
   }
-  Tensor att = causal_softmax(matmul(q, k, false, true), 1.0f / std::sqrt(float(hs)));  // (B, nh, T, L+T)
+  Tensor att = causal_softmax(matmul(q, k, false, true, precision()), 1.0f / std::sqrt(float(hs)));  // (B, nh, T, L+T)
   if (weights) *weights = att;
   att = attn_dropout_->forward(att);
-  Tensor y = matmul(att, v);                                           // (B, nh, T, hs)
-  y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});         // heads side by side
+  Tensor y = matmul(att, v, false, false, precision());  // (B, nh, T, hs)
+  y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});  // heads side by side
   return resid_dropout_->forward(proj->forward(y));
 }
 
 Tensor MultiHead::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  return attend(linear(x, qkv_weight_), x.size(0), x.size(1), nullptr, weights);
+  return attend(linear(x, qkv_weight_, {}, precision()), x.size(0), x.size(1), nullptr, weights);
 }
 
 Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {
@@ -90,7 +90,7 @@ Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {
   if (x.ndim() != 3 || cache.length() + x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " with ", cache.length(), " cached positions exceeds block_size ",
          block_size);
-  return attend(linear(x, qkv_weight_), x.size(0), x.size(1), &cache);
+  return attend(linear(x, qkv_weight_, {}, precision()), x.size(0), x.size(1), &cache);
 }
 
 Tensor MultiHead::forward_heads(const Tensor& x) const {

@@ -21,7 +21,7 @@ class Linear : public Module {
   Linear(int64_t in, int64_t out, bool bias, Arena arena);
   Linear(int64_t in, int64_t out, bool bias, Rng& init);
   static int64_t parameter_count(int64_t in, int64_t out, bool bias) { return out * in + (bias ? out : 0); }
-  Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+  Tensor forward(const Tensor& x) const { return linear(x, weight, bias, precision()); }
   Tensor weight, bias;  // bias undefined when off
 };
 

@@ -44,6 +44,11 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+void Module::set_precision(Precision p) {
+  precision_ = p;
+  for (auto& [name, child] : children_) child->set_precision(p);
+}
+
 std::vector<GradRun> grad_runs(const std::vector<Tensor>& params) {
   std::vector<GradRun> runs;
   for (const Tensor& p : params) {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/ops.h"
 
 namespace folio::nn {
 
@@ -25,6 +25,16 @@ class Module {
   void eval() { train(false); }
   bool training() const { return training_; }
 
+  // The precision of the module's matrix products, forward and backward (recursively;
+  // autograd/ops.h). A setting of the model, like train(), rather than a scoped guard
+  // such as torch.autocast: a guard is state of the thread that sets it, and
+  // data-parallel training runs the model's replicas on other threads, which would
+  // not see it; a setting travels with the model (DataParallel copies it to the
+  // replicas as it copies train()). Each product records its precision for its own
+  // backward, so a graph is differentiated as it was built.
+  void set_precision(Precision p);
+  Precision precision() const { return precision_; }
+
  protected:
   const Tensor& register_parameter(std::string name, Tensor t);
   template <class M>
@@ -38,6 +48,7 @@ class Module {
   NamedParameters params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  Precision precision_ = Precision::fp32;
 };
 
 // The parameters' gradients as maximal runs of adjacent memory (allocating missing

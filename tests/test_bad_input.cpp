@@ -17,9 +17,10 @@ namespace {
 
 using namespace folio::testing;
 
-// A copy of a safetensors file whose __metadata__.config (the model config JSON) is
-// edited by `edit`; the tensors are unchanged.
-void rewrite_config(const std::string& src, const std::string& dst, const std::function<void(Json::Object&)>& edit) {
+// A copy of a safetensors file whose __metadata__.<key> (a JSON object: the model's
+// "config", or a state's "train_config") is edited by `edit`; the tensors are unchanged.
+void rewrite_meta(const std::string& src, const std::string& dst, const char* meta_key,
+                  const std::function<void(Json::Object&)>& edit) {
   const std::string bytes = slurp(src);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[i])) << (8 * i);
@@ -27,7 +28,7 @@ void rewrite_config(const std::string& src, const std::string& dst, const std::f
   for (auto& [key, value] : header.as_object())
     if (key == "__metadata__")
       for (auto& [mkey, mvalue] : value.as_object())
-        if (mkey == "config") {
+        if (mkey == meta_key) {
           Json config = Json::parse(mvalue.as_string());
           edit(config.as_object());
           mvalue = Json(config.dump());
@@ -37,6 +38,10 @@ void rewrite_config(const std::string& src, const std::string& dst, const std::f
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = char((uint64_t(text.size()) >> (8 * i)) & 0xff);
   spit(dst, out + text + bytes.substr(8 + n));
+}
+
+void rewrite_config(const std::string& src, const std::string& dst, const std::function<void(Json::Object&)>& edit) {
+  rewrite_meta(src, dst, "config", edit);
 }
 
 void set(Json::Object& o, const std::string& key, Json v) {
@@ -73,6 +78,13 @@ class BadInput : public ::testing::Test {
     fs::copy_file(model, d.path / "bad_state/model.safetensors");
     const std::string state = slurp(d / "run/state.safetensors");
     spit(d / "bad_state/state.safetensors", state.substr(0, state.size() - 5));
+    // Runs saved with --dtype bf16, and with a dtype no folio writes.
+    for (const auto& [dir, dtype] : {std::pair{"bf16_state", "bf16"}, std::pair{"fp16_state", "fp16"}}) {
+      fs::create_directories(d.path / dir);
+      fs::copy_file(model, d.path / dir / "model.safetensors");
+      rewrite_meta(d / "run/state.safetensors", d.path / dir / "state.safetensors", "train_config",
+                   [dtype](Json::Object& c) { set(c, "dtype", Json(dtype)); });
+    }
     fs::create_directories(d.path / "empty_dir");
     spit(d / "empty.txt", "");
     spit(d / "short.txt", "hello");
@@ -92,12 +104,13 @@ class BadInput : public ::testing::Test {
     Args args;
     std::vector<std::string> fragments;  // each must appear on the stderr line
     int code = 2;
+    std::vector<std::string> env = {};   // NAME=value, added to the environment
   };
 
   void expect_refused(const Case& c) {
     SCOPED_TRACE(show(c.args));
     const Snapshot before = snapshot(files_->path);
-    const Result r = run_folio(c.args, scratch_->path, 30);  // refusals are immediate
+    const Result r = run_folio(c.args, scratch_->path, 30, c.env);  // refusals are immediate
     EXPECT_EQ(r.code, c.code) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
     EXPECT_TRUE(!r.err.empty() && r.err.back() == '\n') << "stderr: " << r.err;
@@ -137,6 +150,7 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--activation", "tanh"}, {"--activation", "tanh"}},
       {{"train", "--out", out, "--threads", "-1"}, {"--threads", "-1"}},
       {{"train", "--out", out, "--parallel", "both"}, {"--parallel", "both", "data or ops"}},
+      {{"train", "--out", out, "--dtype", "fp16"}, {"--dtype", "fp16", "fp32 or bf16"}},
       {{"train", "--out", out, "stray"}, {"unexpected argument 'stray'"}},
       // Beyond what a checkpoint may hold: refused at the start, not at the first save.
       {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"batch_size", "2000000"}},
@@ -156,6 +170,8 @@ TEST_F(BadInput, Options) {
       {{"eval", "--checkpoint", at("run"), "--split", "bogus"}, {"--split", "bogus"}},
       {{"eval", "--checkpoint", at("run"), "--batch-size", "0"}, {"--batch-size", "0"}},
       {{"eval", "--checkpoint", at("run"), "--val-fraction", "0"}, {"--val-fraction", "0"}},
+      {{"eval", "--checkpoint", at("run"), "--dtype", "BF16"}, {"--dtype", "BF16"}},
+      {{"generate", "--checkpoint", at("run"), "--dtype", "half"}, {"--dtype", "half"}},
   };
   for (const Case& c : cases) expect_refused(c);
 }
@@ -180,6 +196,7 @@ TEST_F(BadInput, Files) {
       {{"train", "--resume", "--out", at("run"), "--n-embd", "32"}, {"--n-embd", "cannot change"}},
       {{"train", "--resume", "--out", at("run"), "--max-iters", "0"}, {"--max-iters", "0"}},
       {{"train", "--resume", "--out", at("run"), "--data", at("other_vocab.txt")}, {"other_vocab.txt", "vocabulary"}},
+      {{"train", "--resume", "--out", at("fp16_state")}, {"fp16_state/state.safetensors", "dtype", "fp16"}},
       // Checkpoints that are not whole, or whose header lies.
       {{"generate", "--checkpoint", at("missing")}, {"missing", "cannot open"}},
       {{"generate", "--checkpoint", at("empty_dir")}, {"empty_dir/model.safetensors", "cannot open"}},
@@ -198,6 +215,21 @@ TEST_F(BadInput, Files) {
       {{"generate", "--checkpoint", at("run"), "--prompt-file", at("prompt_unknown.txt")}, {"U+2603"}},
       {{"generate", "--checkpoint", at("run"), "--prompt-file", at("missing.txt")}, {"missing.txt"}},
       {{"generate", "--checkpoint", at("run"), "--prompt", "\xff"}, {"invalid UTF-8"}},
+  };
+  for (const Case& c : cases) expect_refused(c);
+}
+
+// --dtype bf16 where oneDNN would have to emulate bf16. ONEDNN_MAX_CPU_ISA hides the
+// instructions from oneDNN (and from folio's check, which asks oneDNN), so this runs
+// the refusal on a machine that has them, and on any other.
+TEST_F(BadInput, Bf16WithoutAvx512Bf16) {
+  const std::vector<std::string> no_bf16 = {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"};
+  const std::vector<std::string> fragments = {"--dtype bf16", "AVX512-BF16", "avx512_bf16"};
+  const std::vector<Case> cases = {
+      {{"train", "--data", at("corpus.txt"), "--out", at("out"), "--dtype", "bf16"}, fragments, 2, no_bf16},
+      {{"train", "--resume", "--out", at("bf16_state")}, fragments, 2, no_bf16},  // the run's saved dtype
+      {{"generate", "--checkpoint", at("run"), "--dtype", "bf16"}, fragments, 2, no_bf16},
+      {{"eval", "--checkpoint", at("run"), "--dtype", "bf16"}, fragments, 2, no_bf16},
   };
   for (const Case& c : cases) expect_refused(c);
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "autograd/kernels/matmul.h"
 #include "data/dataset.h"
 #include "folio/version.h"
 #include "tests/support.h"
@@ -82,16 +83,49 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   testing::expect_contains(i.out, {"parameters", "step         60", "--lr 0.003 --min-lr 0.0001 ", "--val-fraction 0.1 "});
 }
 
+// --dtype is saved with the run: --resume keeps it, and may override it. generate and
+// eval take it too; a bf16 evaluation of the (fp32) checkpoint is near the fp32 one.
+TEST_F(Cli, DtypeIsSavedWithTheRunAndResumeMayOverrideIt) {
+  if (!kernels::bf16_native()) GTEST_SKIP() << "this CPU lacks AVX512-BF16";
+  auto dtype_of_run = [&] {
+    const Result i = folio("info --checkpoint " + run_dir());
+    return i.out.find("--dtype bf16") != std::string::npos   ? "bf16"
+           : i.out.find("--dtype fp32") != std::string::npos ? "fp32"
+                                                               : i.out;
+  };
+  ASSERT_EQ(folio(tiny_train(30) + " --dtype bf16").code, 0);
+  EXPECT_EQ(dtype_of_run(), "bf16");
+  ASSERT_EQ(folio("train --out " + run_dir() + " --resume --max-iters 40 --quiet").code, 0);
+  EXPECT_EQ(dtype_of_run(), "bf16");
+  ASSERT_EQ(folio("train --out " + run_dir() + " --resume --max-iters 50 --dtype fp32 --quiet").code, 0);
+  EXPECT_EQ(dtype_of_run(), "fp32");
+
+  const Result g = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 20 --dtype bf16");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.out.substr(0, 5), "First");
+  auto loss = [&](const char* dtype) {
+    const Result e = folio("eval --checkpoint " + run_dir() + " --data " + corpus() + " --dtype " + dtype);
+    EXPECT_EQ(e.code, 0) << e.err;
+    return e.out.rfind("loss ", 0) == 0 ? std::stod(e.out.substr(5)) : -1.0;
+  };
+  const double fp32 = loss("fp32"), bf16 = loss("bf16");
+  EXPECT_GT(fp32, 0.0);
+  EXPECT_NEAR(bf16, fp32, 0.01);
+}
+
 TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
   const Result h = folio("train --help");
   EXPECT_EQ(h.code, 0);
   for (const char* opt : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size", "--dropout", "--lr",
                           "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
-                          "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume"})
+                          "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
+                          "--dtype"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
   for (const char* cmd : {"generate", "eval", "info"}) EXPECT_EQ(folio(std::string(cmd) + " --help").code, 0) << cmd;
+  for (const char* cmd : {"train", "generate", "eval"})
+    EXPECT_NE(folio(std::string(cmd) + " --help").out.find("--dtype arg (=fp32)"), std::string::npos) << cmd;
 }
 
 // folio attention and folio plot on a trained run: tables, SVG files, and bad choices.

@@ -91,6 +91,29 @@ nn::GPTConfig tiny(int64_t vocab) {
   return {.vocab_size = vocab, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16, .dropout = 0.1f};
 }
 
+// The dtype of a run: saved by name, absent from runs saved before it existed (fp32),
+// anything else refused naming the field.
+TEST(Checkpoint, TrainConfigDtype) {
+  TrainConfig c;
+  c.data = "corpus.txt";
+  c.dtype = Precision::bf16;
+  Json j = to_json(c);
+  EXPECT_EQ(train_config_from_json(j, "f").dtype, Precision::bf16);
+  auto& fields = j.as_object();
+  std::erase_if(fields, [](const auto& kv) { return kv.first == "dtype"; });
+  EXPECT_EQ(train_config_from_json(j, "f").dtype, Precision::fp32);
+  for (const Json& bad : {Json("fp16"), Json(16), Json("BF16")}) {
+    fields.emplace_back("dtype", bad);
+    try {
+      train_config_from_json(j, "f");
+      ADD_FAILURE() << "accepted dtype " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("dtype"), std::string::npos) << e.what();
+    }
+    fields.pop_back();
+  }
+}
+
 // A small corpus file for training tests.
 std::string write_corpus(const fs::path& dir) {
   std::ifstream in(default_corpus_path(), std::ios::binary);
@@ -140,19 +163,25 @@ TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
 }
 
 // Two threads, with dropout: data-parallel (a replica per thread, reseeded from the
-// model's generator every step) and threads inside the ops must both resume exactly.
-class TrainerResume : public ::testing::TestWithParam<bool> {
+// model's generator every step) and threads inside the ops must both resume exactly,
+// and so must a bf16 run (its dtype is saved with the run and restored).
+struct ResumeCase {
+  bool data_parallel;
+  Precision dtype;
+};
+class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
  protected:
   void SetUp() override { set_num_threads(2); }
   void TearDown() override { set_num_threads(0); }
 };
 
 TEST_P(TrainerResume, IsBitExact) {
-  const std::string tag = GetParam() ? "dp" : "ops";
+  const std::string tag = std::string(GetParam().data_parallel ? "dp_" : "ops_") + to_string(GetParam().dtype);
   const fs::path straight = temp_dir("straight_" + tag), split = temp_dir("split_" + tag);
   auto run = [&](const fs::path& dir) {
     TrainOptions o = tiny_run(dir, 200);
-    o.data_parallel = GetParam();
+    o.data_parallel = GetParam().data_parallel;
+    o.train.dtype = GetParam().dtype;
     return o;
   };
   Trainer(run(straight)).run();
@@ -164,6 +193,7 @@ TEST_P(TrainerResume, IsBitExact) {
   TrainOptions second = run(split);
   second.resume = true;
   second.train = saved_run(second.out_dir).config;
+  EXPECT_EQ(second.train.dtype, GetParam().dtype);
   second.train.max_iters = 200;
   Trainer resumed(second);
   EXPECT_EQ(resumed.step(), 100);
@@ -182,8 +212,42 @@ TEST_P(TrainerResume, IsBitExact) {
   EXPECT_EQ(lines, 1 + 5);  // header + steps 0, 50, 100, 150, 200
   EXPECT_EQ(last.substr(0, 4), "200,");
 }
-INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "DataParallel" : "InsideOps"; });
+INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume,
+                         ::testing::Values(ResumeCase{false, Precision::fp32}, ResumeCase{true, Precision::fp32},
+                                           ResumeCase{true, Precision::bf16}),
+                         [](const auto& info) {
+                           return std::string(info.param.data_parallel ? "DataParallel" : "InsideOps") +
+                                  (info.param.dtype == Precision::bf16 ? "Bf16" : "");
+                         });
+
+// 60 steps of a tiny model in bf16 and in fp32 from the same start: the bf16 run's
+// evaluated train losses (every 20 steps, in bf16) stay within 0.01 of fp32's
+// (measured: at most 0.0009) while they fall by more than 0.5 (measured: 0.74).
+TEST(Trainer, Bf16LossTracksFp32) {
+  auto losses = [](Precision dtype) {
+    const fs::path dir = temp_dir(std::string("track_") + to_string(dtype));
+    TrainOptions o = tiny_run(dir, 60);
+    o.model.dropout = 0.0f;
+    o.train.dtype = dtype;
+    o.train.eval_interval = 20;
+    o.train.lr = 3e-3f;
+    o.train.warmup_iters = 5;
+    o.train.batch_size = 8;
+    Trainer(o).run();
+    std::vector<float> out;
+    std::ifstream log(dir / "run" / "log.csv");
+    std::string line;
+    std::getline(log, line);  // header
+    while (std::getline(log, line)) out.push_back(std::stof(line.substr(line.find(',') + 1)));  // train_loss
+    return out;
+  };
+  const std::vector<float> fp32 = losses(Precision::fp32), bf16 = losses(Precision::bf16);
+  ASSERT_EQ(fp32.size(), 4u);  // steps 0, 20, 40, 60
+  ASSERT_EQ(bf16.size(), 4u);
+  for (size_t i = 0; i < fp32.size(); ++i) EXPECT_NEAR(bf16[i], fp32[i], 0.01f) << "evaluation " << i;
+  EXPECT_LT(bf16.back(), bf16.front() - 0.5f);
+  EXPECT_NE(bf16, fp32) << "identical losses: the bf16 run did not compute in bf16";
+}
 
 // A corpus of `n` characters cycling through one short line: any two such corpora
 // (of at least a line) have the same vocabulary, so one can resume the other's run.

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "autograd/ops.h"
+
 namespace folio {
 
 struct TrainConfig {
@@ -23,6 +25,9 @@ struct TrainConfig {
   float lr = 1e-3f, min_lr = 1e-4f;
   float weight_decay = 0.1f, beta2 = 0.99f, grad_clip = 1.0f;
   uint64_t seed = 1337;
+  // Precision of the matrix products (autograd/ops.h); weights, moments and
+  // checkpoints stay fp32 either way. Absent from runs saved before it existed: fp32.
+  Precision dtype = Precision::fp32;
   void validate() const;  // throws "[config] <field> ..." for out-of-range values
 };
 

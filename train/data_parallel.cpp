@@ -25,6 +25,7 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
   for (int s = 1; s < n; ++s) {
     nn::GPT& r = *replicas_[size_t(s - 1)];
     r.train(model_.training());
+    r.set_precision(model_.precision());
     r.dropout_rng().reseed(model_.dropout_rng().next_u64());
   }
   std::exception_ptr error;

@@ -11,7 +11,8 @@
 // .backward() gives it, up to float rounding (the shards' sums are added in another
 // order). With dropout, each replica draws its masks from its own generator, which is
 // reseeded every step from the model's: a run is reproducible for a given number of
-// shards, and a checkpoint of the model's generator resumes it exactly.
+// shards, and a checkpoint of the model's generator resumes it exactly. The replicas
+// follow the model's train()/eval() and set_precision() at every step.
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -104,6 +104,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
     data_rng_.reseed(opt_.train.seed);
   }
+  model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
   // Every rank starts from rank 0's weights (the same seed gives the same ones; this
   // makes it so whatever the ranks' libraries do).
   dist::broadcast(std::span(model_->flat_parameters().data(), size_t(model_->flat_parameters().numel())));

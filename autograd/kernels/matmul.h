@@ -13,8 +13,14 @@ struct Gemm {
   bool accumulate = false;  // C += ... instead of C = ...
 };
 
+// bfloat16: the top 16 bits of a float (8-bit exponent, 7-bit mantissa). A distinct
+// type, so that a float buffer cannot be handed over as bf16 by mistake.
+enum class bf16 : uint16_t {};
+
 // oneDNN's matmul primitive; primitives are cached by shape and layout.
 void matmul(const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr);
+// The same product from bf16 operands, accumulated and written in fp32 (bias fp32).
+void matmul(const Gemm& g, const bf16* A, const bf16* B, float* C, const float* bias = nullptr);
 // M = 1 (one token at a time, in generation): vectorised loops, no oneDNN call.
 // matmul() takes this path by itself.
 void matmul_row(const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr);
@@ -24,5 +30,28 @@ void matmul_reference(const Gemm& g, const float* A, const float* B, float* C,
 
 // How many oneDNN primitives have been created (a steady state creates none).
 int64_t matmul_primitives_created();
+// How many products have run, by operand type, on all threads (shows which ran).
+struct MatmulCalls {
+  int64_t fp32 = 0, bf16 = 0;
+};
+MatmulCalls matmul_calls();
+
+// fp32 -> bf16 as AVX512-BF16's vcvtneps2bf16 does it (and with it, when the CPU has
+// it): round to nearest even, NaN stays NaN (quiet), subnormals flush to zero.
+// Threaded when large.
+void to_bf16(const float* x, bf16* y, int64_t n);
+namespace detail {
+void to_bf16_plain(const float* x, bf16* y, int64_t n);  // the loop for CPUs without the instruction
+}
+inline float to_float(bf16 x) {
+  const uint32_t bits = uint32_t(x) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// Whether oneDNN runs bf16 products with the CPU's own bf16 instructions
+// (AVX512-BF16, or AMX): without them it emulates them, far slower than fp32.
+bool bf16_native();
 
 }  // namespace folio::kernels

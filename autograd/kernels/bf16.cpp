@@ -1,0 +1,73 @@
+// fp32 -> bf16 conversion, and whether this CPU has bf16 instructions.
+#include <immintrin.h>
+
+#include <bit>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "autograd/kernels/matmul.h"
+#include "autograd/parallel.h"
+
+namespace folio::kernels {
+namespace {
+
+// One element as vcvtneps2bf16 converts it: round to nearest even on the bits (adding
+// 0x7fff plus the lowest kept bit carries into the kept half exactly when the dropped
+// half is above one half, or is one half and the kept half is odd); NaN made quiet
+// (rounding could carry it into infinity); subnormals flushed to a signed zero.
+inline uint16_t round_bf16(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u, subnormal = (u & 0x7f800000u) == 0;
+  return uint16_t(nan ? (u >> 16) | 0x40u : subnormal ? (u >> 16) & 0x8000u : rounded);
+}
+
+
+// The instruction itself, where the CPU has it: 2-3x the plain loop, though GCC
+// vectorises that (one Zen 4 core: 15.5 against 8.6 Gelem/s on 768K elements, 6.9
+// against 2.7 on 6M).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void convert_native(const float* x, uint16_t* y,
+                                                                                      int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512bh r = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
+    _mm512_storeu_si512(y + i, __m512i(r));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(y + i, m, __m256i(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i))));
+  }
+}
+
+}  // namespace
+
+void detail::to_bf16_plain(const float* x, bf16* y, int64_t n) {
+  auto* out = reinterpret_cast<uint16_t*>(y);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = round_bf16(x[i]);
+}
+
+void to_bf16(const float* x, bf16* y, int64_t n) {
+  static const bool native = __builtin_cpu_supports("avx512bf16");
+  auto run = [&](int64_t begin, int64_t count) {
+    native ? convert_native(x + begin, reinterpret_cast<uint16_t*>(y + begin), count)
+           : detail::to_bf16_plain(x + begin, y + begin, count);
+  };
+  // Not `omp parallel if (...)`: even a region that stays on one thread costs ~5 us,
+  // more than converting 64K elements.
+  constexpr int64_t kChunk = 1 << 16;  // a multiple of 32, so only the last chunk has a tail
+  if (n <= kChunk || num_threads() == 1) return run(0, n);
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for
+  for (int64_t c = 0; c < chunks; ++c) run(c * kChunk, std::min(kChunk, n - c * kChunk));
+}
+
+// oneDNN's view rather than cpuid's: it is what decides how the products run, and it
+// honours ONEDNN_MAX_CPU_ISA, so a machine with the instructions can test the refusal.
+bool bf16_native() {
+  const auto isa = unsigned(dnnl::get_effective_cpu_isa());
+  const auto need = unsigned(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & need) == need;
+}
+
+}  // namespace folio::kernels
