@@ -99,7 +99,8 @@ void run(const Gemm& g0, bool bf16, const void* A, const void* B, float* C, cons
   }
   if (g.batch == 1) g.broadcast_a = g.broadcast_b = false;
   if (g.M == 0 || g.N == 0 || g.batch == 0) return;
-  if (g.M == 1 && g.K > 0) return matmul_row(g, A, B, C, bias);
+  if (!bf16 && g.M == 1 && g.K > 0)
+    return matmul_row(g, static_cast<const float*>(A), static_cast<const float*>(B), C, bias);
   if (g.K == 0) {  // an empty sum: oneDNN rejects zero-sized K
     if (!g.accumulate)
       for (int64_t i = 0; i < g.batch * g.M * g.N; ++i) C[i] = 0.0f;
