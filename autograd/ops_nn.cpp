@@ -44,40 +44,44 @@ namespace {
 // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w;
 // dw += sum over rows of g * xhat, db += sum of g. Rows run in parallel in fixed
 // blocks whose partial dw/db are added in block order: the same result every run.
+// The row pass adds dx into gx (unless null) and fills the blocks' partials. A plain
+// function, not a lambda: behind captured references GCC vectorises it far worse.
+void layer_norm_rows(const float* x, const float* w, const float* stats, const float* g, int64_t rows, int64_t C,
+                     int64_t blocks, float* partial, float* gx) {
+#pragma omp parallel for if (rows * C >= kParallelGrain)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float *pw = partial + 2 * blk * C, *pb = pw + C;
+    for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+      const float *xr = x + r * C, *gr = g + r * C;
+      const float m = stats[2 * r], rstd = stats[2 * r + 1];
+      float mean_d = 0.0f, mean_dx = 0.0f;
+#pragma omp simd reduction(+ : mean_d, mean_dx)
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * rstd, d = gr[c] * w[c];
+        mean_d += d;
+        mean_dx += d * xhat;
+        pw[c] += gr[c] * xhat;
+        pb[c] += gr[c];
+      }
+      mean_d /= float(C);
+      mean_dx /= float(C);
+      if (gx) {
+        float* gxr = gx + r * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) gxr[c] += rstd * (gr[c] * w[c] - mean_d - (xr[c] - m) * rstd * mean_dx);
+      }
+    }
+  }
+}
+
 void layer_norm_backward(const float* x, const float* w, const float* stats, const float* g, int64_t rows,
                          int64_t C, const InputGrads& in) {
   const int64_t blocks = std::min<int64_t>(rows, 2 * int64_t(num_threads()));
   float* partial = pool::acquire(size_t(2 * blocks * C));
   std::fill_n(partial, 2 * blocks * C, 0.0f);
-  // One pass over the rows writes dx and the partial dw/db; it runs without dx too
-  // (gx null), when only the weight and bias need gradients.
-  auto rows_pass = [&](float* gx) {
-#pragma omp parallel for if (rows * C >= kParallelGrain)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      float *pw = partial + 2 * blk * C, *pb = pw + C;
-      for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
-        const float *xr = x + r * C, *gr = g + r * C;
-        const float m = stats[2 * r], rstd = stats[2 * r + 1];
-        float mean_d = 0.0f, mean_dx = 0.0f;
-#pragma omp simd reduction(+ : mean_d, mean_dx)
-        for (int64_t c = 0; c < C; ++c) {
-          const float xhat = (xr[c] - m) * rstd, d = gr[c] * w[c];
-          mean_d += d;
-          mean_dx += d * xhat;
-          pw[c] += gr[c] * xhat;
-          pb[c] += gr[c];
-        }
-        mean_d /= float(C);
-        mean_dx /= float(C);
-        if (gx) {
-          float* gxr = gx + r * C;
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) gxr[c] += rstd * (gr[c] * w[c] - mean_d - (xr[c] - m) * rstd * mean_dx);
-        }
-      }
-    }
-  };
-  if (!in.write(0, rows_pass)) rows_pass(nullptr);
+  // The row pass runs without dx too, when only the weight and bias need gradients.
+  if (!in.write(0, [&](float* gx) { layer_norm_rows(x, w, stats, g, rows, C, blocks, partial, gx); }))
+    layer_norm_rows(x, w, stats, g, rows, C, blocks, partial, nullptr);
   for (int64_t half : {0, 1})  // dw (input 1), then db (input 2), summed in block order
     in.write(size_t(1 + half), [&](float* grad) {
       for (int64_t blk = 0; blk < blocks; ++blk)
@@ -141,6 +145,14 @@ inline bool kept(uint64_t seed, int64_t i, uint32_t threshold) {
   return uint32_t(mix(seed + uint64_t(i) * 0x9e3779b97f4a7c15ULL) >> 32) >= threshold;
 }
 
+// gx += g * mask * keep_scale. Its own function: GCC vectorises the loop ~1.4x
+// worse when it reads the mask's parameters from a lambda's captures.
+static void dropout_backward(float* gx, const float* g, int64_t n, uint64_t seed, uint32_t threshold,
+                             float keep_scale) {
+#pragma omp parallel for simd if (n >= kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) gx[i] += kept(seed, i, threshold) ? g[i] * keep_scale : 0.0f;
+}
+
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
   if (!(p >= 0.0f && p < 1.0f)) fail("dropout", "probability ", p, " outside [0, 1)");
   if (!training || p == 0.0f) return x;
@@ -154,11 +166,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
 #pragma omp parallel for simd if (n >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) o[i] = kept(seed, i, threshold) ? in[i] * keep_scale : 0.0f;
   record(out, "dropout", {&x}, [seed, threshold, keep_scale, n](const Tensor& grad, const InputGrads& in) {
-    const float* g = grad.data();
-    in.write(0, [&](float* gx) {
-#pragma omp parallel for simd if (n >= kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) gx[i] += kept(seed, i, threshold) ? g[i] * keep_scale : 0.0f;
-    });
+    in.write(0, [&](float* gx) { dropout_backward(gx, grad.data(), n, seed, threshold, keep_scale); });
   });
   return out;
 }

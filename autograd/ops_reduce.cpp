@@ -32,7 +32,7 @@ Tensor reduce_all(const char* op, const Tensor& x, float factor) {
   Tensor out = Tensor::scalar(float(acc * factor));
   record(out, op, {&x}, [n, factor](const Tensor& grad, const InputGrads& in) {
     const float g = grad.data()[0] * factor;
-    in.write(0, [&](float* gx) {
+    in.write(0, [=](float* gx) {
 #pragma omp parallel for simd if (n >= kParallelGrain)
       for (int64_t i = 0; i < n; ++i) gx[i] += g;
     });
@@ -64,7 +64,7 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, floa
   }
   record(out, op, {&x}, [r, factor](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    in.write(0, [&](float* gx) {
+    in.write(0, [=](float* gx) {
 #pragma omp parallel for if (r.outer * r.n * r.inner >= kParallelGrain)
       for (int64_t i = 0; i < r.outer; ++i)
         for (int64_t k = 0; k < r.n; ++k)

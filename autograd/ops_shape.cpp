@@ -204,7 +204,7 @@ Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t 
                     sizeof(float) * head_size);
   record(out, "select_heads", {&x}, [B, T, W, n_head, head_size, offset, stride](const Tensor& grad, const InputGrads& in) {
     const float* g = grad.data();
-    in.write(0, [&](float* gx) {
+    in.write(0, [=](float* gx) {
 #pragma omp parallel for collapse(2) if (grad.numel() >= kParallelGrain)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < n_head; ++h)

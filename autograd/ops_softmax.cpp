@@ -60,7 +60,7 @@ Tensor softmax(const Tensor& x) {
   for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * n, o + r * n, n, n, 1.0f);
   record(out, "softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
-    in.write(0, [&](float* gx) {
+    in.write(0, [=](float* gx) {
 #pragma omp parallel for if (rows * n >= kParallelGrain)
       for (int64_t r = 0; r < rows; ++r) softmax_row_backward(py + r * n, g + r * n, gx + r * n, n, 1.0f);
     });
@@ -84,7 +84,7 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
   record(out, "causal_softmax", {&scores},
          [y = out.detach(), rows, tq, tk, shift, scale](const Tensor& grad, const InputGrads& in) {
            const float *py = y.data(), *g = grad.data();
-           in.write(0, [&](float* gx) {
+           in.write(0, [=](float* gx) {
 #pragma omp parallel for if (rows * tk >= kParallelGrain)
              for (int64_t r = 0; r < rows; ++r)
                softmax_row_backward(py + r * tk, g + r * tk, gx + r * tk, r % tq + shift + 1, scale);
@@ -112,7 +112,7 @@ Tensor log_softmax(const Tensor& x) {
   // dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
   record(out, "log_softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
-    in.write(0, [&](float* gx) {
+    in.write(0, [=](float* gx) {
 #pragma omp parallel for if (rows * n >= kParallelGrain)
       for (int64_t r = 0; r < rows; ++r) {
         float total = 0.0f;
@@ -148,7 +148,7 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets) {
   record(out, "cross_entropy", {&logits}, [probs, t = std::move(t), rows, V](const Tensor& grad, const InputGrads& in) {
     const float g = grad.data()[0] / float(rows);
     const float* p = probs.data();
-    in.write(0, [&](float* gx) {
+    in.write(0, [&t, g, p, rows, V](float* gx) {
 #pragma omp parallel for if (rows * V >= kParallelGrain)
       for (int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
