@@ -169,6 +169,9 @@ struct ResumeCase {
   bool data_parallel;
   Precision dtype;
 };
+void PrintTo(const ResumeCase& c, std::ostream* os) {
+  *os << (c.data_parallel ? "data-parallel, " : "inside ops, ") << to_string(c.dtype);
+}
 class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
  protected:
   void SetUp() override { set_num_threads(2); }
