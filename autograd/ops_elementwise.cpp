@@ -203,7 +203,7 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu(const Tensor& x) {
   using kernels::fast_erf, kernels::fast_exp;
-  return unary<Saves::input>("gelu", x, [](float v) { return 0.5f * v * (1.0f + fast_erf(v * kInvSqrt2)); },
+  return unary<Saves::input>("gelu", x, [](float v) { return kernels::gelu(v); },
                [](float g, float v, float) {
                  const float cdf = 0.5f * (1.0f + fast_erf(v * kInvSqrt2));
                  const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * v * v);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/pool.h"
@@ -105,18 +106,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
     float *o = out.data(), *st = stats.data();
 #pragma omp parallel for if (x.numel() >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = in + r * C;
-      // Vectorised sums (lane-wise partial sums: an order that depends on nothing but C).
-      float m = 0.0f;
-#pragma omp simd reduction(+ : m)
-      for (int64_t c = 0; c < C; ++c) m += xr[c];
-      m /= float(C);
-      float v = 0.0f;
-#pragma omp simd reduction(+ : v)
-      for (int64_t c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
-      const float rstd = 1.0f / std::sqrt(v / float(C) + eps);
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) o[r * C + c] = (xr[c] - m) * rstd * w[c] + b[c];
+      const auto [m, rstd] = kernels::layer_norm_row(in + r * C, w, b, o + r * C, C, eps);
       st[2 * r] = m;
       st[2 * r + 1] = rstd;
     }

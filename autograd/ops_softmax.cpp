@@ -3,37 +3,14 @@
 #include <limits>
 
 #include "autograd/error.h"
-#include "autograd/kernels/vecmath.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 
 namespace folio {
 namespace {
 
-using kernels::fast_exp;
-
-inline float row_max(const float* x, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
-  return mx;
-}
-
-// y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1, scale finite and
-// >= 0: only then is max(x) * scale the largest scaled score, so that no exp overflows.
-inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
-  const float mx = row_max(x, n) * scale;
-  float total = 0.0f;
-#pragma omp simd reduction(+ : total)
-  for (int64_t j = 0; j < n; ++j) {
-    y[j] = fast_exp(x[j] * scale - mx);
-    total += y[j];
-  }
-  const float inv = 1.0f / total;
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
-  for (int64_t j = n; j < width; ++j) y[j] = 0.0f;
-}
+using kernels::fast_exp, kernels::row_max, kernels::softmax_row;
 
 // dx[0, n) += scale * y * (dy - <dy, y>): the softmax Jacobian-vector product.
 inline void softmax_row_backward(const float* y, const float* dy, float* dx, int64_t n, float scale) {

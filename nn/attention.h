@@ -57,12 +57,16 @@ class MultiHead : public Module {
   // other, and appends their keys and values to the cache.
   Tensor forward_cached(const Tensor& x, KVCache& cache) const;
 
+  // The heads' key, query and value weights as one (n_head * 3 * head_size, C) matrix,
+  // per head [k; q; v]: a view of the heads' parameters.
+  const Tensor& qkv_weight() const { return qkv_weight_; }
+
   std::vector<std::shared_ptr<Head>> heads;
   std::shared_ptr<Linear> proj;
   int64_t n_head, head_size, block_size;
 
  private:
-  Tensor qkv_weight_;  // (n_head * 3 * head_size, C), per head [k; q; v]: a view of the heads' weights
+  Tensor qkv_weight_;
   Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights = nullptr) const;
   std::shared_ptr<Dropout> attn_dropout_, resid_dropout_;
 };

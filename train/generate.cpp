@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 
 #include "autograd/error.h"
+#include "nn/decoder.h"
 
 namespace folio {
 
@@ -57,27 +59,27 @@ void generate(const nn::GPT& model, std::span<const int32_t> prompt, const Sampl
   const int64_t block = model.config().block_size, V = model.config().vocab_size;
   const int64_t shift = opt.context_shift > 0 ? std::min(opt.context_shift, block) : std::max<int64_t>(block / 2, 1);
   std::deque<int32_t> window(prompt.size() > size_t(block) ? prompt.end() - block : prompt.begin(), prompt.end());
-  std::vector<nn::KVCache> caches;
-  bool fresh = true;  // the caches hold nothing of the current window
+  std::optional<nn::Decoder> decoder;
+  if (opt.kv_cache) decoder.emplace(model);
+  bool fresh = true;  // the cache holds nothing of the current window
   std::vector<int32_t> ids;
   std::vector<std::pair<float, int32_t>> scratch;
+  Tensor logits;  // of the uncached path, which keeps the row below alive
   for (int64_t n = 0; n < opt.max_new_tokens; ++n) {
-    Tensor logits;
-    if (opt.kv_cache && !fresh) {
-      const int32_t last = window.back();
-      logits = model.forward_cached(std::span(&last, 1), 1, 1, caches);
+    std::span<const float> row;
+    if (decoder && !fresh) {
+      row = decoder->step(window.back());
     } else {
       ids.assign(window.begin(), window.end());
       const int64_t T = int64_t(ids.size());
-      if (opt.kv_cache) {
-        caches.clear();
-        logits = model.forward_cached(ids, 1, T, caches);
+      if (decoder) {
+        row = decoder->restart(ids);
       } else {
         logits = model.forward(ids, 1, T).logits;
+        row = std::span(logits.data() + (T - 1) * V, V);  // the last position
       }
     }
-    const float* row = logits.data() + (logits.numel() - V);  // the last position
-    const int32_t next = sample_token(std::span(row, V), opt, rng, scratch);
+    const int32_t next = sample_token(row, opt, rng, scratch);
     emit(next);
     window.push_back(next);
     fresh = false;

@@ -49,4 +49,7 @@ inline float fast_erf(float x) {
   return x < 0.0f ? -y : y;
 }
 
+// GELU in its exact (erf) form, PyTorch's default: x * Phi(x).
+inline float gelu(float x) { return 0.5f * x * (1.0f + fast_erf(x * 0.70710678118654752f)); }
+
 }  // namespace folio::kernels

@@ -1,0 +1,116 @@
+#include "nn/decoder.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "autograd/error.h"
+#include "autograd/kernels/matmul.h"
+#include "autograd/kernels/rows.h"
+
+namespace folio::nn {
+namespace {
+
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+}  // namespace
+
+Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p)
+    : w(weight.data()), bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)) {
+  if (p == Precision::bf16) {
+    w16.resize(N * K);
+    kernels::to_bf16(w, w16.data(), N * K);
+  }
+}
+
+void Decoder::Matrix::apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const {
+  const kernels::Gemm g{.M = 1, .N = N, .K = K, .trans_b = true};
+  if (w16.empty()) return kernels::matmul_row(g, x, w, y, bias);
+  scratch.resize(K);  // both operands in bf16, as the model's bf16 products round them
+  kernels::to_bf16(x, scratch.data(), K);
+  kernels::matmul(g, scratch.data(), w16.data(), y, bias);
+}
+
+Decoder::Decoder(const GPT& model)
+    : model_(model), config_(model.config()),
+      lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision()) {
+  const int64_t C = config_.n_embd, cache = config_.block_size * C;  // n_head * head_size == C
+  const Precision p = model.precision();
+  for (const auto& b : model.blocks) {
+    const FeedForward& f = *b->ffwd;
+    layers_.push_back({b->ln1->weight.data(), b->ln1->bias.data(), b->ln2->weight.data(), b->ln2->bias.data(),
+                       Matrix(b->attn->qkv_weight(), Tensor{}, p), Matrix(b->attn->proj->weight, b->attn->proj->bias, p),
+                       Matrix(f.fc->weight, f.fc->bias, p), Matrix(f.proj->weight, f.proj->bias, p),
+                       std::vector<float>(cache), std::vector<float>(cache)});
+  }
+  x_.resize(C), h_.resize(C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
+  ff_.resize(4 * C), logits_.resize(config_.vocab_size);
+}
+
+std::span<const float> Decoder::restart(std::span<const int32_t> ids) {
+  const int64_t T = int64_t(ids.size()), hs = config_.n_embd / config_.n_head, block = config_.block_size;
+  if (T < 1 || T > block) fail("decoder", "restart with ", T, " tokens; expected 1 to block_size ", block);
+  NoGradGuard no_grad;
+  std::vector<KVCache> caches;
+  const Tensor logits = model_.forward_cached(ids, 1, T, caches);  // (1, T, V)
+  for (size_t l = 0; l < layers_.size(); ++l)  // (1, n_head, T, hs) -> (n_head, block, hs)
+    for (int64_t h = 0; h < config_.n_head; ++h) {
+      std::memcpy(layers_[l].k.data() + h * block * hs, caches[l].k.data() + h * T * hs, sizeof(float) * T * hs);
+      std::memcpy(layers_[l].v.data() + h * block * hs, caches[l].v.data() + h * T * hs, sizeof(float) * T * hs);
+    }
+  length_ = T;
+  std::memcpy(logits_.data(), logits.data() + (T - 1) * config_.vocab_size, sizeof(float) * config_.vocab_size);
+  return logits_;
+}
+
+std::span<const float> Decoder::step(int32_t id) {
+  const int64_t C = config_.n_embd, nh = config_.n_head, hs = C / nh, block = config_.block_size,
+                V = config_.vocab_size, pos = length_;
+  if (pos >= block) fail("decoder", "the cache holds block_size ", block, " positions: restart");
+  if (id < 0 || id >= V) fail("decoder", "token id ", id, " outside the vocabulary of ", V);
+  const float *tok = model_.token_embedding->weight.data() + id * C,
+              *where = model_.position_embedding->weight.data() + pos * C;
+  for (int64_t c = 0; c < C; ++c) x_[c] = tok[c] + where[c];
+  const float scale = 1.0f / std::sqrt(float(hs));
+  for (Layer& L : layers_) {
+    // Attention: this position's query against the keys of positions 0..pos.
+    kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, 1e-5f);
+    L.qkv.apply(h_.data(), qkv_.data(), x16_);  // per head [k; q; v]
+    for (int64_t h = 0; h < nh; ++h) {
+      const float *k = qkv_.data() + h * 3 * hs, *q = k + hs, *v = q + hs;
+      float *keys = L.k.data() + h * block * hs, *values = L.v.data() + h * block * hs;
+      std::memcpy(keys + pos * hs, k, sizeof(float) * hs);
+      std::memcpy(values + pos * hs, v, sizeof(float) * hs);
+      for (int64_t j = 0; j <= pos; ++j) {
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int64_t d = 0; d < hs; ++d) s += q[d] * keys[j * hs + d];
+        att_[j] = s;
+      }
+      kernels::softmax_row(att_.data(), att_.data(), pos + 1, pos + 1, scale);
+      float* y = y_.data() + h * hs;  // heads side by side
+      for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
+      for (int64_t j = 0; j <= pos; ++j) {
+        const float w = att_[j];
+#pragma omp simd
+        for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
+      }
+    }
+    L.proj.apply(y_.data(), h_.data(), x16_);
+    for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
+    // Feed-forward.
+    kernels::layer_norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C, 1e-5f);
+    L.fc.apply(h_.data(), ff_.data(), x16_);
+    if (config_.activation == Activation::gelu)
+      for (float& f : ff_) f = kernels::gelu(f);
+    else
+      for (float& f : ff_) f = f > 0.0f ? f : 0.0f;
+    L.fc2.apply(ff_.data(), h_.data(), x16_);
+    for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
+  }
+  kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C, 1e-5f);
+  lm_head_.apply(h_.data(), logits_.data(), x16_);
+  ++length_;
+  return logits_;
+}
+
+}  // namespace folio::nn

@@ -1,0 +1,92 @@
+// The one-token decoder (nn/decoder.h) against the model it decodes: at every
+// position, its logits are GPT::forward's over the same prefix.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nn/decoder.h"
+#include "support.h"
+
+namespace folio {
+namespace {
+
+using testing::expect_error;
+
+struct DecoderCase {
+  const char* name;
+  nn::GPTConfig config;
+  Precision dtype;
+  float tol;  // max |decoder - forward| over the logits
+};
+void PrintTo(const DecoderCase& c, std::ostream* os) { *os << c.name; }
+
+// Logits of forward over ids[0, T) at position T - 1.
+std::vector<float> forward_last(const nn::GPT& gpt, std::span<const int32_t> ids) {
+  const int64_t T = int64_t(ids.size()), V = gpt.config().vocab_size;
+  const Tensor logits = gpt.forward(ids, 1, T).logits;
+  return {logits.data() + (T - 1) * V, logits.data() + T * V};
+}
+
+float max_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {};
+
+TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
+  const DecoderCase& c = GetParam();
+  nn::GPT gpt(c.config);
+  gpt.eval();
+  gpt.set_precision(c.dtype);
+  NoGradGuard no_grad;
+  const int64_t block = c.config.block_size, V = c.config.vocab_size;
+  std::vector<int32_t> ids(block);
+  for (int64_t t = 0; t < block; ++t) ids[t] = int32_t((7 * t + 3) % V);
+  nn::Decoder decoder(gpt);
+  for (int64_t start : {int64_t(1), block / 2, block}) {  // restart with `start` tokens, then step to the end
+    const std::span<const int32_t> all(ids);
+    EXPECT_LE(max_diff(decoder.restart(all.first(start)), forward_last(gpt, all.first(start))), c.tol);
+    for (int64_t t = start; t < block; ++t) {
+      const auto got = decoder.step(ids[t]);
+      EXPECT_LE(max_diff(got, forward_last(gpt, all.first(t + 1))), c.tol) << "position " << t << " after " << start;
+    }
+    EXPECT_EQ(decoder.length(), block);
+  }
+}
+
+const nn::GPTConfig kSmall{.vocab_size = 13, .block_size = 10, .n_layer = 2, .n_head = 2, .n_embd = 16};
+nn::GPTConfig with(nn::GPTConfig c, auto edit) {
+  edit(c);
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, DecoderMatchesForward,
+    ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp32, 2e-5f},
+                      DecoderCase{"gelu_no_bias", with(kSmall, [](auto& c) {
+                                    c.activation = nn::Activation::gelu;
+                                    c.bias = false;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"four_heads", with(kSmall, [](auto& c) { c.n_head = 4; }), Precision::fp32, 2e-5f},
+                      // bf16 products: the decoder rounds the same operands, but its attention
+                      // scores and weighted values are fp32 sums (forward's are bf16 products).
+                      DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
+  nn::GPT gpt(kSmall);
+  gpt.eval();
+  nn::Decoder decoder(gpt);
+  const std::vector<int32_t> full(kSmall.block_size, 1);
+  decoder.restart(full);
+  expect_error([&] { decoder.step(1); }, {"block_size 10", "restart"});
+  decoder.restart(std::vector<int32_t>{1});
+  expect_error([&] { decoder.step(13); }, {"token id 13", "vocabulary of 13"});
+  expect_error([&] { decoder.restart({}); }, {"restart with 0 tokens"});
+}
+
+}  // namespace
+}  // namespace folio
