@@ -134,16 +134,34 @@ TEST(CrashSafety, SigkillAtRandomMomentsNeverLosesTheRun) {
   }
 }
 
+// One directory: a run `straight` trained to step 10 and a run `cut` stopped at `step`.
+struct CutRun {
+  CutRun(const char* name, int64_t step) : d(name), corpus(write_small_corpus(d.path / "corpus.txt")) {
+    EXPECT_EQ(run_folio(tiny_train(corpus, straight, 10), d.path).code, 0);
+    EXPECT_EQ(run_folio(tiny_train(corpus, cut, step), d.path).code, 0);
+  }
+  TempDir d;
+  std::string corpus, straight = d / "straight", cut = d / "cut";
+};
+
+// Resumes `cut` to step 10 and expects the run files of an uninterrupted run, with
+// the same bytes as `straight`'s.
+void expect_resume_ends_as(const std::string& cut, const std::string& straight, const TempDir& d) {
+  const Result r = run_folio(resume(cut, 10), d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(entries(cut), kRunFiles);
+  EXPECT_EQ(slurp(cut + "/model.safetensors"), slurp(straight + "/model.safetensors"))
+      << "the resumed run differs from the uninterrupted one";
+  EXPECT_EQ(slurp(cut + "/best.safetensors"), slurp(straight + "/best.safetensors"));
+}
+
 // What SIGKILL at the worst moment leaves: the new state committed, the model file
 // not yet replaced (the weights for that step wait in model.safetensors.pending).
 // Readers still see the previous, complete model; --resume finishes the save first,
 // and the resumed run ends bit-identical to one that was never interrupted.
 TEST(CrashSafety, ResumeFinishesASaveCutShortAfterItsCommit) {
-  TempDir d("crash_window");
-  const std::string corpus = write_small_corpus(d.path / "corpus.txt");
-  const std::string straight = d / "straight", cut = d / "cut";
-  ASSERT_EQ(run_folio(tiny_train(corpus, straight, 10), d.path).code, 0);
-  ASSERT_EQ(run_folio(tiny_train(corpus, cut, 4), d.path).code, 0);
+  const CutRun run("crash_window", 4);
+  const auto& [d, corpus, straight, cut] = run;
   const std::string step4_model = slurp(cut + "/model.safetensors");
   ASSERT_EQ(run_folio(resume(cut, 6), d.path).code, 0);
   // Rewind the model file alone: state at 6, model.safetensors at 4, the step-6
@@ -153,33 +171,22 @@ TEST(CrashSafety, ResumeFinishesASaveCutShortAfterItsCommit) {
   EXPECT_EQ(load_model(cut).step, 4);  // generate, eval and info read a complete, older model
   EXPECT_EQ(run_folio({"info", "--checkpoint", cut}, d.path).code, 0);
 
-  const Result r = run_folio(resume(cut, 10), d.path);
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(entries(cut), kRunFiles);
-  EXPECT_EQ(slurp(cut + "/model.safetensors"), slurp(straight + "/model.safetensors"))
-      << "the resumed run differs from the uninterrupted one";
-  EXPECT_EQ(slurp(cut + "/best.safetensors"), slurp(straight + "/best.safetensors"));
+  expect_resume_ends_as(cut, straight, d);
 }
 
 // The other side of the commit: a kill after the pending weights were written but
 // before the state was replaced. That save never happened; resume drops the
 // pending file (and any temp file of a killed writer) and replays from the state.
 TEST(CrashSafety, ResumeDropsASaveCutShortBeforeItsCommit) {
-  TempDir d("crash_precommit");
-  const std::string corpus = write_small_corpus(d.path / "corpus.txt");
-  const std::string straight = d / "straight", cut = d / "cut";
-  ASSERT_EQ(run_folio(tiny_train(corpus, straight, 10), d.path).code, 0);
-  ASSERT_EQ(run_folio(tiny_train(corpus, cut, 6), d.path).code, 0);
+  const CutRun run("crash_precommit", 6);
+  const auto& [d, corpus, straight, cut] = run;
   const std::string step6_model = slurp(cut + "/model.safetensors");
   // A stray pending model from a "later" save and a half-written temp file of a dead writer.
   ASSERT_EQ(run_folio(tiny_train(corpus, d / "later", 8), d.path).code, 0);
   fs::copy_file(d / "later/model.safetensors", cut + "/model.safetensors.pending");
   spit(cut + "/state.safetensors.tmp.999999999", "half a file");
   EXPECT_EQ(load_model(cut).step, 6);
-  const Result r = run_folio(resume(cut, 10), d.path);
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(entries(cut), kRunFiles);
-  EXPECT_EQ(slurp(cut + "/model.safetensors"), slurp(straight + "/model.safetensors"));
+  expect_resume_ends_as(cut, straight, d);
 }
 
 // Ctrl-C or SIGTERM: the run finishes its step, evaluates, saves, says where, and exits

@@ -476,24 +476,23 @@ TEST_F(Safetensors, OffsetsOutOfRange) {
       {"data_offsets: end is 1e+20, not an integer"});
 }
 
+// A header of two F32 tensors, each as long as its byte range.
+std::string two_f32(const char* a, int a_begin, int a_end, const char* b, int b_begin, int b_end) {
+  auto entry = [](const char* name, int begin, int end) {
+    return cat("\"", name, "\":{\"dtype\":\"F32\",\"shape\":[", (end - begin) / 4, "],\"data_offsets\":[", begin,
+               ",", end, "]}");
+  };
+  return cat("{", entry(a, a_begin, a_end), ",", entry(b, b_begin, b_end), "}");
+}
+
 TEST_F(Safetensors, OverlappingRanges) {
-  expect_load_error(raw("a",
-                        R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
-                        R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
-                        std::string(24, 'x')),
+  expect_load_error(raw("a", two_f32("a", 0, 16, "b", 8, 24), std::string(24, 'x')),
                     {"data_offsets: tensor \"b\" [8, 24) overlaps tensor \"a\" [0, 16)"});
-  expect_load_error(raw("b",
-                        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-                        std::string(8, 'x')),
-                    {"overlaps"});
+  expect_load_error(raw("b", two_f32("a", 0, 8, "b", 0, 8), std::string(8, 'x')), {"overlaps"});
 }
 
 TEST_F(Safetensors, GapInData) {
-  expect_load_error(raw("a",
-                        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})",
-                        std::string(24, 'x')),
+  expect_load_error(raw("a", two_f32("a", 0, 8, "b", 16, 24), std::string(24, 'x')),
                     {"data_offsets: bytes [8, 16) of the data section belong to no tensor", "\"a\"", "\"b\""});
   expect_load_error(raw("b", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, 'x')),
                     {"data_offsets: bytes [0, 4)", "gap before tensor \"a\""});
@@ -503,10 +502,7 @@ TEST_F(Safetensors, GapInData) {
 }
 
 TEST_F(Safetensors, DuplicateName) {
-  expect_load_error(raw("a",
-                        R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                        R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                        std::string(8, 'x')),
+  expect_load_error(raw("a", two_f32("a", 0, 4, "a", 4, 8), std::string(8, 'x')),
                     {"header: invalid JSON: duplicate key \"a\""});
 }
 
