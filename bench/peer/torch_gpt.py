@@ -51,10 +51,18 @@ def parse_args():
     return p.parse_args()
 
 
-args = parse_args()
-# Before torch (and so libgomp and OpenBLAS) is loaded: their thread pools read these.
-os.environ["OMP_NUM_THREADS"] = str(args.threads)
-os.environ["MKL_NUM_THREADS"] = str(args.threads)
+def set_thread_env(threads):
+    """Before torch (and so libgomp and OpenBLAS) is loaded: their thread pools read these."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["MKL_NUM_THREADS"] = str(threads)
+
+
+# Run as a program, the options come first, so that the thread count is in the
+# environment before torch loads; imported (torch_train.py), it parses nothing and the
+# importer sets the environment itself.
+if __name__ == "__main__":
+    args = parse_args()
+    set_thread_env(args.threads)
 
 import resource  # noqa: E402
 
@@ -62,7 +70,8 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
-torch.set_num_threads(args.threads)
+if __name__ == "__main__":
+    torch.set_num_threads(args.threads)
 
 
 def rss_mb():
