@@ -132,7 +132,7 @@ import signal  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_gpt import GPT  # noqa: E402  (the twin of folio's nn::GPT)
+from torch_gpt import GPT, blas_libraries, openblas_core  # noqa: E402  (the twin of folio's nn::GPT)
 
 
 class FolioRng:
@@ -275,6 +275,14 @@ def main(args):
     if log:
         log.write("step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s\n")
     n_params = sum(p.numel() for p in params)
+    blas = blas_libraries()
+    if not any("openblas" in lib or "mkl" in lib for lib in blas):
+        # Debian's torch takes whatever libblas.so.3 is selected, netlib's reference BLAS
+        # unless OpenBLAS is installed: many times slower, and no fair comparison.
+        print("torch_train.py: warning: torch's matrix products run on " +
+              (", ".join(lib for lib in blas if "blas" in lib) or "an unknown BLAS") +
+              ", not OpenBLAS; install libopenblas0-openmp and run with LD_LIBRARY_PATH="
+              "/usr/lib/x86_64-linux-gnu/openblas-openmp (bench/README.md)", file=sys.stderr, flush=True)
     print(f"model: {n_params} parameters, vocab {len(chars)}, training on {args.data} ({len(train)} train / "
           f"{len(val)} val characters), torch {torch.__version__}, {torch.get_num_threads()} threads"
           f"{', bf16 autocast' if args.bf16 else ''}", flush=True)
@@ -361,6 +369,7 @@ def main(args):
         "max_iters": args.max_iters, "max_time": args.max_time, "lr": args.lr, "min_lr": args.min_lr,
         "warmup_iters": args.warmup_iters, "seed": args.seed, "interrupted": bool(stop),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "blas": blas, "openblas": openblas_core(),
     }), flush=True)
 
 
