@@ -85,6 +85,7 @@ def parse_args(argv=None):
     a("--bf16", action="store_true", help='forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     a("--target", type=float, default=None, help="report when the estimated val loss first reaches this")
     a("--eval-batch-size", type=int, default=32, help="windows per forward pass of the full val loss")
+    a("--check", action="store_true", help="check FolioRng against numbers from folio's Rng and exit")
     args = p.parse_args(argv)
     if args.max_iters is None:
         args.max_iters = 0 if args.max_time > 0 else 2000
@@ -173,6 +174,18 @@ class FolioRng:
                 return x % n
 
 
+def check_rng():
+    """FolioRng against folio's Rng (autograd/rng.cpp, compiled): Rng(1337)'s first three
+    next_u64(), then five below(1003790) (the bundled train split less 64), then
+    Rng(1337 ^ 0xe7a1)'s three below(7)."""
+    r, e = FolioRng(1337), FolioRng(1337 ^ 0xE7A1)
+    got = ([r.next_u64() for _ in range(3)] + [r.below(1003790) for _ in range(5)] + [e.below(7) for _ in range(3)])
+    want = [12468955128717782748, 15024386940265324015, 14342583032507416131,
+            176888, 312419, 875217, 991937, 23213, 2, 4, 6]
+    print("FolioRng matches folio's Rng" if got == want else f"FolioRng differs from folio's Rng: {got} != {want}")
+    return got == want
+
+
 def load_corpus(path, val_fraction):
     """(vocabulary chars, train tokens, val tokens) as folio's Corpus::load builds them."""
     try:
@@ -255,6 +268,8 @@ def full_loss(model, tokens, T, batch):
 
 
 def main(args):
+    if args.check:
+        sys.exit(0 if check_rng() else 1)
     torch.set_num_threads(args.threads)
     chars, train, val = load_corpus(args.data, args.val_fraction)
     T, B = args.block_size, args.batch_size
