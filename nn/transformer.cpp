@@ -81,8 +81,10 @@ void GPTConfig::validate() const {
   if (pos == Positions::rope && (n_embd / n_head) % 2)
     fail("config", "pos rope rotates pairs of a head's dimensions: head size n_embd / n_head = ", n_embd / n_head,
          " must be even");
-  if (!(logit_softcap >= 0.0f && std::isfinite(logit_softcap)))
-    fail("config", "logit_softcap must be >= 0 (0: off), got ", logit_softcap);
+  // A cap is applied as cap * tanh(logits * (1 / cap)): 1 / cap must be finite too.
+  if (!(logit_softcap >= 0.0f && std::isfinite(logit_softcap)) ||
+      (logit_softcap > 0.0f && !std::isfinite(1.0f / logit_softcap)))
+    fail("config", "logit_softcap must be >= 0 (0: off) and, if positive, its inverse finite; got ", logit_softcap);
 }
 
 int64_t GPTConfig::parameter_count() const {

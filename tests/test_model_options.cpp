@@ -311,6 +311,8 @@ TEST(ModelOptions, ConfigRefusesWhatItCannotBuild) {
   folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "-1"});
   c.logit_softcap = INFINITY;
   folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "inf"});
+  c.logit_softcap = 1e-39f;  // 1 / cap overflows
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "inverse"});
   EXPECT_EQ(parse_positions("Rope"), std::nullopt);
   EXPECT_EQ(parse_activation("relu2"), Activation::relu2);
   EXPECT_STREQ(to_string(Activation::relu2), "relu2");
