@@ -24,6 +24,7 @@ Tensor log(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);                  // exact: x * Phi(x), as torch.nn.GELU()
+Tensor relu_squared(const Tensor& x);          // relu(x)^2, one pass (the "ReLU^2" activation)
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
@@ -75,6 +76,15 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
 Tensor embedding(const Tensor& weight, std::span<const int32_t> ids, const Shape& ids_shape);
 // x (..., C), weight (C), bias (C) -> (..., C)
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+// x (..., C) -> x / sqrt(mean(x^2) + eps) per row of the last dim: RMSNorm without
+// a weight (torch.nn.functional.rms_norm(x, (C,), None, eps)).
+Tensor rms_norm(const Tensor& x, float eps = 1e-6f);
+// Rotary position embedding (RoPE), the "rotate half" pairing of GPT-NeoX and Llama:
+// x (..., T, HS), HS even; cos, sin (P, HS/2) with cos[p, i] = cos(p * theta_i).
+// Row t is at position start + t (start + T <= P), and its pair (i, i + HS/2) is
+// rotated by that position's angle: y_i = x_i cos - x_{i+HS/2} sin,
+// y_{i+HS/2} = x_i sin + x_{i+HS/2} cos. The tables are constants (no gradient).
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t start);
 // Zeroes each element with probability p, scales the rest by 1/(1-p); identity when
 // !training or p == 0. The mask is a function of one draw from rng, so it is seeded.
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);

@@ -201,6 +201,11 @@ Tensor relu(const Tensor& x) {
                [](float g, float v, float) { return v > 0.0f ? g : 0.0f; });
 }
 
+Tensor relu_squared(const Tensor& x) {
+  return unary<Saves::input>("relu_squared", x, [](float v) { return v > 0.0f ? v * v : 0.0f; },
+               [](float g, float v, float) { return v > 0.0f ? 2.0f * v * g : 0.0f; });
+}
+
 Tensor gelu(const Tensor& x) {
   using kernels::fast_erf, kernels::fast_exp;
   return unary<Saves::input>("gelu", x, [](float v) { return kernels::gelu(v); },

@@ -75,6 +75,10 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %s, bias %s, %s\n",
               (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size,
               shown(c.dropout).c_str(), c.bias ? "on" : "off", nn::to_string(c.activation));
+  // The model options as the flags that give them (switches only when on).
+  std::printf("options      --pos %s%s%s --logit-softcap %s%s\n", nn::to_string(c.pos), c.qk_norm ? " --qk-norm" : "",
+              c.zero_init_proj ? " --zero-init-proj" : "", shown(c.logit_softcap).c_str(),
+              c.tie_weights ? " --tie-weights" : "");
   std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
   std::printf("vocabulary   %d characters: %s\n", ck.vocab.size(), json_quote(ck.vocab.to_utf8()).c_str());
   std::printf("step         %lld\n", (long long)ck.step);

@@ -1,6 +1,7 @@
 // folio train: learn a character-level GPT from a text file. Every option is one row
 // of a table that declares it, gives its default, moves it into TrainOptions, and says
 // what --resume does with it.
+#include <cmath>
 #include <cstdio>
 #include <type_traits>
 #include <vector>
@@ -82,10 +83,38 @@ const std::vector<Option>& options() {
           "activation", fixed, AT(model.activation),
           [](const std::string& s) {
             const auto a = nn::parse_activation(s);
-            if (!a) throw UsageError(cat("--activation must be gelu or relu, got '", s, "'"));
+            if (!a) throw UsageError(cat("--activation must be relu, gelu or relu2, got '", s, "'"));
             return *a;
           },
-          [](nn::Activation a) { return std::string(nn::to_string(a)); }, "feed-forward activation: relu or gelu"),
+          [](nn::Activation a) { return std::string(nn::to_string(a)); },
+          "feed-forward activation: relu, gelu or relu2 (relu squared)"),
+      // The model options of README's "Model options": each is part of the model.
+      parsed(
+          "pos", fixed, AT(model.pos),
+          [](const std::string& s) {
+            const auto p = nn::parse_positions(s);
+            if (!p) throw UsageError(cat("--pos must be learned or rope, got '", s, "'"));
+            return *p;
+          },
+          [](nn::Positions p) { return std::string(nn::to_string(p)); },
+          "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; "
+          "needs an even n_embd / n_head)"),
+      flag_switch("qk-norm", fixed, AT(model.qk_norm), true,
+                  "RMS-normalise each head's queries and keys (no weight) before the scores"),
+      flag_switch("zero-init-proj", fixed, AT(model.zero_init_proj), true,
+                  "start the attention and feed-forward output projections at zero"),
+      parsed(
+          "logit-softcap", fixed, AT(model.logit_softcap),
+          [](const std::string& s) {
+            float v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (ec != std::errc() || end != s.data() + s.size() || !(v >= 0.0f && std::isfinite(v)))
+              throw UsageError(cat("--logit-softcap must be a number >= 0 (0: off), got '", s, "'"));
+            return v;
+          },
+          [](float c) { return shown(c); }, "cap the logits smoothly: C * tanh(logits / C) (0: off)"),
+      flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
+                  "the output layer uses the token embedding matrix as its weight"),
       field("batch-size", override, AT(train.batch_size), "sequences per step", Check::positive),
       field("max-iters", override, AT(train.max_iters), "training steps", Check::positive),
       field("lr", override, AT(train.lr), "peak learning rate"),

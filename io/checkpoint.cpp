@@ -144,7 +144,12 @@ Json to_json(const nn::GPTConfig& c) {
                       {"dropout", double(c.dropout)},
                       {"bias", c.bias},
                       {"activation", nn::to_string(c.activation)},
-                      {"seed", std::to_string(c.seed)}};
+                      {"seed", std::to_string(c.seed)},
+                      {"pos", nn::to_string(c.pos)},
+                      {"qk_norm", c.qk_norm},
+                      {"zero_init_proj", c.zero_init_proj},
+                      {"logit_softcap", double(c.logit_softcap)},
+                      {"tie_weights", c.tie_weights}};
 }
 
 nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
@@ -161,9 +166,25 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   c.bias = bias.as_bool();
   const Json& act = field(j, "activation", where);
   const auto activation = act.is_string() ? nn::parse_activation(act.as_string()) : std::nullopt;
-  if (!activation) config_fail(where, "activation must be \"gelu\" or \"relu\"");
+  if (!activation) config_fail(where, "activation must be \"gelu\", \"relu\" or \"relu2\", got ", clip_json(act));
   c.activation = *activation;
   if (c.n_embd % c.n_head) config_fail(where, "n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
+  // The model options (issue 14) are optional: a model saved before they existed has
+  // none of them, and is the model their defaults describe.
+  if (const Json* pos = j.find("pos")) {
+    const auto p = pos->is_string() ? nn::parse_positions(pos->as_string()) : std::nullopt;
+    if (!p) config_fail(where, "pos must be \"learned\" or \"rope\", got ", clip_json(*pos));
+    c.pos = *p;
+    if (c.pos == nn::Positions::rope && (c.n_embd / c.n_head) % 2)
+      config_fail(where, "pos \"rope\" needs an even head size, got n_embd / n_head = ", c.n_embd / c.n_head);
+  }
+  for (auto [key, flag] : {std::pair{"qk_norm", &c.qk_norm}, std::pair{"zero_init_proj", &c.zero_init_proj},
+                           std::pair{"tie_weights", &c.tie_weights}})
+    if (const Json* v = j.find(key)) {
+      if (!v->is_bool()) config_fail(where, key, " must be true or false, got ", clip_json(*v));
+      *flag = v->as_bool();
+    }
+  if (j.find("logit_softcap")) c.logit_softcap = float(number_field(j, "logit_softcap", 0.0, kMaxFloat, where));
   return c;
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // Checkpoints. A run directory holds
 //   model.safetensors  weights under their parameter names; __metadata__ has the
-//                      model config (JSON), the vocabulary (UTF-8) and the step
+//                      model config (JSON), the vocabulary (UTF-8) and the step.
+//                      A tied model (tie_weights) holds its one (V, C) matrix once, as
+//                      token_embedding.weight, and no lm_head.weight (lm_head.bias
+//                      stays); a rope model has no position_embedding.weight.
 //   best.safetensors   the same, for the lowest validation loss so far
 //   state.safetensors  what --resume needs: AdamW moments, step, RNG states, the
 //                      best validation loss and the training options

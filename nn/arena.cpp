@@ -41,7 +41,10 @@ Tensor Arena::normal(const Shape& shape, float stddev) {
   if (s_->initialise) {
     if (!s_->init) fail("arena", "a parameter of shape ", shape, " needs random initial values: give the arena an Rng");
     float* p = t.data();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = stddev * s_->init->normal();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const float z = s_->init->normal();
+      p[i] = stddev == 0.0f ? 0.0f : stddev * z;  // +0, not the -0 of 0 * a negative draw
+    }
   }
   return t;
 }

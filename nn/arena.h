@@ -29,6 +29,8 @@ class Arena {
   static Arena sharing(const Tensor& weights);
 
   // The next slice of `shape`: ~ N(0, stddev), or all `value` (a replica: as they are).
+  // stddev 0 gives zeros but draws all the same, so that an option zeroing one
+  // parameter (--zero-init-proj) leaves every other parameter's initial values as they were.
   Tensor normal(const Shape& shape, float stddev);
   Tensor full(const Shape& shape, float value);
 

@@ -7,23 +7,44 @@
 
 namespace folio::nn {
 
+RotaryTables::RotaryTables(int64_t block_size, int64_t head_size, double base) {
+  if (block_size < 1 || head_size < 2 || head_size % 2)
+    fail("rope", "needs block_size >= 1 and an even head_size, got ", block_size, " and ", head_size);
+  const int64_t h = head_size / 2;
+  cos = Tensor::empty({block_size, h});
+  sin = Tensor::empty({block_size, h});
+  for (int64_t p = 0; p < block_size; ++p)
+    for (int64_t i = 0; i < h; ++i) {
+      const double angle = double(p) * std::pow(base, -2.0 * double(i) / double(head_size));
+      cos.data()[p * h + i] = float(std::cos(angle));
+      sin.data()[p * h + i] = float(std::sin(angle));
+    }
+}
+
+Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t start) {
+  Tensor y = options.qk_norm ? rms_norm(x) : x;
+  if (options.rotary) y = rope(y, options.rotary->cos, options.rotary->sin, start);
+  return y;
+}
+
 Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Arena arena,
-           std::shared_ptr<Rng> dropout_rng)
-    : head_size(head_size), block_size(block_size) {
+           std::shared_ptr<Rng> dropout_rng, BlockOptions options)
+    : head_size(head_size), block_size(block_size), options_(std::move(options)) {
   key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false, arena));
   query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false, arena));
   value = register_module("value", std::make_shared<Linear>(n_embd, head_size, false, arena));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
 Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
-           std::shared_ptr<Rng> dropout_rng)
+           std::shared_ptr<Rng> dropout_rng, BlockOptions options)
     : Head(n_embd, head_size, block_size, dropout, Arena(parameter_count(n_embd, head_size), init),
-           std::move(dropout_rng)) {}
+           std::move(dropout_rng), std::move(options)) {}
 
 Tensor Head::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("head", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  const Tensor k = key->forward(x), q = query->forward(x), v = value->forward(x);  // (B, T, hs)
+  const Tensor k = position_query_key(key->forward(x), options_, 0);  // (B, T, hs)
+  const Tensor q = position_query_key(query->forward(x), options_, 0), v = value->forward(x);
   Tensor wei = matmul(q, k, false, true, precision());  // (B, T, T)
   wei = causal_softmax(wei, 1.0f / std::sqrt(float(head_size)));
   if (weights) *weights = wei;
@@ -32,29 +53,36 @@ Tensor Head::forward(const Tensor& x, Tensor* weights) const {
 }
 
 MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
-                     bool bias, Arena arena, std::shared_ptr<Rng> dropout_rng)
-    : n_head(n_head), head_size(head_size), block_size(block_size) {
+                     bool bias, Arena arena, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
+    : n_head(n_head), head_size(head_size), block_size(block_size), options_(std::move(options)) {
   if (n_head < 1 || head_size < 1) fail("multihead", "n_head ", n_head, " and head_size ", head_size, " must be positive");
+  if (options_.rotary && (options_.rotary->cos.size(0) < block_size || options_.rotary->cos.size(1) * 2 != head_size))
+    fail("multihead", "rotary tables ", options_.rotary->cos.shape(), " for block_size ", block_size, " and head_size ",
+         head_size);
   const int64_t qkv_begin = arena.taken();
   for (int64_t h = 0; h < n_head; ++h) {
-    auto head = std::make_shared<Head>(n_embd, head_size, block_size, dropout, arena, dropout_rng);
+    auto head = std::make_shared<Head>(n_embd, head_size, block_size, dropout, arena, dropout_rng, options_);
     heads.push_back(register_module("heads." + std::to_string(h), head));
   }
   // The heads took their key, query and value weights one after another: one matrix.
   qkv_weight_ = arena.since(qkv_begin, {n_head * 3 * head_size, n_embd});
-  proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, arena));
+  proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, arena,
+                                                          options_.zero_init_proj ? 0.0f : kInitStd));
   attn_dropout_ = register_module("attn_dropout", std::make_shared<Dropout>(dropout, dropout_rng));
   resid_dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, dropout_rng));
 }
 MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
-                     bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng)
+                     bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
     : MultiHead(n_embd, n_head, head_size, block_size, dropout, bias,
-                Arena(parameter_count(n_embd, n_head, head_size, bias), init), std::move(dropout_rng)) {}
+                Arena(parameter_count(n_embd, n_head, head_size, bias), init), std::move(dropout_rng),
+                std::move(options)) {}
 
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights) const {
   const int64_t hs = head_size, stride = 3 * hs;
-  Tensor k = select_heads(qkv, n_head, hs, 0, stride);  // (B, nh, T, hs)
-  Tensor q = select_heads(qkv, n_head, hs, hs, stride);
+  // The new positions follow the cached ones: keys are cached as the scores see them.
+  const int64_t start = cache ? cache->length() : 0;
+  Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, start);  // (B, nh, T, hs)
+  Tensor q = position_query_key(select_heads(qkv, n_head, hs, hs, stride), options_, start);
   Tensor v = select_heads(qkv, n_head, hs, 2 * hs, stride);
   if (cache) {
     // Append along time: (B, nh, L, hs) + (B, nh, T, hs). Inference only, so plain copies.

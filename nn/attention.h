@@ -7,16 +7,34 @@
 
 namespace folio::nn {
 
+// Rotary position embedding tables for one model, computed once (in double, stored
+// as float): cos and sin of p * theta_i, theta_i = base^(-2i / head_size), for
+// positions p < block_size and i < head_size / 2. See rope() in autograd/ops.h.
+struct RotaryTables {
+  RotaryTables(int64_t block_size, int64_t head_size, double base = 10000.0);
+  Tensor cos, sin;  // (block_size, head_size / 2)
+};
+
+// The options GPTConfig hands its blocks (it says what each is for). None adds a
+// parameter, so none changes parameter_count().
+struct BlockOptions {
+  bool qk_norm = false;                         // rms_norm() on q and k, per head, before the scores
+  std::shared_ptr<const RotaryTables> rotary;   // set: q and k are rotated by position
+  bool zero_init_proj = false;                  // the output projections start at zero
+};
+
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),
 // softmax, dropout on the weights, weights @ v.   x (B, T, C) -> (B, T, head_size)
-// With `weights`, also hands out the attention weights (B, T, T) after the softmax and
-// before dropout: rows are queries, columns keys, zero above the diagonal.
+// With options.qk_norm, q and k are RMS-normalised first; with options.rotary, they
+// are then rotated by position (from 0). With `weights`, also hands out the attention
+// weights (B, T, T) after the softmax and before dropout: rows are queries, columns
+// keys, zero above the diagonal.
 class Head : public Module {
  public:
   Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Arena arena,
-       std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+       std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
-       std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+       std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   static int64_t parameter_count(int64_t n_embd, int64_t head_size) {
     return 3 * Linear::parameter_count(n_embd, head_size, false);
   }
@@ -26,10 +44,16 @@ class Head : public Module {
   int64_t head_size, block_size;
 
  private:
+  BlockOptions options_;
   std::shared_ptr<Dropout> dropout_;
 };
 
+// q or k (..., T, head_size) as the options have the scores see it: RMS-normalised
+// (qk_norm), then rotated to positions start, start + 1, ... (rotary).
+Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t start);
+
 // Keys and values of the positions seen so far, for generation: (B, n_head, L, head_size).
+// With rotary positions, the keys are stored rotated, each at its absolute position.
 struct KVCache {
   Tensor k, v;
   int64_t length() const { return k.defined() ? k.size(2) : 0; }
@@ -43,9 +67,11 @@ struct KVCache {
 class MultiHead : public Module {
  public:
   MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
-            bool bias, Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+            bool bias, Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0),
+            BlockOptions options = {});
   MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
-            bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+            bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0),
+            BlockOptions options = {});
   static int64_t parameter_count(int64_t n_embd, int64_t n_head, int64_t head_size, bool bias) {
     return n_head * Head::parameter_count(n_embd, head_size) + Linear::parameter_count(n_head * head_size, n_embd, bias);
   }
@@ -54,18 +80,21 @@ class MultiHead : public Module {
   Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
   Tensor forward_heads(const Tensor& x) const;
   // Inference only: attends the new positions x (B, Tn, C) to the cache and to each
-  // other, and appends their keys and values to the cache.
+  // other, and appends their keys and values to the cache. The new positions are
+  // cache.length(), cache.length() + 1, ...: what rotary positions rotate them by.
   Tensor forward_cached(const Tensor& x, KVCache& cache) const;
 
   // The heads' key, query and value weights as one (n_head * 3 * head_size, C) matrix,
   // per head [k; q; v]: a view of the heads' parameters.
   const Tensor& qkv_weight() const { return qkv_weight_; }
+  const BlockOptions& options() const { return options_; }
 
   std::vector<std::shared_ptr<Head>> heads;
   std::shared_ptr<Linear> proj;
   int64_t n_head, head_size, block_size;
 
  private:
+  BlockOptions options_;
   Tensor qkv_weight_;
   Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights = nullptr) const;
   std::shared_ptr<Dropout> attn_dropout_, resid_dropout_;

@@ -4,10 +4,15 @@
 
 namespace folio::nn {
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias, Arena arena) {
+Linear::Linear(int64_t in, int64_t out, bool with_bias, Arena arena, float init_std) {
   if (in < 1 || out < 1) fail("linear", "sizes must be positive, got in ", in, " out ", out);
-  weight = register_parameter("weight", arena.normal({out, in}, kInitStd));
+  weight = register_parameter("weight", arena.normal({out, in}, init_std));
   if (with_bias) bias = register_parameter("bias", arena.full({out}, 0.0f));
+}
+Linear::Linear(const Tensor& tied, bool with_bias, Arena arena) : weight(tied) {
+  if (!tied.defined() || tied.ndim() != 2 || !tied.requires_grad())
+    fail("linear", "a tied weight must be a 2-D parameter, got ", tied.defined() ? tied.shape() : Shape{});
+  if (with_bias) bias = register_parameter("bias", arena.full({tied.size(0)}, 0.0f));
 }
 Linear::Linear(int64_t in, int64_t out, bool bias, Rng& init)
     : Linear(in, out, bias, Arena(parameter_count(in, out, bias), init)) {}

@@ -18,8 +18,13 @@ constexpr float kInitStd = 0.02f;
 // x (..., in) -> (..., out); weight (out, in) as in PyTorch.
 class Linear : public Module {
  public:
-  Linear(int64_t in, int64_t out, bool bias, Arena arena);
+  // weight ~ N(0, init_std); init_std 0: zeros (see Arena::normal).
+  Linear(int64_t in, int64_t out, bool bias, Arena arena, float init_std = kInitStd);
   Linear(int64_t in, int64_t out, bool bias, Rng& init);
+  // Weight tying: `tied` (out, in) is a parameter another module registered (the GPT's
+  // token embedding); this Linear reads it and registers only its bias, so the weight
+  // is one parameter (named once, updated once) whose gradient sums both uses.
+  Linear(const Tensor& tied, bool bias, Arena arena);
   static int64_t parameter_count(int64_t in, int64_t out, bool bias) { return out * in + (bias ? out : 0); }
   Tensor forward(const Tensor& x) const { return linear(x, weight, bias, precision()); }
   Tensor weight, bias;  // bias undefined when off

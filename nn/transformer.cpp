@@ -1,47 +1,67 @@
 #include "nn/transformer.h"
 
+#include <cmath>
 #include <numeric>
 
 #include "autograd/error.h"
 
 namespace folio::nn {
 
-const char* to_string(Activation a) { return a == Activation::gelu ? "gelu" : "relu"; }
+const char* to_string(Activation a) {
+  switch (a) {
+    case Activation::gelu: return "gelu";
+    case Activation::relu: return "relu";
+    case Activation::relu2: return "relu2";
+  }
+  return "?";
+}
 
 std::optional<Activation> parse_activation(std::string_view name) {
-  if (name == "gelu") return Activation::gelu;
-  if (name == "relu") return Activation::relu;
+  for (Activation a : {Activation::gelu, Activation::relu, Activation::relu2})
+    if (name == to_string(a)) return a;
+  return std::nullopt;
+}
+
+const char* to_string(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
+
+std::optional<Positions> parse_positions(std::string_view name) {
+  for (Positions p : {Positions::learned, Positions::rope})
+    if (name == to_string(p)) return p;
   return std::nullopt;
 }
 
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
-                         std::shared_ptr<Rng> dropout_rng)
+                         std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
     : act_(act) {
   fc = register_module("fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, arena));
-  proj = register_module("proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, arena));
+  proj = register_module("proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, arena,
+                                                          zero_init_proj ? 0.0f : kInitStd));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
-                         std::shared_ptr<Rng> dropout_rng)
-    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias), init), std::move(dropout_rng)) {}
+                         std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
+    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias), init), std::move(dropout_rng),
+                  zero_init_proj) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
   const Tensor h = fc->forward(x);
-  return dropout_->forward(proj->forward(act_ == Activation::gelu ? gelu(h) : relu(h)));
+  const Tensor a = act_ == Activation::gelu ? gelu(h) : act_ == Activation::relu2 ? relu_squared(h) : relu(h);
+  return dropout_->forward(proj->forward(a));
 }
 
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
-             Arena arena, std::shared_ptr<Rng> dropout_rng) {
+             Arena arena, std::shared_ptr<Rng> dropout_rng, BlockOptions options) {
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd, arena));
   attn = register_module("attn", std::make_shared<MultiHead>(n_embd, n_head, n_embd / n_head, block_size,
-                                                             dropout, bias, arena, dropout_rng));
+                                                             dropout, bias, arena, dropout_rng, options));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd, arena));
-  ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, arena, dropout_rng));
+  ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, arena, dropout_rng,
+                                                               options.zero_init_proj));
 }
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
-             Rng& init, std::shared_ptr<Rng> dropout_rng)
+             Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
     : Block(n_embd, n_head, block_size, dropout, bias, act, Arena(parameter_count(n_embd, n_head, bias), init),
-            std::move(dropout_rng)) {}
+            std::move(dropout_rng), std::move(options)) {}
 
 Tensor Block::forward(const Tensor& x, Tensor* attention) const {
   const Tensor h = add(x, attn->forward(ln1->forward(x), attention));
@@ -58,13 +78,21 @@ void GPTConfig::validate() const {
                               {"n_head", n_head}, {"n_embd", n_embd}});
   if (n_embd % n_head) fail("config", "n_embd ", n_embd, " is not divisible by n_head ", n_head);
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("config", "dropout ", dropout, " outside [0, 1)");
+  if (pos == Positions::rope && (n_embd / n_head) % 2)
+    fail("config", "pos rope rotates pairs of a head's dimensions: head size n_embd / n_head = ", n_embd / n_head,
+         " must be even");
+  // A cap is applied as cap * tanh(logits * (1 / cap)): 1 / cap must be finite too.
+  if (!(logit_softcap >= 0.0f && std::isfinite(logit_softcap)) ||
+      (logit_softcap > 0.0f && !std::isfinite(1.0f / logit_softcap)))
+    fail("config", "logit_softcap must be >= 0 (0: off) and, if positive, its inverse finite; got ", logit_softcap);
 }
 
 int64_t GPTConfig::parameter_count() const {
   const int64_t C = n_embd;
-  return Embedding::parameter_count(vocab_size, C) + Embedding::parameter_count(block_size, C) +
-         n_layer * Block::parameter_count(C, n_head, bias) + LayerNorm::parameter_count(C) +
-         Linear::parameter_count(C, vocab_size, bias);
+  const int64_t positions = pos == Positions::learned ? Embedding::parameter_count(block_size, C) : 0;
+  const int64_t head = tie_weights ? (bias ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, bias);
+  return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias) +
+         LayerNorm::parameter_count(C) + head;
 }
 
 GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
@@ -86,14 +114,21 @@ void GPT::build(Arena arena) {
          config.parameter_count());
   const int64_t C = config.n_embd;
   token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, C, arena));
-  position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
+  BlockOptions options{.qk_norm = config.qk_norm, .rotary = nullptr, .zero_init_proj = config.zero_init_proj};
+  if (config.pos == Positions::learned)
+    position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
+  else  // one table for every layer and head
+    options.rotary = std::make_shared<const RotaryTables>(config.block_size, C / config.n_head);
   drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_rng_));
   for (int64_t l = 0; l < config.n_layer; ++l)
-    blocks.push_back(register_module("blocks." + std::to_string(l),
-                                     std::make_shared<Block>(C, config.n_head, config.block_size, config.dropout,
-                                                             config.bias, config.activation, arena, dropout_rng_)));
+    blocks.push_back(register_module(
+        "blocks." + std::to_string(l), std::make_shared<Block>(C, config.n_head, config.block_size, config.dropout,
+                                                               config.bias, config.activation, arena, dropout_rng_,
+                                                               options)));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena));
-  lm_head = register_module("lm_head", std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
+  lm_head = register_module("lm_head", config.tie_weights
+                                           ? std::make_shared<Linear>(token_embedding->weight, config.bias, arena)
+                                           : std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
   flat_ = arena.flat();
@@ -104,11 +139,19 @@ Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t st
     fail("gpt", ids.size(), " token ids for a batch of B ", B, " x T ", T);
   if (start + T > config_.block_size)
     fail("gpt", "sequence of ", start + T, " positions exceeds block_size ", config_.block_size);
+  const Tensor tok = token_embedding->forward(ids, {B, T});  // (B, T, C)
+  if (!position_embedding) return drop_->forward(tok);        // rope: the blocks rotate q and k instead
   std::vector<int32_t> positions(T);
   std::iota(positions.begin(), positions.end(), int32_t(start));
-  const Tensor tok = token_embedding->forward(ids, {B, T});           // (B, T, C)
-  const Tensor pos = position_embedding->forward(positions, {T});     // (T, C)
+  const Tensor pos = position_embedding->forward(positions, {T});  // (T, C)
   return drop_->forward(add(tok, pos));
+}
+
+Tensor GPT::head(const Tensor& x) const {
+  Tensor logits = lm_head->forward(ln_f->forward(x));  // (B, T, V)
+  const float cap = config_.logit_softcap;
+  if (cap > 0.0f) logits = scale(tanh(scale(logits, 1.0f / cap)), cap);  // smooth, into (-cap, cap)
+  return logits;
 }
 
 GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets,
@@ -117,7 +160,7 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
   if (attention) attention->assign(blocks.size(), Tensor{});
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward(x, attention ? &(*attention)[l] : nullptr);
   Output out;
-  out.logits = lm_head->forward(ln_f->forward(x));  // (B, T, V)
+  out.logits = head(x);  // (B, T, V)
   if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);
   return out;
 }
@@ -126,7 +169,7 @@ Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, s
   if (caches.size() != blocks.size()) caches.assign(blocks.size(), KVCache{});
   Tensor x = embed(ids, B, T, caches[0].length());
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(x, caches[l]);
-  return lm_head->forward(ln_f->forward(x));
+  return head(x);
 }
 
 }  // namespace folio::nn

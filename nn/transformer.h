@@ -11,17 +11,25 @@
 
 namespace folio::nn {
 
-enum class Activation { gelu, relu };
-const char* to_string(Activation a);                                // "gelu", "relu"
-std::optional<Activation> parse_activation(std::string_view name);  // nullopt: neither
+// relu2: relu(x)^2 (ReLU squared).
+enum class Activation { gelu, relu, relu2 };
+const char* to_string(Activation a);                                // "gelu", "relu", "relu2"
+std::optional<Activation> parse_activation(std::string_view name);  // nullopt: none of them
+
+// How the model knows where a token is: a learned table added to the token embedding
+// (GPT-2), or q and k rotated by position in every head (RoPE, nn/attention.h).
+enum class Positions { learned, rope };
+const char* to_string(Positions p);                               // "learned", "rope"
+std::optional<Positions> parse_positions(std::string_view name);  // nullopt: neither
 
 // x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
+// zero_init_proj: the second Linear's weight starts at zero.
 class FeedForward : public Module {
  public:
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
-              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false);
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
-              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false);
   static int64_t parameter_count(int64_t n_embd, bool bias) {
     return Linear::parameter_count(n_embd, 4 * n_embd, bias) + Linear::parameter_count(4 * n_embd, n_embd, bias);
   }
@@ -34,12 +42,13 @@ class FeedForward : public Module {
 };
 
 // Pre-LayerNorm residual block: x + attn(ln1(x)), then x + ffwd(ln2(x)).
+// options.zero_init_proj applies to both output projections (attn.proj, ffwd.proj).
 class Block : public Module {
  public:
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
-        Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+        Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
-        Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0));
+        Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   static int64_t parameter_count(int64_t n_embd, int64_t n_head, bool bias) {  // n_head >= 1
     return 2 * LayerNorm::parameter_count(n_embd) + MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias) +
            FeedForward::parameter_count(n_embd, bias);
@@ -63,13 +72,22 @@ struct GPTConfig {
   // 1.771 / 1.779 (seeds 1337 / 42) against GELU's 1.854 / 1.850.
   Activation activation = Activation::relu;
   uint64_t seed = 1337;  // initialisation
+  // Options of issue 14 (README: "Model options"). Each is saved with the model; a
+  // checkpoint written before they existed has none, which means these defaults.
+  Positions pos = Positions::learned;  // rope: no position table; needs an even head size
+  bool qk_norm = false;                // q and k RMS-normalised per head (no weight) before the scores
+  bool zero_init_proj = false;         // attn.proj and ffwd.proj weights start at zero
+  float logit_softcap = 0.0f;          // > 0: logits = c * tanh(logits / c); 0: off
+  bool tie_weights = false;            // lm_head's weight is token_embedding's (V, C) matrix
   void validate() const;  // throws naming the bad field
   // The number of parameters a GPT of this config has, computed without building it
   // (so a checkpoint's claim can be checked before anything is allocated).
   int64_t parameter_count() const;
 };
 
-// Token + learned position embeddings -> n_layer Blocks -> LayerNorm -> Linear onto V.
+// Token (+ learned position) embeddings -> n_layer Blocks -> LayerNorm -> Linear onto V
+// (-> soft cap). With tie_weights, the Linear's weight is the token embedding's: the
+// parameter is named once, token_embedding.weight, and lm_head has only its bias.
 class GPT : public Module {
  public:
   // Fresh weights, drawn from config.seed.
@@ -97,7 +115,7 @@ class GPT : public Module {
   // The generator all dropout masks come from; its state is part of a checkpoint.
   Rng& dropout_rng() const { return *dropout_rng_; }
 
-  std::shared_ptr<Embedding> token_embedding, position_embedding;
+  std::shared_ptr<Embedding> token_embedding, position_embedding;  // position_embedding: null with rope
   std::vector<std::shared_ptr<Block>> blocks;
   std::shared_ptr<LayerNorm> ln_f;
   std::shared_ptr<Linear> lm_head;
@@ -105,6 +123,7 @@ class GPT : public Module {
  private:
   void build(Arena arena);
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const;
+  Tensor head(const Tensor& x) const;  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap
   GPTConfig config_;
   std::shared_ptr<Rng> dropout_rng_;
   std::shared_ptr<Dropout> drop_;

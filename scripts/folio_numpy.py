@@ -43,15 +43,43 @@ def linear(x, W, name):
     return y + W[name + ".bias"] if name + ".bias" in W else y
 
 
+def rms_norm(x, eps=1e-6):
+    """QK-norm: x / sqrt(mean(x^2) + eps) over the head's dimensions, no weight."""
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps)
+
+
+def rope(x, base=10000.0):
+    """x (B, T, hs): the pair (i, i + hs/2) of position t turned by t * base^(-2i/hs)."""
+    T, hs = x.shape[-2], x.shape[-1]
+    h = hs // 2
+    angle = np.arange(T)[:, None] * base ** (-2.0 * np.arange(h) / hs)  # (T, hs/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+    x0, x1 = x[..., :h], x[..., h:]
+    return np.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1)
+
+
 ERF = np.vectorize(math.erf)
+ACTIVATIONS = {
+    "relu": lambda h: np.maximum(h, 0),
+    "relu2": lambda h: np.maximum(h, 0) ** 2,
+    "gelu": lambda h: 0.5 * h * (1 + ERF(h / math.sqrt(2))),
+}
 
 
 def forward(W, config, ids):
-    """ids (B, T) -> logits (B, T, vocab_size), in float64."""
+    """ids (B, T) -> logits (B, T, vocab_size), in float64. The model options absent
+    from a config (checkpoints saved before them) take their defaults: off."""
     B, T = ids.shape
     C, n_head = config["n_embd"], config["n_head"]
     hs = C // n_head
-    x = W["token_embedding.weight"][ids].astype(np.float64) + W["position_embedding.weight"][:T]
+    use_rope = config.get("pos", "learned") == "rope"
+    qk_norm = config.get("qk_norm", False)
+    softcap = config.get("logit_softcap", 0.0)
+    if config.get("tie_weights", False):  # one (V, C) matrix, stored once, used twice
+        W = dict(W, **{"lm_head.weight": W["token_embedding.weight"]})
+    x = W["token_embedding.weight"][ids].astype(np.float64)
+    if not use_rope:
+        x = x + W["position_embedding.weight"][:T]
     mask = np.tril(np.ones((T, T), dtype=bool))
     for l in range(config["n_layer"]):
         p = f"blocks.{l}."
@@ -59,14 +87,18 @@ def forward(W, config, ids):
         heads = []
         for i in range(n_head):
             k, q, v = (linear(h, W, f"{p}attn.heads.{i}.{name}") for name in ("key", "query", "value"))
+            if qk_norm:
+                k, q = rms_norm(k), rms_norm(q)
+            if use_rope:
+                k, q = rope(k), rope(q)
             scores = np.where(mask, q @ k.transpose(0, 2, 1) / math.sqrt(hs), -np.inf)
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             heads.append((scores / scores.sum(-1, keepdims=True)) @ v)
         x = x + linear(np.concatenate(heads, -1), W, p + "attn.proj")
         h = linear(layer_norm(x, W[p + "ln2.weight"], W[p + "ln2.bias"]), W, p + "ffwd.fc")
-        h = np.maximum(h, 0) if config["activation"] == "relu" else 0.5 * h * (1 + ERF(h / math.sqrt(2)))
-        x = x + linear(h, W, p + "ffwd.proj")
-    return linear(layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]), W, "lm_head")
+        x = x + linear(ACTIVATIONS[config["activation"]](h), W, p + "ffwd.proj")
+    logits = linear(layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]), W, "lm_head")
+    return softcap * np.tanh(logits / softcap) if softcap > 0 else logits
 
 
 def main():

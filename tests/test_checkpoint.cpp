@@ -61,6 +61,111 @@ TEST(Checkpoint, FormatIsPtAndOlderFilesStillLoad) {
   EXPECT_THROW(load_state(dir / "model.safetensors"), Error);  // a model is not a state
 }
 
+// A model with every option of issue 14 round-trips: config, tensors and logits. The
+// file holds the tied matrix once (token_embedding.weight, no lm_head.weight) and no
+// position table (rope).
+TEST(Checkpoint, ModelOptionsRoundTrip) {
+  const TempDir dir("options");
+  const Vocab vocab = Vocab::from_utf8("abcdefg");
+  nn::GPTConfig c = tiny(vocab.size());
+  c.pos = nn::Positions::rope, c.qk_norm = true, c.activation = nn::Activation::relu2, c.zero_init_proj = true;
+  c.logit_softcap = 15.5f, c.tie_weights = true;
+  nn::GPT model(c);
+  save_model(dir / "model.safetensors", model, vocab, 7);
+  const SafetensorsFile f = load_safetensors(dir / "model.safetensors");
+  EXPECT_NE(f.find("token_embedding.weight"), nullptr);
+  EXPECT_NE(f.find("lm_head.bias"), nullptr);
+  EXPECT_EQ(f.find("lm_head.weight"), nullptr);
+  EXPECT_EQ(f.find("position_embedding.weight"), nullptr);
+  testing::expect_contains(f.meta("config"), {"\"pos\":\"rope\"", "\"qk_norm\":true", "\"activation\":\"relu2\"",
+                                              "\"zero_init_proj\":true", "\"logit_softcap\":15.5",
+                                              "\"tie_weights\":true"});
+
+  const ModelCheckpoint ck = load_model(dir.path.string());
+  const nn::GPTConfig& got = ck.model->config();
+  EXPECT_EQ(got.pos, nn::Positions::rope);
+  EXPECT_TRUE(got.qk_norm && got.zero_init_proj && got.tie_weights);
+  EXPECT_EQ(got.activation, nn::Activation::relu2);
+  EXPECT_EQ(got.logit_softcap, 15.5f);
+  EXPECT_TRUE(ck.model->lm_head->weight.same(ck.model->token_embedding->weight));  // tied again
+  EXPECT_EQ(ck.model->flat_parameters().to_vector(), model.flat_parameters().to_vector());
+  model.eval(), ck.model->eval();
+  NoGradGuard no_grad;
+  const std::vector<int32_t> ids{1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(ck.model->forward(ids, 1, 6).logits.to_vector(), model.forward(ids, 1, 6).logits.to_vector());
+}
+
+// A checkpoint written before the options existed has none of their fields: it loads
+// as the model their defaults describe. One from the fuzz corpus, and one of today's
+// with the fields taken out.
+TEST(Checkpoint, FilesWithoutTheModelOptionsLoadWithTheDefaults) {
+  auto expect_defaults = [](const nn::GPTConfig& c) {
+    EXPECT_EQ(c.pos, nn::Positions::learned);
+    EXPECT_FALSE(c.qk_norm || c.zero_init_proj || c.tie_weights);
+    EXPECT_EQ(c.logit_softcap, 0.0f);
+  };
+  const ModelCheckpoint old = load_model(std::string(FOLIO_SOURCE_DIR) + "/fuzz/corpus/accept-model.safetensors");
+  EXPECT_EQ(old.model->config().activation, nn::Activation::gelu);
+  expect_defaults(old.model->config());
+
+  const TempDir dir("no-options");
+  const Vocab vocab = Vocab::from_utf8("abc");
+  nn::GPT model(tiny(vocab.size()));
+  save_model(dir / "model.safetensors", model, vocab, 3);
+  SafetensorsFile f = load_safetensors(dir / "model.safetensors");
+  Metadata meta = f.metadata;
+  for (auto& [k, v] : meta)
+    if (k == "config") {
+      Json::Object o = Json::parse(v).as_object();
+      std::erase_if(o, [](const auto& kv) {
+        return kv.first == "pos" || kv.first == "qk_norm" || kv.first == "zero_init_proj" ||
+               kv.first == "logit_softcap" || kv.first == "tie_weights";
+      });
+      v = Json(o).dump();
+      EXPECT_EQ(v.find("pos"), std::string::npos) << v;
+    }
+  save_safetensors(dir / "before.safetensors", f.tensors, meta);
+  const ModelCheckpoint before = load_model(dir / "before.safetensors");
+  expect_defaults(before.model->config());
+  EXPECT_EQ(before.model->flat_parameters().to_vector(), model.flat_parameters().to_vector());
+}
+
+// A bad value of an option is a ConfigError naming the field and the value.
+TEST(Checkpoint, BadModelOptionValuesAreClearErrors) {
+  const Json good = to_json(tiny(3));
+  auto expect_refused = [&](const char* key, const Json& value, std::initializer_list<std::string> fragments) {
+    Json::Object o = good.as_object();
+    for (auto& [k, v] : o)
+      if (k == key) v = value;
+    try {
+      model_config_from_json(Json(o), "file.safetensors");
+      ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
+    } catch (const ConfigError& e) {
+      testing::expect_contains(e.what(), {"file.safetensors"});
+      testing::expect_contains(e.what(), fragments);
+    }
+  };
+  expect_refused("pos", Json("foo"), {"pos must be \"learned\" or \"rope\", got \"foo\""});
+  expect_refused("pos", Json(1), {"pos must be"});
+  expect_refused("qk_norm", Json("yes"), {"qk_norm must be true or false, got \"yes\""});
+  expect_refused("tie_weights", Json(1), {"tie_weights must be true or false"});
+  expect_refused("zero_init_proj", Json(Json::Array{}), {"zero_init_proj must be true or false"});
+  expect_refused("logit_softcap", Json(-1.0), {"logit_softcap = -1.0 outside [0, "});
+  expect_refused("logit_softcap", Json("30"), {"logit_softcap = \"30\" outside"});
+  expect_refused("activation", Json("relu3"), {"activation must be", "relu2", "got \"relu3\""});
+  Json::Object odd = good.as_object();  // head size 16 / 2 = 8 is even; make it 5
+  for (auto& [k, v] : odd) {
+    if (k == "n_embd") v = Json(10);
+    if (k == "pos") v = Json("rope");
+  }
+  try {
+    model_config_from_json(Json(odd), "file.safetensors");
+    ADD_FAILURE() << "rope with a head size of 5 was accepted";
+  } catch (const ConfigError& e) {
+    testing::expect_contains(e.what(), {"pos \"rope\" needs an even head size", "5"});
+  }
+}
+
 // Every way of breaking a checkpoint is a clear Error naming the file, never a crash.
 class DamagedCheckpoint : public ::testing::Test {
  protected:

@@ -83,6 +83,52 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   testing::expect_contains(i.out, {"parameters", "step         60", "--lr 0.003 --min-lr 0.0001 ", "--val-fraction 0.1 "});
 }
 
+// The model options of issue 14, all at once: the run trains (its loss falls), info
+// shows them as flags, generate and eval read the model, and --resume keeps them and
+// refuses to change one.
+TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
+  const std::string options =
+      " --pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 30 --tie-weights";
+  const Result t = folio(tiny_train() + options + " --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  std::ifstream log(dir_ / "run" / "log.csv");
+  std::string line;
+  std::vector<double> val;
+  std::getline(log, line);  // header
+  while (std::getline(log, line)) {
+    std::stringstream row(line);
+    std::string cell;
+    for (int i = 0; i < 3; ++i) std::getline(row, cell, ',');
+    val.push_back(std::stod(cell));
+  }
+  ASSERT_EQ(val.size(), 3u);  // steps 0, 30, 60
+  EXPECT_LT(val.back(), val.front() - 0.3);
+
+  const std::string shown = "options      --pos rope --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights\n";
+  const Result i = folio("info --checkpoint " + run_dir());
+  ASSERT_EQ(i.code, 0) << i.err;
+  testing::expect_contains(i.out, {shown, "bias on, relu2\n"});
+  const Result g = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 40 --seed 3");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.out.substr(0, 5), "First");
+  const Result e = folio("eval --checkpoint " + run_dir() + " --data " + corpus());
+  ASSERT_EQ(e.code, 0) << e.err;
+
+  const Result change = folio("train --out " + run_dir() + " --resume --max-iters 70 --pos learned");
+  EXPECT_EQ(change.code, 2);
+  testing::expect_contains(change.err, {"--pos cannot change when resuming"});
+  const Result resume = folio("train --out " + run_dir() + " --resume --max-iters 70 --quiet");
+  ASSERT_EQ(resume.code, 0) << resume.err;
+  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {shown, "step         70"});
+
+  // The defaults, shown for a run without the options.
+  const Result plain = folio("train --data " + corpus() + " --out " + (dir_ / "plain").string() +
+                             " --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --max-iters 2 --eval-iters 1 --quiet");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  testing::expect_contains(folio("info --checkpoint " + (dir_ / "plain").string()).out,
+                           {"options      --pos learned --logit-softcap 0\n"});
+}
+
 // --dtype is saved with the run: --resume keeps it, and may override it. generate and
 // eval take it too; a bf16 evaluation of the (fp32) checkpoint is near the fp32 one.
 TEST_F(Cli, DtypeIsSavedWithTheRunAndResumeMayOverrideIt) {
@@ -119,7 +165,8 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
   for (const char* opt : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size", "--dropout", "--lr",
                           "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
                           "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
-                          "--dtype"})
+                          "--dtype", "--pos", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
+                          "--tie-weights"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
@@ -215,6 +262,8 @@ TEST_F(Cli, BadInputExitsTwoAndWritesNothing) {
       {"train --batch-size 0" + out, "batch-size"},
       {"train --n-embd 30 --n-head 4" + out, "divisible"},
       {"train --dropout 1" + out, "dropout"},
+      {"train --pos foo" + out, "--pos must be learned or rope, got 'foo'"},
+      {"train --logit-softcap -1" + out, "--logit-softcap must be a number >= 0 (0: off), got '-1'"},
       {"train --lr abc" + out, "lr"},
       {"train --data " + (dir_ / "nope.txt").string() + out, "nope.txt"},
       {"train --data " + dir_.string() + out, "directory"},

@@ -248,6 +248,19 @@ TEST(Grad, LayerNorm) {
   EXPECT_TRUE(gradcheck([](const V& v) { return layer_norm(v[0], v[1], v[2]); },
                         {param({2, 3, 6}, 1), param({6}, 2), param({6}, 3)}));
 }
+TEST(Grad, ReluSquared) {  // smooth at 0 (both sides' slopes are 0), so any input will do
+  EXPECT_TRUE(gradcheck([](const V& v) { return relu_squared(v[0]); }, {param({3, 5}, 1)}));
+}
+TEST(Grad, RmsNorm) {
+  EXPECT_TRUE(gradcheck([](const V& v) { return rms_norm(v[0]); }, {param({2, 3, 6}, 1)}));
+  EXPECT_TRUE(gradcheck([](const V& v) { return rms_norm(tanh(v[0]), 0.1f); }, {param({4, 5}, 2, 0.3f)}));
+}
+TEST(Grad, RopeFromAStartPosition) {  // (B, nh, T, hs) rows at positions 2..4 of 7
+  Rng r(5);
+  const Tensor cos = Tensor::uniform({7, 3}, r, -1.0f, 1.0f), sin = Tensor::uniform({7, 3}, r, -1.0f, 1.0f);
+  EXPECT_TRUE(gradcheck([&](const V& v) { return rope(v[0], cos, sin, 2); }, {param({2, 2, 3, 6}, 1)}));
+  EXPECT_TRUE(gradcheck([&](const V& v) { return rope(tanh(v[0]), cos, sin, 0); }, {param({7, 6}, 2)}));
+}
 TEST(Grad, DropoutTrainMode) {
   EXPECT_TRUE(gradcheck(
       [](const V& v) {

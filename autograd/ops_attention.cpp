@@ -1,0 +1,105 @@
+// Ops of the attention options (nn/attention.h): RMS normalisation of q and k
+// (QK-norm) and rotary position embeddings. Rows run in parallel; every row is
+// independent, so the result does not depend on the thread count.
+#include <cmath>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace folio {
+
+Tensor rms_norm(const Tensor& x, float eps) {
+  if (x.ndim() == 0 || x.shape().last() == 0) fail("rms_norm", "needs a non-empty last dim, got shape ", x.shape());
+  if (!(eps > 0.0f && std::isfinite(eps))) fail("rms_norm", "eps must be positive, got ", eps);
+  const int64_t C = x.shape().last(), rows = x.shape().rows();
+  Tensor out = Tensor::empty(x.shape());
+  Tensor rstd = Tensor::empty(Shape{rows});  // 1 / rms per row, for backward
+  {
+    const float* in = x.data();
+    float *o = out.data(), *r = rstd.data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* xr = in + row * C;
+      float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+      for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
+      const float k = 1.0f / std::sqrt(ss / float(C) + eps);
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) o[row * C + c] = xr[c] * k;
+      r[row] = k;
+    }
+  }
+  if (!needs_grad({&x})) return out;
+  // y = x * r, r = (mean(x^2) + eps)^-1/2:  dx = r * (g - y * mean(g * y)).
+  record(out, "rms_norm", {&x}, [sx = x.detach(), rstd, rows, C](const Tensor& grad, const InputGrads& in) {
+    in.write(0, [&](float* gx) {
+      const float *xs = sx.data(), *g = grad.data(), *r = rstd.data();
+#pragma omp parallel for if (rows * C >= kParallelGrain)
+      for (int64_t row = 0; row < rows; ++row) {
+        const float *xr = xs + row * C, *gr = g + row * C;
+        const float k = r[row];
+        float gy = 0.0f;
+#pragma omp simd reduction(+ : gy)
+        for (int64_t c = 0; c < C; ++c) gy += gr[c] * xr[c] * k;
+        gy /= float(C);
+        float* dst = gx + row * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) dst[c] += k * (gr[c] - xr[c] * k * gy);
+      }
+    });
+  }, {&x});
+  return out;
+}
+
+namespace {
+
+// Rotates the pairs (i, i + h) of rows [0, rows) of `in` into `out` (+= when `add`),
+// row t at position start + t % T, by the angle whose cos/sin the tables hold, times
+// `dir` (+1 forward, -1 for the backward: the transpose of a rotation is its inverse).
+void rotate_rows(const float* in, float* out, bool add, int64_t rows, int64_t T, int64_t h, const float* cos,
+                 const float* sin, int64_t start, float dir) {
+#pragma omp parallel for if (rows * 2 * h >= kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *c = cos + (start + r % T) * h, *s = sin + (start + r % T) * h;
+    const float* x = in + r * 2 * h;
+    float* y = out + r * 2 * h;
+    if (add) {
+#pragma omp simd
+      for (int64_t i = 0; i < h; ++i) {
+        const float sn = dir * s[i];
+        y[i] += x[i] * c[i] - x[i + h] * sn;
+        y[i + h] += x[i] * sn + x[i + h] * c[i];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < h; ++i) {
+        const float sn = dir * s[i];
+        y[i] = x[i] * c[i] - x[i + h] * sn;
+        y[i + h] = x[i] * sn + x[i + h] * c[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t start) {
+  if (x.ndim() < 2 || x.shape().last() % 2 || x.shape().last() == 0)
+    fail("rope", "needs (..., T, HS) with HS even, got shape ", x.shape());
+  const int64_t HS = x.shape().last(), h = HS / 2, T = x.size(x.ndim() - 2), rows = x.shape().rows();
+  if (cos.ndim() != 2 || cos.size(1) != h || sin.shape() != cos.shape())
+    fail("rope", "tables cos ", cos.shape(), " and sin ", sin.shape(), " must be (P, ", h, ") for input ", x.shape());
+  if (start < 0 || start + T > cos.size(0))
+    fail("rope", "positions [", start, ", ", start + T, ") outside the tables' ", cos.size(0));
+  Tensor out = Tensor::empty(x.shape());
+  rotate_rows(x.data(), out.data(), false, rows, T, h, cos.data(), sin.data(), start, 1.0f);
+  record(out, "rope", {&x}, [cos, sin, rows, T, h, start](const Tensor& grad, const InputGrads& in) {
+    in.write(0, [&](float* gx, bool overwrite) {
+      rotate_rows(grad.data(), gx, !overwrite, rows, T, h, cos.data(), sin.data(), start, -1.0f);
+    });
+  });
+  return out;
+}
+
+}  // namespace folio

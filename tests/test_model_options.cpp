@@ -1,0 +1,350 @@
+// The model options of issue 14 (GPTConfig: pos, qk_norm, relu2, zero_init_proj,
+// logit_softcap, tie_weights): gradients with each one and with all of them, the
+// KV-cached forward against the whole one, rope against its formula, the fast
+// attention against the per-Head specification, weight tying's one parameter, the
+// zero-initialised projections, parameter counts, replicas and bf16.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "autograd/kernels/matmul.h"
+#include "tests/gradcheck.h"
+#include "tests/support.h"
+#include "train/data_parallel.h"
+
+namespace folio::nn {
+namespace {
+
+using folio::testing::gradcheck;
+using folio::testing::param;
+using V = std::vector<Tensor>;
+
+GPTConfig tiny() {  // head size 4: even, as rope needs
+  GPTConfig c;
+  c.vocab_size = 7, c.block_size = 6, c.n_layer = 1, c.n_head = 2, c.n_embd = 8;
+  c.activation = Activation::gelu;  // smooth: finite differences across ReLU's kink disagree with its gradient
+  return c;
+}
+
+GPTConfig all_options(GPTConfig c = tiny()) {
+  c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2, c.zero_init_proj = true;
+  c.logit_softcap = 2.0f, c.tie_weights = true;
+  return c;
+}
+
+// Each option alone on the tiny config, by name.
+std::vector<std::pair<std::string, GPTConfig>> each_option() {
+  std::vector<std::pair<std::string, GPTConfig>> out;
+  auto with = [&](const char* name, const std::function<void(GPTConfig&)>& set) {
+    GPTConfig c = tiny();
+    set(c);
+    out.emplace_back(name, c);
+  };
+  with("rope", [](GPTConfig& c) { c.pos = Positions::rope; });
+  with("qk_norm", [](GPTConfig& c) { c.qk_norm = true; });
+  with("relu2", [](GPTConfig& c) { c.activation = Activation::relu2; });
+  with("zero_init_proj", [](GPTConfig& c) { c.zero_init_proj = true; });
+  with("logit_softcap", [](GPTConfig& c) { c.logit_softcap = 2.0f; });
+  with("tie_weights", [](GPTConfig& c) { c.tie_weights = true; });
+  return out;
+}
+
+// Every weight redrawn ~ N(0, stddev) (norms too): attention that is far from uniform,
+// logits large enough for a soft cap of 2 to bend, and no zero projection that would
+// leave the layers beneath it without a gradient to check.
+void redraw(const GPT& gpt, float stddev, uint64_t seed) {
+  Rng r(seed);
+  for (const Tensor& p : gpt.parameters())
+    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = stddev * r.normal();
+}
+
+const std::vector<int32_t> kIds{1, 3, 5, 0, 6, 2, 2, 4, 0, 1}, kTargets{3, 5, 0, 6, 2, 2, 4, 1, 1, 5};
+
+// The gradient checks run on a smaller model still (head size 2: one rotated pair),
+// each forward pass being cheap: a check takes two per parameter.
+GPTConfig for_gradcheck(GPTConfig c) {
+  c.vocab_size = 5, c.n_embd = 4;
+  return c;
+}
+
+class EachOption : public ::testing::TestWithParam<int> {};
+
+TEST_P(EachOption, GradOfLoss) {
+  const auto& [name, c] = each_option()[size_t(GetParam())];
+  GPT gpt(for_gradcheck(c));
+  redraw(gpt, 0.6f, 3);
+  const std::vector<int32_t> ids{1, 3, 4, 0, 2, 2, 4, 0, 1, 3}, targets{3, 4, 0, 2, 2, 4, 1, 1, 4, 0};
+  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 5, targets).loss; }, gpt.parameters()));
+}
+INSTANTIATE_TEST_SUITE_P(ModelOptions, EachOption, ::testing::Range(0, 6),
+                         [](const auto& info) { return each_option()[size_t(info.param)].first; });
+
+TEST(ModelOptions, GradOfLossAndLogitsWithAllOptions) {
+  GPTConfig c = for_gradcheck(all_options());
+  c.n_layer = 2;
+  GPT gpt(c);
+  redraw(gpt, 0.6f, 4);
+  const std::vector<int32_t> ids{1, 3, 4, 0, 2, 2, 4, 0, 1, 3}, targets{3, 4, 0, 2, 2, 4, 1, 1, 4, 0};
+  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 5, targets).loss; }, gpt.parameters()));
+  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 5).logits; }, gpt.parameters()));
+}
+
+// Layers alone, with their input's gradient: the per-Head path and the feed-forward.
+TEST(ModelOptions, HeadAndFeedForwardGrad) {
+  const auto rotary = std::make_shared<const RotaryTables>(8, 4);
+  Rng init(1);
+  Head head(6, 4, 8, 0.0f, init, std::make_shared<Rng>(0), {.qk_norm = true, .rotary = rotary});
+  for (const Tensor& p : head.parameters())
+    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 25.0f;
+  V inputs = head.parameters();
+  inputs.push_back(param({2, 5, 6}, 2));
+  EXPECT_TRUE(gradcheck([&](const V& v) { return head.forward(v.back()); }, inputs));
+
+  FeedForward ff(4, 0.0f, true, Activation::relu2, init);
+  V ff_inputs = ff.parameters();
+  ff_inputs.push_back(param({2, 3, 4}, 3));
+  EXPECT_TRUE(gradcheck([&](const V& v) { return ff.forward(v.back()); }, ff_inputs));
+}
+
+// rope() against its formula, computed here in double: the pair (i, i + hs/2) turns by
+// p * 10000^(-2i/hs), so a query and a key at positions m and n score by m - n alone.
+TEST(ModelOptions, RopeRotatesHalvesByPositionTimesFrequency) {
+  const int64_t P = 9, hs = 6, h = 3, T = 4, start = 3;
+  const RotaryTables tables(P, hs);
+  Rng r(2);
+  const Tensor x = Tensor::randn({2, T, hs}, r);
+  const Tensor y = rope(x, tables.cos, tables.sin, start);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < h; ++i) {
+        const double angle = double(start + t) * std::pow(10000.0, -2.0 * double(i) / double(hs));
+        const double x0 = x.at({b, t, i}), x1 = x.at({b, t, i + h});
+        EXPECT_NEAR(y.at({b, t, i}), x0 * std::cos(angle) - x1 * std::sin(angle), 1e-5) << t << " " << i;
+        EXPECT_NEAR(y.at({b, t, i + h}), x0 * std::sin(angle) + x1 * std::cos(angle), 1e-5) << t << " " << i;
+      }
+  // q . k depends on the distance only: the same vectors 2 positions further on.
+  const Tensor q = Tensor::randn({1, 1, hs}, r), k = Tensor::randn({1, 1, hs}, r);
+  auto score = [&](int64_t m, int64_t n) {
+    const Tensor a = rope(q, tables.cos, tables.sin, m), c = rope(k, tables.cos, tables.sin, n);
+    double s = 0;
+    for (int64_t d = 0; d < hs; ++d) s += double(a.data()[d]) * c.data()[d];
+    return s;
+  };
+  EXPECT_NEAR(score(5, 2), score(7, 4), 1e-5);
+  EXPECT_GT(std::abs(score(5, 2) - score(5, 4)), 1e-3);  // and it does depend on it
+  EXPECT_THROW(rope(x, tables.cos, tables.sin, P - T + 1), Error);  // past the tables
+}
+
+// The fast MultiHead (one packed projection, the rotation and norm over B * n_head)
+// equals the Head modules one by one: output and every gradient.
+TEST(ModelOptions, FastAttentionEqualsHeadByHead) {
+  const auto rotary = std::make_shared<const RotaryTables>(16, 4);
+  for (const BlockOptions& options : {BlockOptions{.qk_norm = true, .rotary = nullptr}, BlockOptions{.rotary = rotary},
+                                      BlockOptions{.qk_norm = true, .rotary = rotary}}) {
+    SCOPED_TRACE(::testing::Message() << "qk_norm " << options.qk_norm << " rope " << bool(options.rotary));
+    Rng init(7);
+    MultiHead mh(12, 3, 4, 16, 0.0f, true, init, std::make_shared<Rng>(0), options);
+    Rng xr(8);
+    const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
+    auto run = [&](bool fast) {
+      mh.zero_grad();
+      Tensor x = x0.clone().set_requires_grad();
+      Tensor y = fast ? mh.forward(x) : mh.forward_heads(x);
+      Rng rr(9);
+      sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
+      V grads{y.detach(), x.grad()};
+      for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
+      return grads;
+    };
+    const V fast = run(true), slow = run(false);
+    ASSERT_EQ(fast.size(), slow.size());
+    for (size_t i = 0; i < fast.size(); ++i)
+      for (int64_t j = 0; j < fast[i].numel(); ++j)
+        ASSERT_NEAR(fast[i].data()[j], slow[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+  }
+}
+
+// Generation's path: a prefix through the KV cache, then the rest in pieces, gives the
+// logits of one forward pass over the whole sequence. With rope the cached keys were
+// rotated at their absolute positions, and each new piece starts at the cache's length.
+TEST(ModelOptions, CachedForwardEqualsTheWholeForward) {
+  std::vector<std::pair<std::string, GPTConfig>> cases = {{"all options", all_options()}};
+  for (const auto& [name, c] : each_option()) cases.emplace_back(name, c);
+  for (auto [name, c] : cases) {
+    SCOPED_TRACE(name);
+    c.block_size = 9, c.n_layer = 2;
+    GPT gpt(c);
+    redraw(gpt, 0.3f, 5);
+    gpt.eval();
+    NoGradGuard no_grad;
+    const std::vector<int32_t> ids{3, 1, 4, 1, 5, 0, 2, 6, 5, 3, 5, 2, 6, 0, 1, 4, 4, 2};  // B 2 x T 9
+    const int64_t B = 2, T = 9, V = c.vocab_size;
+    const Tensor whole = gpt.forward(ids, B, T).logits;  // (B, T, V)
+    for (int64_t b = 0; b < B; ++b) {
+      std::vector<KVCache> caches;
+      const int32_t* seq = ids.data() + b * T;
+      int64_t done = 0;
+      for (const int64_t piece : {5, 1, 2, 1}) {  // a prefix, then one token, two, one
+        const Tensor out = gpt.forward_cached(std::span(seq + done, size_t(piece)), 1, piece, caches);
+        for (int64_t t = 0; t < piece; ++t)
+          for (int64_t v = 0; v < V; ++v)
+            ASSERT_NEAR(out.at({0, t, v}), whole.at({b, done + t, v}), 2e-5f)
+                << "sequence " << b << " position " << done + t;
+        done += piece;
+      }
+      EXPECT_EQ(caches[0].length(), T);
+    }
+  }
+}
+
+// With rope the model has no position table, and order still matters. Without any
+// positions, causal attention sees the earlier tokens as a set: swapping two of them
+// would leave the last position's logits as they are. With rope it changes them.
+TEST(ModelOptions, RopeReplacesThePositionTable) {
+  GPT gpt(all_options());
+  EXPECT_EQ(gpt.position_embedding, nullptr);
+  for (const auto& [name, t] : gpt.named_parameters()) EXPECT_EQ(name.find("position"), std::string::npos) << name;
+  redraw(gpt, 0.3f, 6);
+  NoGradGuard no_grad;
+  const Tensor a = gpt.forward(std::vector<int32_t>{1, 2, 3}, 1, 3).logits;
+  const Tensor b = gpt.forward(std::vector<int32_t>{2, 1, 3}, 1, 3).logits;
+  float diff = 0.0f;
+  for (int64_t v = 0; v < 7; ++v) diff = std::max(diff, std::abs(a.at({0, 2, v}) - b.at({0, 2, v})));
+  EXPECT_GT(diff, 1e-4f);
+}
+
+TEST(ModelOptions, SoftCapBoundsTheLogits) {
+  GPTConfig c = tiny();
+  c.logit_softcap = 0.5f;
+  GPT capped(c);
+  redraw(capped, 2.0f, 7);  // raw logits far beyond 0.5
+  c.logit_softcap = 0.0f;
+  GPT raw(c);
+  std::copy_n(capped.flat_parameters().data(), capped.flat_parameters().numel(), raw.flat_parameters().data());
+  NoGradGuard no_grad;
+  const Tensor a = capped.forward(kIds, 2, 5).logits, b = raw.forward(kIds, 2, 5).logits;
+  float largest = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    ASSERT_NEAR(a.data()[i], 0.5f * std::tanh(b.data()[i] / 0.5f), 1e-6f);
+    largest = std::max(largest, std::abs(b.data()[i]));
+  }
+  EXPECT_GT(largest, 1.0f);
+}
+
+// One parameter used twice: named once, and its gradient is the sum of the gradients
+// an untied model with equal weights gives its embedding and its lm_head.
+TEST(ModelOptions, TiedWeightIsOneParameterWithTheSummedGradient) {
+  GPTConfig c = tiny();
+  c.tie_weights = true;
+  GPT tied(c);
+  EXPECT_TRUE(tied.lm_head->weight.same(tied.token_embedding->weight));
+  std::set<std::string> names;
+  for (const auto& [name, t] : tied.named_parameters()) names.insert(name);
+  EXPECT_FALSE(names.count("lm_head.weight"));
+  EXPECT_TRUE(names.count("lm_head.bias"));
+  c.tie_weights = false;
+  GPT untied(c);
+  EXPECT_EQ(untied.num_parameters() - tied.num_parameters(), c.vocab_size * c.n_embd);
+  for (const auto& [name, p] : untied.named_parameters()) {
+    const Tensor& from = name == "lm_head.weight" ? tied.token_embedding->weight : [&]() -> const Tensor& {
+      for (const auto& [n, t] : tied.named_parameters())
+        if (n == name) return t;
+      throw std::logic_error(name);
+    }();
+    std::copy_n(from.data(), from.numel(), p.data());
+  }
+  tied.forward(kIds, 2, 5, kTargets).loss.backward();
+  untied.forward(kIds, 2, 5, kTargets).loss.backward();
+  const std::vector<float> got = tied.token_embedding->weight.grad().to_vector();
+  const std::vector<float> emb = untied.token_embedding->weight.grad().to_vector();
+  const std::vector<float> head = untied.lm_head->weight.grad().to_vector();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], emb[i] + head[i], 1e-6f) << i;
+}
+
+// The output projections start at zero; every other parameter has the values it has
+// without the option (the zeroed ones are drawn all the same: same RNG order).
+TEST(ModelOptions, ZeroInitProjectionsLeaveTheRestAsTheyWere) {
+  GPTConfig c = tiny();
+  c.n_layer = 2;
+  const GPT plain(c);
+  c.zero_init_proj = true;
+  const GPT zeroed(c);
+  const auto a = plain.named_parameters(), b = zeroed.named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  int zero = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool proj = b[i].first.ends_with("attn.proj.weight") || b[i].first.ends_with("ffwd.proj.weight");
+    zero += proj;
+    for (int64_t j = 0; j < b[i].second.numel(); ++j) {
+      if (proj) {
+        ASSERT_EQ(b[i].second.data()[j], 0.0f) << b[i].first;
+        ASSERT_FALSE(std::signbit(b[i].second.data()[j])) << b[i].first;
+      } else {
+        ASSERT_EQ(b[i].second.data()[j], a[i].second.data()[j]) << b[i].first;
+      }
+    }
+  }
+  EXPECT_EQ(zero, 4);
+}
+
+TEST(ModelOptions, ParameterCountOfEveryCombination) {
+  for (int bits = 0; bits < 64; ++bits) {
+    GPTConfig c = tiny();
+    c.pos = bits & 1 ? Positions::rope : Positions::learned;
+    c.qk_norm = bits & 2, c.zero_init_proj = bits & 4, c.tie_weights = bits & 8, c.bias = !(bits & 16);
+    c.activation = bits & 32 ? Activation::relu2 : Activation::relu;
+    const GPT gpt(c);
+    EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
+    EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;
+  }
+}
+
+TEST(ModelOptions, ConfigRefusesWhatItCannotBuild) {
+  GPTConfig c = tiny();
+  c.pos = Positions::rope;
+  c.n_embd = 6, c.n_head = 2;  // head size 3
+  folio::testing::expect_error([&] { c.validate(); }, {"pos rope", "head size", "3", "must be even"});
+  c = tiny();
+  c.logit_softcap = -1.0f;
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "-1"});
+  c.logit_softcap = INFINITY;
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "inf"});
+  c.logit_softcap = 1e-39f;  // 1 / cap overflows
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "inverse"});
+  EXPECT_EQ(parse_positions("Rope"), std::nullopt);
+  EXPECT_EQ(parse_activation("relu2"), Activation::relu2);
+  EXPECT_STREQ(to_string(Activation::relu2), "relu2");
+}
+
+// Replicas (threads' data parallelism) and bf16 build and run the options as the model does.
+TEST(ModelOptions, DataParallelReplicasAndBf16) {
+  GPTConfig c = all_options();
+  c.block_size = 8, c.n_embd = 16, c.vocab_size = 11, c.n_layer = 2;
+  GPT alone(c), split(c);
+  redraw(alone, 0.2f, 8);
+  std::copy_n(alone.flat_parameters().data(), alone.flat_parameters().numel(), split.flat_parameters().data());
+  const int64_t B = 5, T = 8;
+  std::vector<int32_t> ids(size_t(B * T)), targets(size_t(B * T));
+  Rng r(9);
+  for (auto& v : ids) v = int32_t(r.below(11));
+  for (auto& v : targets) v = int32_t(r.below(11));
+  const Tensor loss = alone.forward(ids, B, T, targets).loss;
+  loss.backward();
+  DataParallel dp(split, 2);
+  EXPECT_NEAR(dp.forward_backward(ids, targets, B, T), loss.item(), 1e-5f);
+  const float* want = alone.flat_parameters().grad_data();
+  const float* got = split.flat_parameters().grad_data();
+  for (int64_t i = 0; i < alone.num_parameters(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5f) << i;
+
+  if (!kernels::bf16_native()) GTEST_SKIP() << "this CPU lacks AVX512-BF16";
+  alone.set_precision(Precision::bf16);
+  NoGradGuard no_grad;
+  const float bf16 = alone.forward(ids, B, T, targets).loss.item();
+  EXPECT_NEAR(bf16, loss.item(), 1e-2f * loss.item());
+  EXPECT_NE(bf16, loss.item());
+}
+
+}  // namespace
+}  // namespace folio::nn
