@@ -75,10 +75,11 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
 // weight (V, C), ids of shape S (values in [0, V)) -> S + (C)
 Tensor embedding(const Tensor& weight, std::span<const int32_t> ids, const Shape& ids_shape);
 // x (..., C), weight (C), bias (C) -> (..., C)
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+constexpr float kLayerNormEps = 1e-5f, kRmsNormEps = 1e-6f;  // PyTorch's defaults
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = kLayerNormEps);
 // x (..., C) -> x / sqrt(mean(x^2) + eps) per row of the last dim: RMSNorm without
 // a weight (torch.nn.functional.rms_norm(x, (C,), None, eps)).
-Tensor rms_norm(const Tensor& x, float eps = 1e-6f);
+Tensor rms_norm(const Tensor& x, float eps = kRmsNormEps);
 // Rotary position embedding (RoPE), the "rotate half" pairing of GPT-NeoX and Llama:
 // x (..., T, HS), HS even; cos, sin (P, HS/2) with cos[p, i] = cos(p * theta_i).
 // Row t is at position start + t (start + T <= P), and its pair (i, i + HS/2) is

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/error.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 
@@ -20,14 +21,7 @@ Tensor rms_norm(const Tensor& x, float eps) {
     float *o = out.data(), *r = rstd.data();
 #pragma omp parallel for if (x.numel() >= kParallelGrain)
     for (int64_t row = 0; row < rows; ++row) {
-      const float* xr = in + row * C;
-      float ss = 0.0f;
-#pragma omp simd reduction(+ : ss)
-      for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
-      const float k = 1.0f / std::sqrt(ss / float(C) + eps);
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) o[row * C + c] = xr[c] * k;
-      r[row] = k;
+      r[row] = kernels::rms_norm_row(in + row * C, o + row * C, C, eps);
     }
   }
   if (!needs_grad({&x})) return out;
@@ -72,12 +66,7 @@ void rotate_rows(const float* in, float* out, bool add, int64_t rows, int64_t T,
         y[i + h] += x[i] * sn + x[i + h] * c[i];
       }
     } else {
-#pragma omp simd
-      for (int64_t i = 0; i < h; ++i) {
-        const float sn = dir * s[i];
-        y[i] = x[i] * c[i] - x[i + h] * sn;
-        y[i + h] = x[i] * sn + x[i + h] * c[i];
-      }
+      kernels::rotate_half_row(x, y, h, c, s, dir);
     }
   }
 }

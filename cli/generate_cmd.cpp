@@ -24,8 +24,10 @@ void declare(po::options_description& opts) {
       ("context-shift", with_default<int64_t>(0),
        "once the context holds block_size characters, drop this many of the oldest at once and recompute the "
        "rest (0: block_size/2; 1: slide by one, the model always sees block_size characters but recomputes them "
-       "for every new one)")
-      ("no-kv-cache", po::bool_switch(), "recompute the whole context for every character (same text, slower)");
+       "for every new one). Models trained with --pos rope roll the cache by one instead and never recompute")
+      ("no-kv-cache", po::bool_switch(),
+       "recompute the whole context for every character (slower; the same text, except with --pos rope models, "
+       "whose rolling cache remembers more than a recompute sees)");
   add_dtype(opts);
   add_threads(opts);
 }

@@ -13,12 +13,15 @@ RotaryTables::RotaryTables(int64_t block_size, int64_t head_size, double base) {
   const int64_t h = head_size / 2;
   cos = Tensor::empty({block_size, h});
   sin = Tensor::empty({block_size, h});
-  for (int64_t p = 0; p < block_size; ++p)
-    for (int64_t i = 0; i < h; ++i) {
-      const double angle = double(p) * std::pow(base, -2.0 * double(i) / double(head_size));
-      cos.data()[p * h + i] = float(std::cos(angle));
-      sin.data()[p * h + i] = float(std::sin(angle));
-    }
+  for (int64_t p = 0; p < block_size; ++p) row(p, head_size, cos.data() + p * h, sin.data() + p * h, base);
+}
+
+void RotaryTables::row(int64_t p, int64_t head_size, float* cos, float* sin, double base) {
+  for (int64_t i = 0; i < head_size / 2; ++i) {  // in double: p * theta_i stays exact enough for any p
+    const double angle = double(p) * std::pow(base, -2.0 * double(i) / double(head_size));
+    cos[i] = float(std::cos(angle));
+    sin[i] = float(std::sin(angle));
+  }
 }
 
 Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t start) {

@@ -12,6 +12,9 @@ namespace folio::nn {
 // positions p < block_size and i < head_size / 2. See rope() in autograd/ops.h.
 struct RotaryTables {
   RotaryTables(int64_t block_size, int64_t head_size, double base = 10000.0);
+  // One row: cos and sin (head_size / 2 each) at position p, any p >= 0 (generation
+  // past block_size rotates by positions the tables do not hold).
+  static void row(int64_t p, int64_t head_size, float* cos, float* sin, double base = 10000.0);
   Tensor cos, sin;  // (block_size, head_size / 2)
 };
 

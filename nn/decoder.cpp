@@ -1,5 +1,6 @@
 #include "nn/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -43,7 +44,7 @@ Decoder::Decoder(const GPT& model)
                        std::vector<float>(cache), std::vector<float>(cache)});
   }
   x_.resize(C), h_.resize(C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
-  ff_.resize(4 * C), logits_.resize(config_.vocab_size);
+  ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C);
 }
 
 std::span<const float> Decoder::restart(std::span<const int32_t> ids) {
@@ -62,53 +63,78 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids) {
   return logits_;
 }
 
-std::span<const float> Decoder::step(int32_t id) {
-  const int64_t C = config_.n_embd, nh = config_.n_head, hs = C / nh, block = config_.block_size,
-                V = config_.vocab_size, pos = length_;
-  if (pos >= block) fail("decoder", "the cache holds block_size ", block, " positions: restart");
-  if (id < 0 || id >= V) fail("decoder", "token id ", id, " outside the vocabulary of ", V);
-  const float *tok = model_.token_embedding->weight.data() + id * C,
-              *where = model_.position_embedding->weight.data() + pos * C;
-  for (int64_t c = 0; c < C; ++c) x_[c] = tok[c] + where[c];
+void Decoder::attend(Layer& L, int64_t pos) {
+  const int64_t nh = config_.n_head, hs = config_.n_embd / nh, block = config_.block_size;
+  const int64_t slot = pos % block, keys_seen = std::min(pos + 1, block);
   const float scale = 1.0f / std::sqrt(float(hs));
-  for (Layer& L : layers_) {
-    // Attention: this position's query against the keys of positions 0..pos.
-    kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, 1e-5f);
-    L.qkv.apply(h_.data(), qkv_.data(), x16_);  // per head [k; q; v]
-    for (int64_t h = 0; h < nh; ++h) {
-      const float *k = qkv_.data() + h * 3 * hs, *q = k + hs, *v = q + hs;
-      float *keys = L.k.data() + h * block * hs, *values = L.v.data() + h * block * hs;
-      std::memcpy(keys + pos * hs, k, sizeof(float) * hs);
-      std::memcpy(values + pos * hs, v, sizeof(float) * hs);
-      for (int64_t j = 0; j <= pos; ++j) {
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (int64_t d = 0; d < hs; ++d) s += q[d] * keys[j * hs + d];
-        att_[j] = s;
-      }
-      kernels::softmax_row(att_.data(), att_.data(), pos + 1, pos + 1, scale);
-      float* y = y_.data() + h * hs;  // heads side by side
-      for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
-      for (int64_t j = 0; j <= pos; ++j) {
-        const float w = att_[j];
-#pragma omp simd
-        for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
-      }
+  for (int64_t h = 0; h < nh; ++h) {
+    float *k = qkv_.data() + h * 3 * hs, *q = k + hs, *v = q + hs;  // per head [k; q; v]
+    float *keys = L.k.data() + h * block * hs, *values = L.v.data() + h * block * hs;
+    // q and k as position_query_key() makes them: RMS-normalised, then rotated.
+    if (config_.qk_norm) {
+      kernels::rms_norm_row(k, k, hs, kRmsNormEps);
+      kernels::rms_norm_row(q, q, hs, kRmsNormEps);
     }
+    if (rolls()) {
+      kernels::rotate_half_row(k, keys + slot * hs, hs / 2, cos_.data(), sin_.data(), 1.0f);
+      kernels::rotate_half_row(q, h_.data(), hs / 2, cos_.data(), sin_.data(), 1.0f);  // h_ is free here
+      q = h_.data();
+    } else {
+      std::memcpy(keys + slot * hs, k, sizeof(float) * hs);
+    }
+    std::memcpy(values + slot * hs, v, sizeof(float) * hs);
+    // The slots hold positions in rolling order; a softmax and a weighted sum do not
+    // care about the order of their terms.
+    for (int64_t j = 0; j < keys_seen; ++j) {
+      float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+      for (int64_t d = 0; d < hs; ++d) s += q[d] * keys[j * hs + d];
+      att_[j] = s;
+    }
+    kernels::softmax_row(att_.data(), att_.data(), keys_seen, keys_seen, scale);
+    float* y = y_.data() + h * hs;  // heads side by side
+    for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
+    for (int64_t j = 0; j < keys_seen; ++j) {
+      const float w = att_[j];
+#pragma omp simd
+      for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
+    }
+  }
+}
+
+std::span<const float> Decoder::step(int32_t id) {
+  const int64_t C = config_.n_embd, block = config_.block_size, V = config_.vocab_size, pos = length_;
+  if (pos >= block && !rolls()) fail("decoder", "the cache holds block_size ", block, " positions: restart");
+  if (id < 0 || id >= V) fail("decoder", "token id ", id, " outside the vocabulary of ", V);
+  const float* tok = model_.token_embedding->weight.data() + id * C;
+  if (model_.position_embedding) {
+    const float* where = model_.position_embedding->weight.data() + pos * C;
+    for (int64_t c = 0; c < C; ++c) x_[c] = tok[c] + where[c];
+  } else {
+    std::memcpy(x_.data(), tok, sizeof(float) * C);
+    RotaryTables::row(pos, C / config_.n_head, cos_.data(), sin_.data());
+  }
+  for (Layer& L : layers_) {
+    kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
+    L.qkv.apply(h_.data(), qkv_.data(), x16_);
+    attend(L, pos);
     L.proj.apply(y_.data(), h_.data(), x16_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
-    // Feed-forward.
-    kernels::layer_norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C, 1e-5f);
+    kernels::layer_norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C, kLayerNormEps);
     L.fc.apply(h_.data(), ff_.data(), x16_);
-    if (config_.activation == Activation::gelu)
-      for (float& f : ff_) f = kernels::gelu(f);
-    else
-      for (float& f : ff_) f = f > 0.0f ? f : 0.0f;
+    switch (config_.activation) {
+      case Activation::gelu: for (float& f : ff_) f = kernels::gelu(f); break;
+      case Activation::relu: for (float& f : ff_) f = f > 0.0f ? f : 0.0f; break;
+      case Activation::relu2: for (float& f : ff_) f = f > 0.0f ? f * f : 0.0f; break;
+    }
     L.fc2.apply(ff_.data(), h_.data(), x16_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
   }
-  kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C, 1e-5f);
+  kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C,
+                          kLayerNormEps);
   lm_head_.apply(h_.data(), logits_.data(), x16_);
+  if (const float cap = config_.logit_softcap; cap > 0.0f)
+    for (float& l : logits_) l = cap * std::tanh(l * (1.0f / cap));  // as GPT::head's scale(tanh(scale()))
   ++length_;
   return logits_;
 }

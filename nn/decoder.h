@@ -24,10 +24,14 @@ class Decoder {
   // batched forward, whose keys and values fill the cache. Returns the last
   // position's logits (V), valid until the next call.
   std::span<const float> restart(std::span<const int32_t> ids);
-  // Runs one token at position length() (< block_size) and caches it. Returns its
-  // logits (V), valid until the next call.
+  // Runs one token at position length() and caches it. Returns its logits (V), valid
+  // until the next call. With learned positions, length() < block_size. With rotary
+  // positions the cache rolls: the token attends to the last block_size positions
+  // (itself included), each key rotated by its own position, so every score sees the
+  // true distance between query and key, however long the text.
   std::span<const float> step(int32_t id);
-  int64_t length() const { return length_; }
+  int64_t length() const { return length_; }  // positions run so far (since restart)
+  bool rolls() const { return config_.pos == Positions::rope; }
 
  private:
   // y (N) = W (N, K) x (K) [+ bias], W stored as PyTorch's Linear stores it, in the
@@ -42,14 +46,15 @@ class Decoder {
   struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
     Matrix qkv, proj, fc, fc2;
-    std::vector<float> k, v;  // (n_head, block_size, head_size)
+    std::vector<float> k, v;  // (n_head, block_size, head_size); position p in slot p % block_size
   };
+  void attend(Layer& L, int64_t pos);  // qkv_ -> y_, caching this position's key and value
   const GPT& model_;
   const GPTConfig& config_;
   std::vector<Layer> layers_;
   Matrix lm_head_;
   int64_t length_ = 0;
-  std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_;  // scratch for one token
+  std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_;  // scratch for one token
   std::vector<kernels::bf16> x16_;
 };
 

@@ -71,10 +71,53 @@ INSTANTIATE_TEST_SUITE_P(
                                     c.bias = false;
                                   }), Precision::fp32, 2e-5f},
                       DecoderCase{"four_heads", with(kSmall, [](auto& c) { c.n_head = 4; }), Precision::fp32, 2e-5f},
+                      DecoderCase{"rope_qknorm", with(kSmall, [](auto& c) {
+                                    c.pos = nn::Positions::rope;
+                                    c.qk_norm = true;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"relu2_softcap_tied", with(kSmall, [](auto& c) {
+                                    c.activation = nn::Activation::relu2;
+                                    c.logit_softcap = 3.0f;
+                                    c.tie_weights = true;
+                                  }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).
                       DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// With rotary positions the cache rolls past block_size. In one layer nothing else
+// carries position, so every step must equal forward over the last block_size tokens.
+TEST(Decoder, RotaryCacheRollsAsARecomputeOfTheLastBlockInOneLayer) {
+  nn::GPTConfig config = with(kSmall, [](auto& c) {
+    c.n_layer = 1;
+    c.pos = nn::Positions::rope;
+  });
+  nn::GPT gpt(config);
+  gpt.eval();
+  NoGradGuard no_grad;
+  const int64_t block = config.block_size;
+  std::vector<int32_t> ids(4 * block);
+  for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((5 * t + 2) % config.vocab_size);
+  nn::Decoder decoder(gpt);
+  ASSERT_TRUE(decoder.rolls());
+  const std::span<const int32_t> all(ids);
+  decoder.restart(all.first(3));
+  for (size_t t = 3; t < ids.size(); ++t) {
+    const auto got = decoder.step(ids[t]);
+    const size_t first = t + 1 > size_t(block) ? t + 1 - block : 0;
+    EXPECT_LE(max_diff(got, forward_last(gpt, all.subspan(first, t + 1 - first))), 2e-5f) << "position " << t;
+  }
+  // Deeper layers keep what their tokens saw earlier (sliding-window attention), so a
+  // two-layer model differs from the recompute once the window has moved.
+  nn::GPT deep(with(config, [](auto& c) { c.n_layer = 2; }));
+  deep.eval();
+  nn::Decoder rolling(deep);
+  rolling.restart(all.first(1));
+  std::span<const float> last;
+  for (size_t t = 1; t < ids.size(); ++t) last = rolling.step(ids[t]);
+  EXPECT_EQ(rolling.length(), int64_t(ids.size()));
+  EXPECT_GT(max_diff(last, forward_last(deep, all.last(block))), 1e-4f);
+}
 
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
   nn::GPT gpt(kSmall);

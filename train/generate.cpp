@@ -83,9 +83,13 @@ void generate(const nn::GPT& model, std::span<const int32_t> prompt, const Sampl
     emit(next);
     window.push_back(next);
     fresh = false;
-    if (int64_t(window.size()) > block) {  // drop the oldest: every position moves, recompute
-      window.erase(window.begin(), window.begin() + shift);
-      fresh = true;
+    if (int64_t(window.size()) > block) {
+      if (decoder && decoder->rolls()) {  // the cache keeps the last block_size positions itself
+        window.pop_front();
+      } else {  // drop the oldest: every position moves, recompute
+        window.erase(window.begin(), window.begin() + shift);
+        fresh = true;
+      }
     }
   }
 }

@@ -54,4 +54,26 @@ inline RowStats layer_norm_row(const float* x, const float* w, const float* b, f
   return {m, rstd};
 }
 
+// out[0, C) = x * k, k = 1 / sqrt(mean(x^2) + eps); returns k.
+inline float rms_norm_row(const float* x, float* out, int64_t C, float eps) {
+  float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t c = 0; c < C; ++c) ss += x[c] * x[c];
+  const float k = 1.0f / std::sqrt(ss / float(C) + eps);
+#pragma omp simd
+  for (int64_t c = 0; c < C; ++c) out[c] = x[c] * k;
+  return k;
+}
+
+// Rotary embedding of one row of 2h values, pairs (i, i + h) rotated by the angles
+// whose cos and sin are given (times `dir`: -1 rotates back). y may not alias x.
+inline void rotate_half_row(const float* x, float* y, int64_t h, const float* cos, const float* sin, float dir) {
+#pragma omp simd
+  for (int64_t i = 0; i < h; ++i) {
+    const float s = dir * sin[i];
+    y[i] = x[i] * cos[i] - x[i + h] * s;
+    y[i + h] = x[i] * s + x[i + h] * cos[i];
+  }
+}
+
 }  // namespace folio::kernels
