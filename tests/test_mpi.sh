@@ -2,7 +2,8 @@
 # folio train on 2 MPI ranks (mpirun --oversubscribe, as on a 2-core machine):
 #  1. after 30 steps its weights equal a single process's with the same global batch
 #     and seed (to float rounding: the ranks' gradients are summed in another order),
-#     and its evaluations report the same losses;
+#     and its evaluations report the same losses; so do a model with every model
+#     option's (rope, QK-norm, ReLU², zero-init projections, soft cap, tied weights);
 #  2. stopped at step 16 and resumed on 2 ranks, it ends bit-for-bit where the straight
 #     run ends;
 #  3. a batch smaller than the ranks is a clear error;
@@ -33,6 +34,10 @@ echo "== 1. two ranks against one process"
 paste -d, "$work/one/log.csv" "$work/two/log.csv" | tail -n +2 | awk -F, '
   { for (i = 2; i <= 3; ++i) { d = $i - $(i + NF / 2); if (d < 0) d = -d; if (d > 2e-5) bad = 1 } }
   END { if (bad) { print "FAILED: the evaluations differ"; exit 1 } print "evaluations agree" }'
+options=(--pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 5 --tie-weights)
+"$folio" train "${common[@]}" "${options[@]}" --max-iters 30 --out "$work/one-options"
+"${mpi[@]}" "$folio" train "${common[@]}" "${options[@]}" --max-iters 30 --out "$work/two-options"
+"$python" "$here/tests/compare_weights.py" "$work/one-options" "$work/two-options" 1e-5
 
 echo "== 2. resume on two ranks repeats exactly"
 "${mpi[@]}" "$folio" train "${common[@]}" --max-iters 16 --out "$work/cut"
