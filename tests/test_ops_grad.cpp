@@ -270,40 +270,6 @@ TEST(Grad, AttentionChain) {  // q k^T -> causal softmax -> @ v, batched and non
       {param({2, 4, 3}, 1), param({2, 4, 3}, 2), param({2, 4, 2}, 3)}));
 }
 
-
-// The check must catch what it is for. x * x with a backward of `factor` * 2x * g,
-// or (factor < 0) a backward that never touches the input's gradient.
-Tensor square_with_backward(const Tensor& x, float factor) {
-  Tensor out = Tensor::empty(x.shape());
-  const int64_t n = x.numel();
-  for (int64_t i = 0; i < n; ++i) out.data()[i] = x.data()[i] * x.data()[i];
-  record(out, "square_with_backward", {&x}, [sx = x.detach(), factor, n](const Tensor& grad, const InputGrads& in) {
-    if (factor < 0.0f) return;
-    in.write(0, [&](float* gx) {
-      for (int64_t i = 0; i < n; ++i) gx[i] += factor * 2.0f * sx.data()[i] * grad.data()[i];
-    });
-  });
-  return out;
-}
-
-TEST(Gradcheck, PassesTheRightBackward) {  // the control for the two below
-  EXPECT_TRUE(gradcheck([](const V& v) { return square_with_backward(v[0], 1.0f); }, {param({3, 2}, 1)}));
-}
-TEST(Gradcheck, ReportsABackwardOffByAFactor) {
-  const ::testing::AssertionResult r =
-      gradcheck([](const V& v) { return square_with_backward(v[0], 1.1f); }, {param({3, 2}, 1)});
-  ASSERT_FALSE(r) << "a gradient 10% too large passed the check";
-  const std::string msg = r.message();
-  EXPECT_NE(msg.find("input 0 (3, 2) element 0: analytic"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("vs numeric"), std::string::npos) << msg;
-}
-TEST(Gradcheck, ReportsAnInputThatReceivedNoGradient) {
-  const ::testing::AssertionResult r =
-      gradcheck([](const V& v) { return square_with_backward(v[0], -1.0f); }, {param({3, 2}, 1)});
-  ASSERT_FALSE(r) << "an input without a gradient passed the check";
-  EXPECT_STREQ(r.message(), "input 0 received no gradient");
-}
-
 }  // namespace
 }  // namespace folio
 
