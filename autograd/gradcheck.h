@@ -5,8 +5,9 @@
 // accumulated in double, so the numeric side adds no rounding of its own.
 //
 // The check looks at every element of every input and reports the largest errors and
-// the worst element of each, rather than stopping at the first bad one; the test suite
-// (tests/gradcheck.h) turns them into a GoogleTest assertion.
+// the worst element of each, rather than stopping at the first bad one: `folio
+// gradcheck` prints them as a table, and the test suite (tests/gradcheck.h) turns
+// them into a GoogleTest assertion. Both run the same registry of named checks.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -64,7 +65,8 @@ GradcheckResult gradcheck(const GradcheckFn& f, std::vector<Tensor> inputs, cons
 // A leaf with values from N(0, stddev) drawn from Rng(seed), requiring grad.
 Tensor randn_leaf(const Shape& shape, uint64_t seed, float stddev = 1.0f);
 
-// A named check: a function and the inputs to check it on.
+// A named check of the registry (op_gradcheck_cases() below, nn/gradcheck_layers.h for
+// the layers) that the tests and `folio gradcheck` both run.
 struct GradcheckSetup {
   GradcheckFn f;               // holds whatever module it runs
   std::vector<Tensor> inputs;  // a module's parameters first, then the data inputs
@@ -78,5 +80,10 @@ struct GradcheckCase {
   std::string label() const { return variant.empty() ? name : name + " " + variant; }
   GradcheckResult run() const;  // the check, with the default options
 };
+
+// Every differentiable op of autograd/ops.h, named as the op, once or more (variants:
+// broadcasting, axes, transposed operands), on small shapes (autograd/gradcheck_ops.cpp).
+// The layers' checks are in nn/gradcheck_layers.h.
+const std::vector<GradcheckCase>& op_gradcheck_cases();
 
 }  // namespace folio

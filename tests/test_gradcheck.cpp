@@ -1,13 +1,88 @@
-// The gradient check itself: a wrong backward is caught and reported with its errors.
+// The gradient check itself, and its registry: every op and layer passes; no op of
+// ops.h and no module of nn/ lacks a check; a wrong backward is caught and reported
+// with its errors.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <set>
+#include <sstream>
 
+#include "autograd/parallel.h"
+#include "nn/gradcheck_layers.h"
 #include "tests/gradcheck.h"
 #include "tests/support.h"
 
 namespace folio {
 namespace {
+
+// "matmul batched a^T" -> "matmul_batched_aT", "sum axis -1" -> "sum_axis_minus1".
+std::string test_name(const ::testing::TestParamInfo<GradcheckCase>& info) {
+  std::string out;
+  for (char c : info.param.label()) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += c;
+    else if (c == '-') out += "minus";
+    else if (c != '^' && !out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
+
+// One thread, as folio gradcheck: on tensors this small more only wait for each other
+// (on a busy machine the MultiHead check took 7 s on 2 threads).
+class OneThread : public ::testing::TestWithParam<GradcheckCase> {
+ protected:
+  void SetUp() override { set_num_threads(1); }
+  void TearDown() override { set_num_threads(0); }
+};
+
+class OpGradcheck : public OneThread {};
+TEST_P(OpGradcheck, Passes) { EXPECT_TRUE(testing::gradcheck(GetParam())); }
+INSTANTIATE_TEST_SUITE_P(Registry, OpGradcheck, ::testing::ValuesIn(op_gradcheck_cases()), test_name);
+
+class LayerGradcheck : public OneThread {};
+TEST_P(LayerGradcheck, Passes) { EXPECT_TRUE(testing::gradcheck(GetParam())); }
+INSTANTIATE_TEST_SUITE_P(Registry, LayerGradcheck, ::testing::ValuesIn(nn::layer_gradcheck_cases()), test_name);
+
+std::set<std::string> names(const std::vector<GradcheckCase>& cases) {
+  std::set<std::string> out;
+  for (const GradcheckCase& c : cases) out.insert(c.name);
+  return out;
+}
+
+// The identifiers that follow `prefix` at the start of a line of `file` (that also
+// holds `and_then`): the functions or classes it declares.
+std::set<std::string> declared(const std::string& file, const std::string& prefix, const std::string& and_then = "") {
+  std::istringstream text(testing::slurp(std::string(FOLIO_SOURCE_DIR) + "/" + file));
+  std::set<std::string> out;
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind(prefix, 0) != 0 || line.find(and_then) == std::string::npos) continue;
+    size_t end = prefix.size();
+    while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) ++end;
+    out.insert(line.substr(prefix.size(), end - prefix.size()));
+  }
+  return out;
+}
+
+// A new op or module fails here until it has a check in the registry.
+TEST(GradcheckRegistry, CoversEveryOpOfOpsH) {
+  std::set<std::string> ops = declared("autograd/ops.h", "Tensor ");
+  ops.merge(declared("autograd/ops.h", "std::vector<Tensor> "));
+  EXPECT_GE(ops.size(), 28u);  // the prefixes still find them
+  const std::set<std::string> checked = names(op_gradcheck_cases());
+  for (const std::string& op : ops) EXPECT_TRUE(checked.count(op)) << op << " has no case in autograd/gradcheck_ops.cpp";
+  for (const std::string& name : checked) EXPECT_TRUE(ops.count(name)) << name << " is not an op of ops.h";
+}
+
+TEST(GradcheckRegistry, CoversEveryModuleOfNn) {
+  std::set<std::string> modules;
+  for (const char* h : {"nn/layers.h", "nn/attention.h", "nn/transformer.h"})
+    modules.merge(declared(h, "class ", ": public Module"));
+  EXPECT_GE(modules.size(), 9u);
+  const std::set<std::string> checked = names(nn::layer_gradcheck_cases());
+  for (const std::string& m : modules) EXPECT_TRUE(checked.count(m)) << m << " has no case in nn/gradcheck_layers.cpp";
+  for (const std::string& name : checked) EXPECT_TRUE(modules.count(name)) << name << " is not a module of nn/";
+}
 
 // The check must catch what it is for. x * x with a backward of `factor` * 2x * g,
 // or (factor < 0) a backward that never touches the input's gradient.
