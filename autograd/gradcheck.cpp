@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <ostream>
 
 #include "autograd/error.h"
 
@@ -113,6 +115,79 @@ Tensor randn_leaf(const Shape& shape, uint64_t seed, float stddev) {
 GradcheckResult GradcheckCase::run() const {
   GradcheckSetup s = setup();
   return gradcheck(s.f, std::move(s.inputs));
+}
+
+namespace {
+
+// "(2, 5, 4) + 15 weights -> (2, 5, 3)": the data inputs, then the module's parameters.
+std::string shapes_of(const GradcheckSetup& s, const Shape& out) {
+  std::string text;
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : " ") + part; };
+  for (size_t k = s.n_weights; k < s.inputs.size(); ++k) add(s.inputs[k].shape().str());
+  if (!s.other_inputs.empty()) add(s.other_inputs);
+  int64_t weights = 0;
+  for (size_t k = 0; k < s.n_weights; ++k) weights += s.inputs[k].numel();
+  if (s.n_weights) add(cat("+ ", weights, " weights"));
+  return cat(text, " -> ", out);
+}
+
+std::string column(double v) {  // 11 wide, as the header's "max abs err"
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%11.2e", v);
+  return buf;
+}
+
+std::string padded(const std::string& s, size_t width) { return s + std::string(width > s.size() ? width - s.size() : 0, ' '); }
+
+}  // namespace
+
+bool print_gradcheck_table(const std::vector<const GradcheckCase*>& cases, std::ostream& out) {
+  // Set every case up first (cheap: small tensors, one forward without a graph), so
+  // the columns are as wide as their widest entry before the first row is printed.
+  struct Row {
+    const GradcheckCase* c;
+    GradcheckSetup setup;
+    std::string shapes, error;
+  };
+  std::vector<Row> rows;
+  size_t label_width = 5, shapes_width = 6;
+  for (const GradcheckCase* c : cases) {
+    Row row{c, {}, "", ""};
+    try {
+      row.setup = c->setup();
+      NoGradGuard no_grad;
+      row.shapes = shapes_of(row.setup, row.setup.f(row.setup.inputs).shape());
+    } catch (const std::exception& e) {
+      row.error = e.what();
+    }
+    label_width = std::max(label_width, c->label().size());
+    shapes_width = std::max(shapes_width, row.shapes.size());
+    rows.push_back(std::move(row));
+  }
+  out << padded("check", label_width) << "  " << padded("shapes", shapes_width) << "  max abs err  max rel err  result\n";
+  int failed = 0;
+  for (Row& row : rows) {
+    GradcheckResult r;
+    if (row.error.empty()) {
+      try {
+        r = gradcheck(row.setup.f, std::move(row.setup.inputs));
+      } catch (const std::exception& e) {
+        row.error = e.what();
+      }
+    }
+    const bool pass = row.error.empty() && r.pass();
+    failed += !pass;
+    out << padded(row.c->label(), label_width) << "  " << padded(row.shapes, shapes_width) << "  "
+        << (row.error.empty() ? column(r.max_abs_error()) + "  " + column(r.max_rel_error()) : padded("", 24)) << "  "
+        << (pass ? "PASS" : "FAIL") << "\n";
+    if (!pass) out << "  " << (row.error.empty() ? r.failure() : "error: " + row.error) << "\n";
+    out.flush();
+  }
+  const GradcheckOptions opt;
+  out << rows.size() << (rows.size() == 1 ? " check: " : " checks: ") << rows.size() - size_t(failed) << " passed, " << failed << " failed (eps "
+      << opt.eps << "; an element passes when |analytic - numeric| <= " << opt.atol << " + " << opt.rtol
+      << " * max(|analytic|, |numeric|))\n";
+  return failed == 0;
 }
 
 }  // namespace folio

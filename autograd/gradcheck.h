@@ -10,6 +10,7 @@
 // them into a GoogleTest assertion. Both run the same registry of named checks.
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -85,5 +86,10 @@ struct GradcheckCase {
 // broadcasting, axes, transposed operands), on small shapes (autograd/gradcheck_ops.cpp).
 // The layers' checks are in nn/gradcheck_layers.h.
 const std::vector<GradcheckCase>& op_gradcheck_cases();
+
+// Runs every case and prints a table row each as it finishes (check, shapes, max
+// absolute and relative error, PASS/FAIL, and under a failure what went wrong), then
+// a summary line. A case that throws is a failure. True when all passed.
+bool print_gradcheck_table(const std::vector<const GradcheckCase*>& cases, std::ostream& out);
 
 }  // namespace folio

@@ -177,5 +177,32 @@ TEST(Gradcheck, ANanGradientFails) {
   EXPECT_EQ(r.inputs[0].worst, 0);
 }
 
+// The table `folio gradcheck` prints: a row per case, what failed under it, a summary,
+// and false when any case failed (folio gradcheck then exits 1).
+TEST(Gradcheck, TableMarksAWrongBackwardFail) {
+  const GradcheckCase good = square_case(1.0f), bad = square_case(2.0f);
+  const GradcheckCase throws{"broken", "", []() -> GradcheckSetup { fail("broken", "no setup"); }};
+  std::ostringstream out;
+  EXPECT_FALSE(print_gradcheck_table({&good, &bad, &throws}, out));
+  const std::string text = out.str();
+  std::istringstream lines(text);
+  std::string header, row_good, row_bad, why_bad, row_throws, why_throws, summary;
+  for (std::string* l : {&header, &row_good, &row_bad, &why_bad, &row_throws, &why_throws, &summary})
+    std::getline(lines, *l);
+  EXPECT_EQ(header.rfind("check", 0), 0u) << text;
+  testing::expect_contains(header, {"shapes", "max abs err", "max rel err", "result"});
+  EXPECT_EQ(row_good.rfind("square backward x 1 ", 0), 0u) << text;
+  testing::expect_contains(row_good, {"(3, 2) -> (3, 2)", "PASS"});
+  testing::expect_contains(row_bad, {"square backward x 2 ", "5.00e-01", "FAIL"});
+  testing::expect_contains(why_bad, {"  input 0 (3, 2) element "});
+  testing::expect_contains(row_throws, {"broken", "FAIL"});
+  EXPECT_EQ(why_throws, "  error: [broken] no setup");
+  EXPECT_EQ(summary.rfind("3 checks: 1 passed, 2 failed", 0), 0u) << text;
+
+  std::ostringstream only_good;
+  EXPECT_TRUE(print_gradcheck_table({&good}, only_good));
+  EXPECT_NE(only_good.str().find("1 check: 1 passed, 0 failed"), std::string::npos) << only_good.str();
+}
+
 }  // namespace
 }  // namespace folio
