@@ -88,7 +88,7 @@ void check_dtype(Precision p) {
 
 namespace {
 
-constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kAttention, &kPlot};
+constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kAttention, &kPlot, &kGradcheck};
 
 void print_usage() {
   std::printf("usage: folio <command> [options]\n\n"
@@ -185,7 +185,9 @@ int main(int argc, char** argv) {
   }
   for (const Command* c : kCommands)
     if (argv[1] == std::string(c->name)) return run(*c, argc - 1, argv + 1);
-  std::fprintf(stderr, "folio: unknown command '%s' (expected train, generate, eval, info, attention or plot; see folio --help)\n",
-               argv[1]);
+  std::string expected;
+  for (const Command* c : kCommands) expected += folio::cat(expected.empty() ? "" : ", ", c->name);
+  std::fprintf(stderr, "folio: unknown command '%s' (expected one of %s; see folio --help)\n", argv[1],
+               expected.c_str());
   return 2;
 }

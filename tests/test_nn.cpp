@@ -1,121 +1,22 @@
-// Layers and the GPT: gradients, the fast attention path against the per-Head
-// specification, causality, dropout, seed vectors, and the PyTorch parameter count.
+// Layers and the GPT: the fast attention path against the per-Head specification,
+// causality, dropout, seed vectors, and the PyTorch parameter count. Their gradients
+// are checked by the registry (nn/gradcheck_layers.cpp, run by tests/test_gradcheck.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
 
 #include "nn/transformer.h"
-#include "tests/gradcheck.h"
 
 namespace folio::nn {
 namespace {
 
-using folio::testing::gradcheck;
-using folio::testing::param;
 using V = std::vector<Tensor>;
-
-// Every parameter of m, then the extra inputs.
-V with_params(const Module& m, V extra) {
-  V all = m.parameters();
-  all.insert(all.end(), extra.begin(), extra.end());
-  return all;
-}
-
-TEST(Layers, LinearGrad) {
-  Rng init(1);
-  Linear lin(4, 3, true, init);
-  EXPECT_TRUE(gradcheck([&](const V& v) { return lin.forward(v.back()); }, with_params(lin, {param({2, 5, 4}, 2)})));
-}
-
-TEST(Layers, EmbeddingGrad) {
-  Rng init(1);
-  Embedding emb(5, 3, init);
-  const std::vector<int32_t> ids{4, 0, 4, 2};
-  EXPECT_TRUE(gradcheck([&](const V&) { return emb.forward(ids, {2, 2}); }, emb.parameters()));
-}
-
-TEST(Layers, LayerNormGrad) {
-  LayerNorm ln(6);
-  Rng r(3);
-  for (const Tensor& p : ln.parameters())
-    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] += 0.3f * r.normal();
-  EXPECT_TRUE(gradcheck([&](const V& v) { return ln.forward(v.back()); }, with_params(ln, {param({3, 6}, 2)})));
-}
-
-TEST(Layers, HeadGrad) {
-  Rng init(1);
-  Head head(6, 4, 8, 0.0f, init);
-  for (const Tensor& p : head.parameters())  // larger weights: non-trivial attention patterns
-    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 25.0f;
-  EXPECT_TRUE(gradcheck([&](const V& v) { return head.forward(v.back()); }, with_params(head, {param({2, 5, 6}, 2)})));
-}
-
-TEST(Layers, MultiHeadGrad) {
-  Rng init(1);
-  MultiHead mh(6, 3, 2, 8, 0.0f, true, init);
-  for (const Tensor& p : mh.parameters())
-    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 25.0f;
-  EXPECT_TRUE(gradcheck([&](const V& v) { return mh.forward(v.back()); }, with_params(mh, {param({2, 4, 6}, 2)})));
-}
-
-TEST(Layers, FeedForwardGradBothActivations) {
-  for (Activation act : {Activation::gelu, Activation::relu}) {
-    Rng init(1);
-    FeedForward ff(4, 0.0f, true, act, init);
-    for (const Tensor& p : ff.parameters())
-      for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 5.0f;
-    // Central differences are wrong across ReLU's kink: pick an input whose
-    // pre-activations all stay clear of 0 (as Grad.Relu does).
-    Tensor x;
-    for (uint64_t seed = 2; seed < 200 && !x.defined(); ++seed) {
-      Tensor candidate = param({2, 3, 4}, seed);
-      NoGradGuard no_grad;
-      const Tensor h = ff.fc->forward(candidate);
-      float closest = 1e9f;
-      for (float v : h.to_vector()) closest = std::min(closest, std::abs(v));
-      if (closest > 0.005f) x = candidate;  // well outside eps * |x| ~ 3e-3
-    }
-    ASSERT_TRUE(x.defined());
-    EXPECT_TRUE(gradcheck([&](const V& v) { return ff.forward(v.back()); }, with_params(ff, {x})));
-  }
-}
-
-TEST(Layers, BlockGrad) {
-  Rng init(1);
-  Block block(8, 2, 8, 0.0f, true, Activation::gelu, init);
-  for (const Tensor& p : block.parameters())  // large enough for non-uniform attention, small
-    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 4.0f;  // enough for central differences
-  EXPECT_TRUE(gradcheck([&](const V& v) { return block.forward(v.back()); },
-                        with_params(block, {param({2, 4, 8}, 2)})));
-}
 
 GPTConfig tiny_config() {
   GPTConfig c;
   c.vocab_size = 7, c.block_size = 6, c.n_layer = 2, c.n_head = 2, c.n_embd = 8;
-  c.activation = Activation::gelu;  // smooth: finite differences across ReLU's kink disagree with its gradient
   return c;
-}
-
-TEST(GPT, GradOfLossAndLogitsTwoLayers) {
-  GPT gpt(tiny_config());
-  for (const Tensor& p : gpt.parameters())
-    for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 4.0f;
-  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2, 2, 4}, targets{3, 5, 0, 6, 2, 2, 4, 1};
-  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 4, targets).loss; }, gpt.parameters()));
-  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 4).logits; }, gpt.parameters()));
-}
-
-TEST(GPT, InputGradientThroughTheBlocks) {  // d loss / d (embedded input), via the blocks and head
-  GPT gpt(tiny_config());
-  const std::vector<int32_t> targets{3, 5, 0, 6, 2, 2, 4, 1};
-  EXPECT_TRUE(gradcheck(
-      [&](const V& v) {
-        Tensor x = v[0];
-        for (const auto& b : gpt.blocks) x = b->forward(x);
-        return cross_entropy(gpt.lm_head->forward(gpt.ln_f->forward(x)), targets);
-      },
-      {param({2, 4, 8}, 5)}));
 }
 
 // The fast MultiHead equals running its Head modules one by one: output and every gradient.

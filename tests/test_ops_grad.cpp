@@ -1,4 +1,7 @@
-// Every differentiable op passes the shared gradient check.
+// The autograd engine through composites of ops: a tensor feeding several ops, or both
+// inputs of one, intermediates whose first gradient is stored rather than added. Each op
+// on its own is checked by the registry (autograd/gradcheck_ops.cpp, run by
+// tests/test_gradcheck.cpp and `folio gradcheck`).
 #include "autograd/ops.h"
 #include "tests/gradcheck.h"
 
@@ -9,130 +12,6 @@ using testing::gradcheck;
 using testing::param;
 using V = std::vector<Tensor>;
 
-TEST(Grad, AddSameShape) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return add(v[0], v[1]); }, {param({3, 4}, 1), param({3, 4}, 2)}));
-}
-TEST(Grad, AddBiasOverRows) {  // (B, T, C) + (C)
-  EXPECT_TRUE(gradcheck([](const V& v) { return add(v[0], v[1]); }, {param({2, 3, 5}, 1), param({5}, 2)}));
-}
-TEST(Grad, AddBroadcastBothSides) {  // (3, 1) + (1, 4) -> (3, 4)
-  EXPECT_TRUE(gradcheck([](const V& v) { return add(v[0], v[1]); }, {param({3, 1}, 1), param({1, 4}, 2)}));
-}
-TEST(Grad, SubBroadcastMiddle) {  // (2, 3, 4) - (2, 1, 4)
-  EXPECT_TRUE(gradcheck([](const V& v) { return sub(v[0], v[1]); }, {param({2, 3, 4}, 1), param({2, 1, 4}, 2)}));
-}
-TEST(Grad, MulBroadcastScalarLike) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return mul(v[0], v[1]); }, {param({4, 3}, 1), param({1}, 2)}));
-}
-TEST(Grad, MulTensorWithItself) {  // one tensor used twice in one op
-  EXPECT_TRUE(gradcheck([](const V& v) { return mul(v[0], v[0]); }, {param({5, 2}, 3)}));
-}
-TEST(Grad, DivBroadcast) {
-  Tensor denom = param({3}, 2);
-  for (int i = 0; i < 3; ++i) denom.data()[i] = 1.5f + float(i);  // away from 0
-  EXPECT_TRUE(gradcheck([](const V& v) { return div(v[0], v[1]); }, {param({2, 3}, 1), denom}));
-}
-TEST(Grad, Scale) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return scale(v[0], -2.5f); }, {param({3, 3}, 1)}));
-}
-TEST(Grad, Neg) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return neg(v[0]); }, {param({4}, 1)}));
-}
-TEST(Grad, Exp) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return exp(v[0]); }, {param({2, 5}, 1, 0.5f)}));
-}
-TEST(Grad, Log) {
-  Tensor x = param({6}, 1);
-  for (int i = 0; i < 6; ++i) x.data()[i] = 0.5f + 0.4f * float(i);
-  EXPECT_TRUE(gradcheck([](const V& v) { return log(v[0]); }, {x}));
-}
-TEST(Grad, Tanh) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return tanh(v[0]); }, {param({3, 4}, 1)}));
-}
-TEST(Grad, Relu) {
-  Tensor x = param({10}, 1);
-  for (int i = 0; i < 10; ++i) x.data()[i] = -1.0f + 0.23f * float(i);  // no value within eps of 0
-  EXPECT_TRUE(gradcheck([](const V& v) { return relu(v[0]); }, {x}));
-}
-TEST(Grad, Gelu) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return gelu(v[0]); }, {param({4, 5}, 1, 1.5f)}));
-}
-TEST(Grad, SumAll) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return sum(v[0]); }, {param({2, 3, 4}, 1)}));
-}
-TEST(Grad, MeanAll) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return mean(v[0]); }, {param({2, 3, 4}, 1)}));
-}
-TEST(Grad, SumAxisEachDim) {
-  for (int axis = -3; axis < 3; ++axis) {
-    EXPECT_TRUE(gradcheck([axis](const V& v) { return sum(v[0], axis); }, {param({2, 3, 4}, 1)}))
-        << "axis " << axis;
-    EXPECT_TRUE(gradcheck([axis](const V& v) { return sum(v[0], axis, true); }, {param({2, 3, 4}, 1)}));
-  }
-}
-TEST(Grad, MeanAxis) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return mean(v[0], 1); }, {param({3, 5, 2}, 1)}));
-  EXPECT_TRUE(gradcheck([](const V& v) { return mean(v[0], -1, true); }, {param({3, 5}, 1)}));
-}
-TEST(Grad, Reshape) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return mul(reshape(v[0], {3, -1}), v[1]); },
-                        {param({2, 3, 2}, 1), param({3, 4}, 2)}));
-}
-TEST(Grad, Transpose) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return transpose(v[0]); }, {param({2, 3, 5}, 1)}));
-}
-TEST(Grad, Permute4d) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return permute(v[0], {0, 2, 1, 3}); }, {param({2, 3, 4, 5}, 1)}));
-  EXPECT_TRUE(gradcheck([](const V& v) { return permute(v[0], {3, 1, 0, 2}); }, {param({2, 3, 4, 5}, 2)}));
-}
-TEST(Grad, Concat) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return concat({v[0], v[1], v[0]}); },
-                        {param({2, 3, 2}, 1), param({2, 3, 4}, 2)}));
-}
-TEST(Grad, Split) {
-  EXPECT_TRUE(gradcheck(
-      [](const V& v) {
-        auto parts = split(v[0], {1, 3, 2});
-        return mul(concat({parts[2], parts[0]}), parts[1]);
-      },
-      {param({4, 6}, 1)}));
-}
-TEST(Grad, Matmul2d) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {param({3, 4}, 1), param({4, 5}, 2)}));
-}
-TEST(Grad, MatmulTransposedOperands) {
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      Tensor a = param(ta ? Shape{4, 3} : Shape{3, 4}, 1), b = param(tb ? Shape{5, 4} : Shape{4, 5}, 2);
-      EXPECT_TRUE(gradcheck([ta, tb](const V& v) { return matmul(v[0], v[1], ta, tb); }, {a, b}))
-          << "trans_a " << ta << " trans_b " << tb;
-    }
-}
-TEST(Grad, MatmulBatched) {
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      Tensor a = param(ta ? Shape{2, 3, 4, 3} : Shape{2, 3, 3, 4}, 1);
-      Tensor b = param(tb ? Shape{2, 3, 2, 4} : Shape{2, 3, 4, 2}, 2);
-      EXPECT_TRUE(gradcheck([ta, tb](const V& v) { return matmul(v[0], v[1], ta, tb); }, {a, b}))
-          << "trans_a " << ta << " trans_b " << tb;
-    }
-}
-TEST(Grad, MatmulBroadcastWeight) {  // (B, T, C) @ (C, N): the weight's gradient sums the batch
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      Tensor a = param(ta ? Shape{3, 4, 2} : Shape{3, 2, 4}, 1), b = param(tb ? Shape{5, 4} : Shape{4, 5}, 2);
-      EXPECT_TRUE(gradcheck([ta, tb](const V& v) { return matmul(v[0], v[1], ta, tb); }, {a, b}))
-          << "trans_a " << ta << " trans_b " << tb;
-    }
-}
-TEST(Grad, MatmulBroadcastLeft) {  // (M, K) @ (B, K, N)
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      Tensor a = param(ta ? Shape{4, 3} : Shape{3, 4}, 1), b = param(tb ? Shape{2, 5, 4} : Shape{2, 4, 5}, 2);
-      EXPECT_TRUE(gradcheck([ta, tb](const V& v) { return matmul(v[0], v[1], ta, tb); }, {a, b}))
-          << "trans_a " << ta << " trans_b " << tb;
-    }
-}
 // Products of intermediates: the first gradient into a buffer is stored, not added
 // (InputGrads::write), so a tensor feeding both operands, or a product and another op,
 // must still receive every contribution.
@@ -219,56 +98,6 @@ TEST(Grad, SoftmaxOfIntermediates) {
   EXPECT_TRUE(gradcheck([](const V& v) { return causal_softmax(scale(v[0], 2.0f), 0.5f); },
                         {param({2, 3, 6}, 2)}));  // fewer queries than keys (the KV-cache case)
 }
-TEST(Grad, LinearWithAndWithoutBias) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); },
-                        {param({2, 3, 4}, 1), param({5, 4}, 2), param({5}, 3)}));
-  EXPECT_TRUE(gradcheck([](const V& v) { return linear(v[0], v[1]); }, {param({3, 4}, 1), param({2, 4}, 2)}));
-}
-TEST(Grad, Softmax) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return softmax(v[0]); }, {param({3, 5}, 1)}));
-}
-TEST(Grad, LogSoftmax) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return log_softmax(v[0]); }, {param({2, 2, 6}, 1)}));
-}
-TEST(Grad, CausalSoftmaxScaled) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return causal_softmax(v[0], 0.5f); }, {param({2, 5, 5}, 1)}));
-}
-TEST(Grad, CausalSoftmaxFewerQueriesThanKeys) {  // the KV-cache case: queries are the last positions
-  EXPECT_TRUE(gradcheck([](const V& v) { return causal_softmax(v[0], 1.3f); }, {param({2, 2, 5}, 1)}));
-}
-TEST(Grad, CrossEntropy) {
-  const std::vector<int32_t> targets{0, 4, 2, 2, 1, 3};
-  EXPECT_TRUE(gradcheck([&](const V& v) { return cross_entropy(v[0], targets); }, {param({2, 3, 5}, 1)}));
-}
-TEST(Grad, EmbeddingWithRepeatedIds) {
-  const std::vector<int32_t> ids{1, 3, 1, 0, 3, 3};
-  EXPECT_TRUE(gradcheck([&](const V& v) { return embedding(v[0], ids, Shape{2, 3}); }, {param({4, 3}, 1)}));
-}
-TEST(Grad, LayerNorm) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return layer_norm(v[0], v[1], v[2]); },
-                        {param({2, 3, 6}, 1), param({6}, 2), param({6}, 3)}));
-}
-TEST(Grad, ReluSquared) {  // smooth at 0 (both sides' slopes are 0), so any input will do
-  EXPECT_TRUE(gradcheck([](const V& v) { return relu_squared(v[0]); }, {param({3, 5}, 1)}));
-}
-TEST(Grad, RmsNorm) {
-  EXPECT_TRUE(gradcheck([](const V& v) { return rms_norm(v[0]); }, {param({2, 3, 6}, 1)}));
-  EXPECT_TRUE(gradcheck([](const V& v) { return rms_norm(tanh(v[0]), 0.1f); }, {param({4, 5}, 2, 0.3f)}));
-}
-TEST(Grad, RopeFromAStartPosition) {  // (B, nh, T, hs) rows at positions 2..4 of 7
-  Rng r(5);
-  const Tensor cos = Tensor::uniform({7, 3}, r, -1.0f, 1.0f), sin = Tensor::uniform({7, 3}, r, -1.0f, 1.0f);
-  EXPECT_TRUE(gradcheck([&](const V& v) { return rope(v[0], cos, sin, 2); }, {param({2, 2, 3, 6}, 1)}));
-  EXPECT_TRUE(gradcheck([&](const V& v) { return rope(tanh(v[0]), cos, sin, 0); }, {param({7, 6}, 2)}));
-}
-TEST(Grad, DropoutTrainMode) {
-  EXPECT_TRUE(gradcheck(
-      [](const V& v) {
-        Rng rng(42);  // the same mask on every evaluation
-        return dropout(v[0], 0.3f, true, rng);
-      },
-      {param({4, 8}, 1)}));
-}
 TEST(Grad, TensorReusedAcrossOps) {  // x feeds three branches; gradients must add up
   EXPECT_TRUE(gradcheck(
       [](const V& v) {
@@ -284,49 +113,5 @@ TEST(Grad, AttentionChain) {  // q k^T -> causal softmax -> @ v, batched and non
 }
 
 
-// The check must catch what it is for. x * x with a backward of `factor` * 2x * g,
-// or (factor < 0) a backward that never touches the input's gradient.
-Tensor square_with_backward(const Tensor& x, float factor) {
-  Tensor out = Tensor::empty(x.shape());
-  const int64_t n = x.numel();
-  for (int64_t i = 0; i < n; ++i) out.data()[i] = x.data()[i] * x.data()[i];
-  record(out, "square_with_backward", {&x}, [sx = x.detach(), factor, n](const Tensor& grad, const InputGrads& in) {
-    if (factor < 0.0f) return;
-    in.write(0, [&](float* gx) {
-      for (int64_t i = 0; i < n; ++i) gx[i] += factor * 2.0f * sx.data()[i] * grad.data()[i];
-    });
-  });
-  return out;
-}
-
-TEST(Gradcheck, PassesTheRightBackward) {  // the control for the two below
-  EXPECT_TRUE(gradcheck([](const V& v) { return square_with_backward(v[0], 1.0f); }, {param({3, 2}, 1)}));
-}
-TEST(Gradcheck, ReportsABackwardOffByAFactor) {
-  const ::testing::AssertionResult r =
-      gradcheck([](const V& v) { return square_with_backward(v[0], 1.1f); }, {param({3, 2}, 1)});
-  ASSERT_FALSE(r) << "a gradient 10% too large passed the check";
-  const std::string msg = r.message();
-  EXPECT_NE(msg.find("input 0 (3, 2) element 0: analytic"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("vs numeric"), std::string::npos) << msg;
-}
-TEST(Gradcheck, ReportsAnInputThatReceivedNoGradient) {
-  const ::testing::AssertionResult r =
-      gradcheck([](const V& v) { return square_with_backward(v[0], -1.0f); }, {param({3, 2}, 1)});
-  ASSERT_FALSE(r) << "an input without a gradient passed the check";
-  EXPECT_STREQ(r.message(), "input 0 received no gradient");
-}
-
-}  // namespace
-}  // namespace folio
-
-namespace folio {
-namespace {
-TEST(Grad, SelectHeads) {  // q/k/v of 2 heads interleaved per head in a (B, T, 3 * 2 * 2) projection
-  for (int64_t offset : {0, 2, 4})
-    EXPECT_TRUE(gradcheck([offset](const V& v) { return select_heads(v[0], 2, 2, offset, 6); },
-                          {testing::param({2, 3, 12}, 1)}))
-        << "offset " << offset;
-}
 }  // namespace
 }  // namespace folio
