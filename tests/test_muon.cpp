@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 #include "nn/transformer.h"
 #include "train/optimizer.h"
@@ -246,6 +247,22 @@ TEST(Muon, SameStepOnOneThreadAndTwo) {
     return gpt.flat_parameters().to_vector();
   };
   EXPECT_EQ(step_with(1), step_with(2));
+}
+
+// After its first step, Muon creates no oneDNN primitive and no buffer: each thread
+// meets the same matrices every step.
+TEST(Muon, StepsAfterTheFirstCreateNoPrimitive) {
+  set_num_threads(2);
+  const nn::GPT gpt(tiny());
+  TrainConfig config;
+  config.optimizer = OptimizerKind::muon;
+  Optimizer opt(gpt.named_parameters(), config);
+  fill_gradients(gpt, 5);
+  opt.step(config.lr);
+  const int64_t primitives = kernels::matmul_primitives_created();
+  for (int i = 0; i < 3; ++i) opt.step(config.lr);
+  EXPECT_EQ(kernels::matmul_primitives_created(), primitives);
+  set_num_threads(0);
 }
 
 TEST(Muon, MatricesOfDifferentWidthsAreNotJoined) {

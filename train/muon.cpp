@@ -91,7 +91,9 @@ void Muon::step(float lr) {
     omp_set_num_threads(1);  // this thread's products run on it alone (see data_parallel.cpp)
     std::vector<float>& u = update_[size_t(omp_get_thread_num())];
     std::vector<float>& scratch = scratch_[size_t(omp_get_thread_num())];
-#pragma omp for schedule(dynamic, 1)
+    // Round robin over the matrices, largest first: each thread takes the same ones
+    // every step, so its buffers and oneDNN primitives are made at the first step only.
+#pragma omp for schedule(static, 1)
     for (size_t k = 0; k < order_.size(); ++k) {
       try {
         const MuonMatrix& mat = matrices_[order_[k]];

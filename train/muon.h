@@ -74,7 +74,7 @@ class Muon {
   MuonConfig config_;
   std::vector<MuonMatrix> matrices_;
   std::vector<int64_t> offsets_;     // of each matrix in momentum_
-  std::vector<size_t> order_;        // largest first, for the threads' balance
+  std::vector<size_t> order_;        // largest first, dealt to the threads in turn
   std::vector<float> momentum_;
   std::vector<std::vector<float>> update_, scratch_;  // per thread
 };
