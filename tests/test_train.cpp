@@ -13,6 +13,10 @@
 #include "train/trainer.h"
 
 namespace folio {
+
+// gtest names a parameter by this (the enum's namespace is folio).
+void PrintTo(OptimizerKind k, std::ostream* os) { *os << to_string(k); }
+
 namespace {
 
 namespace fs = std::filesystem;
