@@ -86,7 +86,8 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
               "--dtype %s\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
               (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype));
-  std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
+  if (state->train_seconds > 0)  // runs saved before it was kept have none
+    std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
   std::printf("optimizer    --optimizer %s --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld "
               "--weight-decay %s --beta2 %s --grad-clip %s",
               to_string(t.optimizer), shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters,
