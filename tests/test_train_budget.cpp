@@ -3,6 +3,7 @@
 // that spends it, its cosine ending with it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "autograd/error.h"
@@ -126,23 +127,27 @@ TrainOptions tiny_timed_run(const TempDir& dir, double seconds) {
   o.train.max_iters = 0;  // the budget alone ends the run
   o.train.max_time = seconds;
   o.train.warmup_iters = 2;
-  o.train.eval_interval = 1000000;
+  o.train.eval_interval = 3;
   o.train.eval_iters = 2;
   o.out_dir = dir / "run";
   o.quiet = true;
   return o;
 }
 
-// The last row of DIR/log.csv, as numbers.
-std::vector<double> last_log_row(const std::string& dir) {
+// The rows of DIR/log.csv after its header, as numbers.
+std::vector<std::vector<double>> log_rows(const std::string& dir) {
   std::ifstream log(dir + "/log.csv");
-  std::string line, last;
-  while (std::getline(log, line)) last = line;
-  std::vector<double> out;
-  std::stringstream row(last);
-  for (std::string cell; std::getline(row, cell, ',');) out.push_back(std::stod(cell));
-  return out;
+  std::string line;
+  std::getline(log, line);
+  std::vector<std::vector<double>> rows;
+  while (std::getline(log, line)) {
+    std::stringstream row(line);
+    rows.emplace_back();
+    for (std::string cell; std::getline(row, cell, ',');) rows.back().push_back(std::stod(cell));
+  }
+  return rows;
 }
+std::vector<double> last_log_row(const std::string& dir) { return log_rows(dir).back(); }
 
 TEST(Trainer, TimeBudgetEndsTheRunAndTheCosine) {
   const TempDir dir("budget");
@@ -156,6 +161,15 @@ TEST(Trainer, TimeBudgetEndsTheRunAndTheCosine) {
   EXPECT_EQ(last[0], double(t.step()));
   EXPECT_NEAR(last[3], 1e-4, 1e-9);                // lr: the cosine has reached min_lr
   EXPECT_NEAR(last[7], t.train_seconds(), 1e-3);   // train_s
+  // Every evaluation after the warm-up logged the cosine at its training time.
+  int checked = 0;
+  for (const std::vector<double>& row : log_rows(o.out_dir)) {
+    if (row[0] < double(o.train.warmup_iters)) continue;
+    const double progress = std::min(1.0, row[7] / o.train.max_time);
+    EXPECT_NEAR(row[3], 1e-4 + 0.5 * (1e-3 - 1e-4) * (1 + std::cos(M_PI * progress)), 1e-8) << "step " << row[0];
+    checked += progress < 1;
+  }
+  EXPECT_GE(checked, 2) << "too few evaluations inside the budget";
   // Resumed with a larger budget, the clock goes on from the saved time.
   TrainOptions more = o;
   more.resume = true;
