@@ -86,13 +86,20 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   const TrainConfig& t = state->config;
   std::printf("best val     %.4f\n", state->best_val_loss);
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
-  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --seed %llu --dtype %s\n",
+  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --max-time %s --seed %llu "
+              "--dtype %s\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
-              (long long)t.max_iters, (unsigned long long)t.seed, to_string(t.dtype));
-  std::printf("optimizer    --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld --weight-decay %s "
-              "--beta2 %s --grad-clip %s\n",
-              shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters, (long long)t.lr_decay_iters,
-              shown(t.weight_decay).c_str(), shown(t.beta2).c_str(), shown(t.grad_clip).c_str());
+              (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype));
+  if (state->train_seconds > 0)  // runs saved before it was kept have none
+    std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
+  std::printf("optimizer    --optimizer %s --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld "
+              "--weight-decay %s --beta2 %s --grad-clip %s",
+              to_string(t.optimizer), shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters,
+              (long long)t.lr_decay_iters, shown(t.weight_decay).c_str(), shown(t.beta2).c_str(),
+              shown(t.grad_clip).c_str());
+  if (t.optimizer == OptimizerKind::muon)
+    std::printf(" --muon-lr %s --muon-weight-decay %s", shown(t.muon_lr).c_str(), shown(t.muon_weight_decay).c_str());
+  std::printf("\n");
   std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
               (long long)t.eval_iters, (long long)t.log_interval);
 }

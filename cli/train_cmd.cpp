@@ -15,7 +15,7 @@ namespace {
 
 // What --resume does with an option given on the command line.
 enum class OnResume {
-  fixed,     // part of the model: giving it is an error, the run's model is kept
+  fixed,     // part of the model or its optimizer: giving it is an error, the run's is kept
   override,  // saved with the run: replaces the saved value when given
   always,    // not saved (where to write, output, threads): always from the command line
 };
@@ -27,8 +27,8 @@ struct Option {
   std::function<void(const po::variable_value&, TrainOptions& o)> apply;  // may throw UsageError
 };
 
-// A value check: nothing, or > 0.
-enum class Check { any, positive };
+// A value check: nothing, > 0, or >= 0.
+enum class Check { any, positive, non_negative };
 
 // An option stored as is in the field `at` picks out of TrainOptions.
 template <class At>
@@ -41,6 +41,9 @@ Option field(const char* flag, OnResume r, At at, const char* help, Check check 
             const T x = v.as<T>();
             if constexpr (std::is_arithmetic_v<T>)
               if (check == Check::positive && !(x > 0)) throw UsageError(cat("--", flag, " must be positive, got ", x));
+            if constexpr (std::is_arithmetic_v<T>)
+              if (check == Check::non_negative && !(x >= 0))
+                throw UsageError(cat("--", flag, " must be >= 0, got ", x));
             at(o) = x;
           }};
 }
@@ -116,14 +119,33 @@ const std::vector<Option>& options() {
       flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
                   "the output layer uses the token embedding matrix as its weight"),
       field("batch-size", override, AT(train.batch_size), "sequences per step", Check::positive),
-      field("max-iters", override, AT(train.max_iters), "training steps", Check::positive),
+      field("max-iters", override, AT(train.max_iters),
+            "training steps (0: no step limit, for a run on --max-time; --max-time without --max-iters means 0)",
+            Check::non_negative),
+      field("max-time", override, AT(train.max_time),
+            "budget of training seconds (evaluations not counted; 0: none); the run stops after the step that "
+            "reaches it, and with no step limit the cosine decays over it",
+            Check::non_negative),
       field("lr", override, AT(train.lr), "peak learning rate"),
       field("min-lr", override, AT(train.min_lr), "learning rate at the end of the cosine decay"),
       field("warmup-iters", override, AT(train.warmup_iters), "linear warm-up steps"),
       field("lr-decay-iters", override, AT(train.lr_decay_iters),
-            "step where the cosine reaches --min-lr (0: --max-iters)"),
+            "step where the cosine reaches --min-lr (0: --max-iters; with no step limit, at --max-time)"),
       field("weight-decay", override, AT(train.weight_decay), "AdamW weight decay (2-D weights only)"),
       field("beta2", override, AT(train.beta2), "AdamW beta2"),
+      parsed(
+          "optimizer", fixed, AT(train.optimizer),
+          [](const std::string& s) {
+            const auto k = parse_optimizer(s);
+            if (!k) throw UsageError(cat("--optimizer must be adamw or muon, got '", s, "'"));
+            return *k;
+          },
+          [](OptimizerKind k) { return std::string(to_string(k)); },
+          "adamw, or muon: Muon on the hidden matrices (attention, feed-forward), AdamW on the rest"),
+      field("muon-lr", override, AT(train.muon_lr), "Muon's peak learning rate (follows the schedule of --lr)",
+            Check::positive),
+      field("muon-weight-decay", override, AT(train.muon_weight_decay), "Muon's decoupled weight decay",
+            Check::non_negative),
       field("grad-clip", override, AT(train.grad_clip), "clip the global gradient norm (0: off)"),
       field("eval-interval", override, AT(train.eval_interval), "evaluate and save every N steps", Check::positive),
       field("eval-iters", override, AT(train.eval_iters), "batches per evaluation", Check::positive),
@@ -183,9 +205,15 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (o.resume) o.train = saved_run(o.out_dir).config;
   for (const Option& opt : options()) {
     if (o.resume && opt.on_resume == fixed && given(opt.flag))
-      throw UsageError(cat("--", opt.flag, " cannot change when resuming: the model in ", o.out_dir, " is fixed"));
+      throw UsageError(cat("--", opt.flag, " cannot change when resuming: the model and optimizer of the run in ",
+                           o.out_dir, " are fixed"));
     if (!o.resume || opt.on_resume == always || given(opt.flag)) opt.apply(vm[opt.flag], o);
   }
+  // A time budget without a step count: the budget alone ends the run (and shapes the
+  // cosine). A resumed run keeps its saved step limit unless --max-iters is given.
+  if (!o.resume && given("max-time") && !given("max-iters") && o.train.max_time > 0) o.train.max_iters = 0;
+  if (o.train.max_iters == 0 && o.train.max_time == 0)
+    throw UsageError("--max-iters 0 (no step limit) needs a time budget: --max-time SECONDS");
   o.model.seed = o.train.seed;
   o.model.validate();
   o.train.validate();
@@ -204,7 +232,10 @@ const Command kTrain = {
     "Trains a GPT on --data and writes DIR/model.safetensors, DIR/best.safetensors,\n"
     "DIR/state.safetensors and DIR/log.csv into --out DIR. --resume continues the\n"
     "run in DIR exactly where it stopped (with its saved options; options given on\n"
-    "the command line override the training options, e.g. a larger --max-iters).",
+    "the command line override the training options, e.g. a larger --max-iters).\n"
+    "--max-time SECONDS stops the run after the step where its training time (the\n"
+    "steps, not the evaluations) reaches SECONDS; given without --max-iters, it is\n"
+    "the only limit and the cosine decays over it.",
     declare, prepare};
 
 }  // namespace folio::cli

@@ -205,7 +205,11 @@ Json to_json(const TrainConfig& c) {
                       {"grad_clip", double(c.grad_clip)},
                       {"seed", std::to_string(c.seed)},
                       {"recipe", c.recipe},
-                      {"dtype", to_string(c.dtype)}};
+                      {"dtype", to_string(c.dtype)},
+                      {"max_time", c.max_time},
+                      {"optimizer", to_string(c.optimizer)},
+                      {"muon_lr", double(c.muon_lr)},
+                      {"muon_weight_decay", double(c.muon_weight_decay)}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -221,7 +225,7 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   constexpr int64_t big = kMaxIters;
   c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
   c.batch_size = int_field(j, "batch_size", 1, kMaxBatch, where);
-  c.max_iters = int_field(j, "max_iters", 1, big, where);
+  c.max_iters = int_field(j, "max_iters", 0, big, where);  // 0 with a max_time
   c.warmup_iters = int_field(j, "warmup_iters", 0, big, where);
   c.lr_decay_iters = int_field(j, "lr_decay_iters", 0, big, where);
   c.eval_interval = int_field(j, "eval_interval", 1, big, where);
@@ -242,6 +246,16 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
     if (!p) config_fail(where, "dtype must be \"fp32\" or \"bf16\", got ", clip_json(*dtype));
     c.dtype = *p;
   }
+  // Optional: runs saved before time budgets and Muon have none (no budget, AdamW).
+  if (j.find("max_time")) c.max_time = number_field(j, "max_time", 0.0, TrainConfig::kMaxTime, where);
+  if (const Json* opt = j.find("optimizer")) {
+    const auto k = opt->is_string() ? parse_optimizer(opt->as_string()) : std::nullopt;
+    if (!k) config_fail(where, "optimizer must be \"adamw\" or \"muon\", got ", clip_json(*opt));
+    c.optimizer = *k;
+  }
+  if (j.find("muon_lr")) c.muon_lr = float(number_field(j, "muon_lr", 0.0, kMaxFloat, where));
+  if (j.find("muon_weight_decay"))
+    c.muon_weight_decay = float(number_field(j, "muon_weight_decay", 0.0, kMaxFloat, where));
   try {
     c.validate();
   } catch (const Error& e) {
@@ -311,9 +325,10 @@ ModelCheckpoint load_model(const std::string& path) {
 }
 
 void save_state(const std::string& file, const TrainState& s) {
-  const Tensor m = Tensor::from({int64_t(s.adamw_m.size())}, s.adamw_m);
-  const Tensor v = Tensor::from({int64_t(s.adamw_v.size())}, s.adamw_v);
-  save_safetensors(file, {{"adamw.m", m}, {"adamw.v", v}},
+  auto flat = [](const std::vector<float>& v) { return Tensor::from({int64_t(v.size())}, v); };
+  std::vector<NamedTensor> tensors{{"adamw.m", flat(s.adamw_m)}, {"adamw.v", flat(s.adamw_v)}};
+  if (s.config.optimizer == OptimizerKind::muon) tensors.push_back({"muon.momentum", flat(s.muon_momentum)});
+  save_safetensors(file, tensors,
                    {{"format", "pt"},
                     {"folio_format", std::string(kFormat) + "-state"},
                     {"step", std::to_string(s.step)},
@@ -321,6 +336,7 @@ void save_state(const std::string& file, const TrainState& s) {
                     {"best_val_loss", float_text(s.best_val_loss)},
                     {"data_rng", rng_json(s.data_rng).dump()},
                     {"dropout_rng", rng_json(s.dropout_rng).dump()},
+                    {"train_seconds", Json(s.train_seconds).dump()},
                     {"train_config", to_json(s.config).dump()}});
 }
 
@@ -349,16 +365,38 @@ TrainState load_state(const std::string& file) {
   }
   if (s.adamw_m.size() != s.adamw_v.size())
     fail("checkpoint", file, ": tensors adamw.m and adamw.v differ in size");
+  if (s.config.optimizer == OptimizerKind::muon) {
+    const Tensor* t = f.find("muon.momentum");
+    if (!t || t->ndim() != 1)
+      fail("checkpoint", file, ": tensor muon.momentum is missing or not 1-D (the run's optimizer is muon)");
+    check_finite(*t, "muon.momentum", file);
+    s.muon_momentum.assign(t->data(), t->data() + t->numel());
+  }
+  // Absent from runs saved before time budgets: their training time is not known, 0.
+  for (const auto& [key, value] : f.metadata)
+    if (key == "train_seconds") {
+      const Json t = parse_meta(f, "train_seconds", file);
+      if (!t.is_number() || !(t.as_double() >= 0.0 && t.as_double() <= TrainConfig::kMaxTime))
+        fail("checkpoint", file, ": __metadata__.train_seconds: expected seconds in [0, ", TrainConfig::kMaxTime, "]");
+      s.train_seconds = t.as_double();
+    }
   return s;
 }
 
-void restore_optimizer(const TrainState& s, AdamW& optimizer, const std::string& file) {
-  if (s.adamw_m.size() != optimizer.m().size())
+void restore_optimizer(const TrainState& s, Optimizer& optimizer, const std::string& file) {
+  AdamW& adamw = optimizer.adamw();
+  if (s.adamw_m.size() != adamw.m().size())
     fail("checkpoint", file, ": tensor adamw.m has ", s.adamw_m.size(), " values but the model has ",
-         optimizer.m().size(), " parameters");
-  optimizer.m() = s.adamw_m;
-  optimizer.v() = s.adamw_v;
-  optimizer.set_steps_taken(s.adamw_steps);
+         adamw.m().size(), " parameters", optimizer.muon() ? " for AdamW beside Muon" : "");
+  adamw.m() = s.adamw_m;
+  adamw.v() = s.adamw_v;
+  adamw.set_steps_taken(s.adamw_steps);
+  if (Muon* muon = optimizer.muon()) {
+    if (s.muon_momentum.size() != muon->momentum().size())
+      fail("checkpoint", file, ": tensor muon.momentum has ", s.muon_momentum.size(), " values but the model's ",
+           "hidden matrices have ", muon->momentum().size());
+    muon->momentum() = s.muon_momentum;
+  }
 }
 
 // What a run will save must read back: the checkpoint reader's limits (json.h,

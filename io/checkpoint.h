@@ -6,8 +6,9 @@
 //                      token_embedding.weight, and no lm_head.weight (lm_head.bias
 //                      stays); a rope model has no position_embedding.weight.
 //   best.safetensors   the same, for the lowest validation loss so far
-//   state.safetensors  what --resume needs: AdamW moments, step, RNG states, the
-//                      best validation loss and the training options
+//   state.safetensors  what --resume needs: AdamW moments (and Muon's momentum), step,
+//                      RNG states, the best validation loss, the training time and
+//                      the training options
 // Everything read back is validated; errors name the file and the field.
 #include <memory>
 #include <string>
@@ -16,7 +17,7 @@
 #include "data/vocab.h"
 #include "nn/transformer.h"
 #include "io/json.h"
-#include "train/adamw.h"
+#include "train/optimizer.h"
 #include "train/config.h"
 
 namespace folio {
@@ -57,7 +58,9 @@ struct TrainState {
   Rng::State data_rng{}, dropout_rng{};
   TrainConfig config;
   int64_t adamw_steps = 0;
-  std::vector<float> adamw_m, adamw_v;  // flat, in parameter order
+  std::vector<float> adamw_m, adamw_v;  // flat, in the order of AdamW's parameters
+  std::vector<float> muon_momentum;     // config.optimizer muon: flat, in Muon's matrix order
+  double train_seconds = 0;             // the steps' time so far (train/config.h: max_time)
 };
 
 void save_state(const std::string& file, const TrainState& state);
@@ -67,7 +70,7 @@ TrainState load_state(const std::string& file);
 // `model` may be null (its shape is not known yet on --resume).
 void check_saveable(const nn::GPTConfig* model, const TrainConfig& train);
 
-// Puts the saved moments into `optimizer`, checking they fit its parameters.
-void restore_optimizer(const TrainState& state, AdamW& optimizer, const std::string& file);
+// Puts the saved moments (and momentum) into `optimizer`, checking they fit its parameters.
+void restore_optimizer(const TrainState& state, Optimizer& optimizer, const std::string& file);
 
 }  // namespace folio

@@ -157,6 +157,14 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--threads", "-1"}, {"--threads", "-1"}},
       {{"train", "--out", out, "--parallel", "both"}, {"--parallel", "both", "data or ops"}},
       {{"train", "--out", out, "--dtype", "fp16"}, {"--dtype", "fp16", "fp32 or bf16"}},
+      {{"train", "--out", out, "--optimizer", "sgd"}, {"--optimizer", "sgd", "adamw or muon"}},
+      {{"train", "--out", out, "--muon-lr", "0"}, {"--muon-lr", "positive", "0"}},
+      {{"train", "--out", out, "--muon-lr", "nan"}, {"--muon-lr", "nan"}},
+      {{"train", "--out", out, "--muon-weight-decay", "-0.1"}, {"--muon-weight-decay", "-0.1"}},
+      {{"train", "--out", out, "--max-time", "-1"}, {"--max-time", "-1"}},
+      {{"train", "--out", out, "--max-time", "ten"}, {"--max-time", "ten"}},
+      {{"train", "--out", out, "--max-time", "1e12"}, {"max_time", "1e+12"}},
+      {{"train", "--out", out, "--max-iters", "0"}, {"--max-iters 0", "--max-time"}},
       {{"train", "--out", out, "stray"}, {"unexpected argument 'stray'"}},
       // Beyond what a checkpoint may hold: refused at the start, not at the first save.
       {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"batch_size", "2000000"}},
@@ -201,6 +209,7 @@ TEST_F(BadInput, Files) {
       {{"train", "--resume", "--out", at("run"), "--n-layer", "3"}, {"--n-layer", "cannot change"}},
       {{"train", "--resume", "--out", at("run"), "--n-embd", "32"}, {"--n-embd", "cannot change"}},
       {{"train", "--resume", "--out", at("run"), "--max-iters", "0"}, {"--max-iters", "0"}},
+      {{"train", "--resume", "--out", at("run"), "--optimizer", "muon"}, {"--optimizer", "cannot change"}},
       {{"train", "--resume", "--out", at("run"), "--data", at("other_vocab.txt")}, {"other_vocab.txt", "vocabulary"}},
       {{"train", "--resume", "--out", at("fp16_state")}, {"fp16_state/state.safetensors", "dtype", "fp16"}},
       // Checkpoints that are not whole, or whose header lies.

@@ -44,6 +44,14 @@ class Cli : public ::testing::Test {
   fs::path dir_;
 };
 
+// Column `i` (0-based) of a log.csv row.
+double log_cell(const std::string& row, int i) {
+  std::stringstream s(row);
+  std::string cell;
+  for (int c = 0; c <= i; ++c) std::getline(s, cell, ',');
+  return std::stod(cell);
+}
+
 TEST_F(Cli, TrainGenerateEvalInfo) {
   const Result t = folio(tiny_train());
   ASSERT_EQ(t.code, 0) << t.err;
@@ -55,16 +63,12 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   std::getline(log, header);
   std::getline(log, first);
   while (std::getline(log, line)) last = line;
-  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc");
-  auto val_loss = [](const std::string& row) {
-    std::stringstream s(row);
-    std::string cell;
-    for (int i = 0; i < 3; ++i) std::getline(s, cell, ',');
-    return std::stod(cell);
-  };
+  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s");
+  auto val_loss = [](const std::string& row) { return log_cell(row, 2); };
   EXPECT_LT(val_loss(last), val_loss(first) - 0.3);
-  const double bpc = std::stod(last.substr(last.rfind(',') + 1));  // bits per character
-  EXPECT_NEAR(bpc, val_loss(last) / std::log(2.0), 1e-4);
+  EXPECT_NEAR(log_cell(last, 6), val_loss(last) / std::log(2.0), 1e-4);  // bits per character
+  EXPECT_GT(log_cell(last, 7), 0.0);                                      // seconds of training steps
+  EXPECT_LE(log_cell(last, 7), log_cell(last, 5));                        // within the wall time
 
   const Result g = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 57 --seed 3");
   ASSERT_EQ(g.code, 0) << g.err;
@@ -166,13 +170,50 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
                           "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
                           "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
                           "--dtype", "--pos", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
-                          "--tie-weights"})
+                          "--tie-weights", "--optimizer", "--muon-lr", "--muon-weight-decay", "--max-time"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
   for (const char* cmd : {"generate", "eval", "info"}) EXPECT_EQ(folio(std::string(cmd) + " --help").code, 0) << cmd;
   for (const char* cmd : {"train", "generate", "eval"})
     EXPECT_NE(folio(std::string(cmd) + " --help").out.find("--dtype arg (=fp32)"), std::string::npos) << cmd;
+}
+
+// --optimizer muon end to end: the loss falls, info shows it, --resume keeps it and
+// refuses another optimizer.
+TEST_F(Cli, MuonTrainsAndIsKeptOnResume) {
+  const Result t = folio(tiny_train(60) + " --optimizer muon --muon-lr 0.03");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("optimizer: Muon on 6 hidden matrices"), std::string::npos) << t.out;
+  std::ifstream log(dir_ / "run" / "log.csv");
+  std::string header, first, line, last;
+  std::getline(log, header);
+  std::getline(log, first);
+  while (std::getline(log, line)) last = line;
+  EXPECT_LT(log_cell(last, 2), log_cell(first, 2) - 0.3);  // val loss
+  EXPECT_NE(folio("info --checkpoint " + run_dir()).out.find("--optimizer muon "), std::string::npos);
+  const Result r = folio("train --out " + run_dir() + " --resume --max-iters 70 --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Result i = folio("info --checkpoint " + run_dir());
+  testing::expect_contains(i.out, {"step         70", "--optimizer muon ", "--muon-lr 0.03 "});
+  const Result bad = folio("train --out " + run_dir() + " --resume --optimizer adamw --max-iters 80");
+  EXPECT_EQ(bad.code, 2);
+  testing::expect_contains(bad.err, {"--optimizer cannot change when resuming"});
+}
+
+// --max-time without --max-iters: the budget alone ends the run, and the cosine ends
+// with it (the last evaluation's lr is --min-lr).
+TEST_F(Cli, TimeBudgetAloneEndsTheRun) {
+  const Result t = folio("train --data " + corpus() + " --out " + run_dir() +
+                         " --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch-size 8 --eval-iters 2"
+                         " --warmup-iters 2 --max-time 0.4 --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  std::ifstream log(dir_ / "run" / "log.csv");
+  std::string line, last;
+  while (std::getline(log, line)) last = line;
+  EXPECT_GE(log_cell(last, 7), 0.4);        // train_s
+  EXPECT_NEAR(log_cell(last, 3), 1e-4, 1e-9);  // lr
+  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"--max-iters 0 --max-time 0.4 "});
 }
 
 // folio attention and folio plot on a trained run: tables, SVG files, and bad choices.

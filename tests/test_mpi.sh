@@ -8,7 +8,10 @@
 #     run ends;
 #  3. a batch smaller than the ranks is a clear error;
 #  4. a rank killed with SIGKILL stops the run within a bounded time, non-zero, and
-#     the checkpoint on disk still loads.
+#     the checkpoint on disk still loads;
+#  5. with --optimizer muon, 1 and 2 hold again (the Newton-Schulz step runs on every
+#     rank on the same summed gradient), and a run on a time budget alone ends on
+#     every rank at the same step with the same weights (rank 0's clock decides).
 #   test_mpi.sh FOLIO_BINARY            (exit 77: skipped, no mpirun or no numpy)
 set -euo pipefail
 folio=$1
@@ -71,4 +74,14 @@ echo "mpirun ended $((SECONDS - start)) s after the kill, exit $status"
 pkill -KILL -f "$work/kill" 2>/dev/null || true
 "$folio" info --checkpoint "$work/kill" >/dev/null || { echo "FAILED: the checkpoint does not load"; exit 1; }
 echo "the checkpoint loads"
+echo "== 5. Muon, and a time budget"
+"$folio" train "${common[@]}" --optimizer muon --max-iters 30 --out "$work/muon_one"
+"${mpi[@]}" "$folio" train "${common[@]}" --optimizer muon --max-iters 30 --out "$work/muon_two"
+"$python" "$here/tests/compare_weights.py" "$work/muon_one" "$work/muon_two" 1e-5
+"${mpi[@]}" "$folio" train "${common[@]}" --optimizer muon --max-iters 16 --out "$work/muon_cut"
+"${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/muon_cut" --threads 1 --quiet
+"$python" "$here/tests/compare_weights.py" "$work/muon_two" "$work/muon_cut" 0
+# The weights are compared across ranks at every evaluation, the last one included.
+"${mpi[@]}" "$folio" train "${common[@]}" --optimizer muon --max-time 1 --out "$work/timed"
+tail -n 1 "$work/timed/log.csv" | awk -F, '$8 < 1 { print "FAILED: stopped after " $8 " s of a 1 s budget"; exit 1 }'
 echo "MPI tests passed"

@@ -13,6 +13,10 @@
 #include "train/trainer.h"
 
 namespace folio {
+
+// gtest names a parameter by this (the enum's namespace is folio).
+void PrintTo(OptimizerKind k, std::ostream* os) { *os << to_string(k); }
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -164,13 +168,15 @@ TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
 
 // Two threads, with dropout: data-parallel (a replica per thread, reseeded from the
 // model's generator every step) and threads inside the ops must both resume exactly,
-// and so must a bf16 run (its dtype is saved with the run and restored).
+// and so must a bf16 run (its dtype is saved with the run and restored) and a Muon run
+// (its momentum is saved beside AdamW's moments), in fp32 and in bf16.
 struct ResumeCase {
   bool data_parallel;
   Precision dtype;
+  OptimizerKind optimizer = OptimizerKind::adamw;
 };
 void PrintTo(const ResumeCase& c, std::ostream* os) {
-  *os << (c.data_parallel ? "data-parallel, " : "inside ops, ") << to_string(c.dtype);
+  *os << (c.data_parallel ? "data-parallel, " : "inside ops, ") << to_string(c.dtype) << ", " << to_string(c.optimizer);
 }
 class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
  protected:
@@ -179,12 +185,14 @@ class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
 };
 
 TEST_P(TrainerResume, IsBitExact) {
-  const std::string tag = std::string(GetParam().data_parallel ? "dp_" : "ops_") + to_string(GetParam().dtype);
+  const std::string tag = std::string(GetParam().data_parallel ? "dp_" : "ops_") + to_string(GetParam().dtype) + "_" +
+                          to_string(GetParam().optimizer);
   const fs::path straight = temp_dir("straight_" + tag), split = temp_dir("split_" + tag);
   auto run = [&](const fs::path& dir) {
     TrainOptions o = tiny_run(dir, 200);
     o.data_parallel = GetParam().data_parallel;
     o.train.dtype = GetParam().dtype;
+    o.train.optimizer = GetParam().optimizer;
     return o;
   };
   Trainer(run(straight)).run();
@@ -197,6 +205,7 @@ TEST_P(TrainerResume, IsBitExact) {
   second.resume = true;
   second.train = saved_run(second.out_dir).config;
   EXPECT_EQ(second.train.dtype, GetParam().dtype);
+  EXPECT_EQ(second.train.optimizer, GetParam().optimizer);
   second.train.max_iters = 200;
   Trainer resumed(second);
   EXPECT_EQ(resumed.step(), 100);
@@ -217,10 +226,13 @@ TEST_P(TrainerResume, IsBitExact) {
 }
 INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume,
                          ::testing::Values(ResumeCase{false, Precision::fp32}, ResumeCase{true, Precision::fp32},
-                                           ResumeCase{true, Precision::bf16}),
+                                           ResumeCase{true, Precision::bf16},
+                                           ResumeCase{true, Precision::fp32, OptimizerKind::muon},
+                                           ResumeCase{true, Precision::bf16, OptimizerKind::muon}),
                          [](const auto& info) {
                            return std::string(info.param.data_parallel ? "DataParallel" : "InsideOps") +
-                                  (info.param.dtype == Precision::bf16 ? "Bf16" : "");
+                                  (info.param.dtype == Precision::bf16 ? "Bf16" : "") +
+                                  (info.param.optimizer == OptimizerKind::muon ? "Muon" : "");
                          });
 
 // 60 steps of a tiny model in bf16 and in fp32 from the same start: the bf16 run's
@@ -300,14 +312,19 @@ TEST(Trainer, ResumeChecksTheSplitsAgainstTheCheckpointsBlockSize) {
   }
 }
 
-TEST(Trainer, LossFalls) {
-  const fs::path dir = temp_dir("falls");
+class TrainerLoss : public ::testing::TestWithParam<OptimizerKind> {};
+
+TEST_P(TrainerLoss, Falls) {
+  const fs::path dir = temp_dir(std::string("falls_") + to_string(GetParam()));
   TrainOptions o = tiny_run(dir, 150);
   o.model.dropout = 0.0f;
+  o.train.optimizer = GetParam();
   Trainer t(o);
   const float before = t.evaluate().train;
   EXPECT_LT(t.run().train, before - 0.5f);
 }
+INSTANTIATE_TEST_SUITE_P(Optimizer, TrainerLoss, ::testing::Values(OptimizerKind::adamw, OptimizerKind::muon),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(Training, SmallGPTOverfitsOneBatch) {
   nn::GPT gpt({.vocab_size = 12, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32});

@@ -70,10 +70,12 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   return norm;
 }
 
-float Schedule::at(int64_t step) const {
+float Schedule::at(int64_t step, double seconds) const {
   if (step < warmup_iters) return lr * float(step + 1) / float(warmup_iters + 1);
-  if (step >= decay_iters) return min_lr;
-  const double ratio = double(step - warmup_iters) / double(std::max<int64_t>(1, decay_iters - warmup_iters));
+  const bool timed = decay_seconds > 0;
+  if (timed ? seconds >= decay_seconds : step >= decay_iters) return min_lr;
+  const double ratio = timed ? std::max(0.0, seconds / decay_seconds)
+                             : double(step - warmup_iters) / double(std::max<int64_t>(1, decay_iters - warmup_iters));
   const double coeff = 0.5 * (1.0 + std::cos(M_PI * ratio));
   return float(min_lr + coeff * (lr - min_lr));
 }

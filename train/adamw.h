@@ -50,10 +50,14 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
 
 // Warm-up (linear, over warmup_iters) then cosine decay from lr to min_lr at
 // decay_iters; constant min_lr after. With min_lr == lr and no warm-up: constant.
+// With decay_seconds > 0 the cosine follows time instead: after the warm-up (still in
+// steps) its progress is seconds / decay_seconds, `seconds` being the training time
+// before the step, so a run on a time budget ends its decay as its budget ends.
 struct Schedule {
   float lr = 1e-3f, min_lr = 1e-4f;
   int64_t warmup_iters = 100, decay_iters = 2000;
-  float at(int64_t step) const;
+  double decay_seconds = 0;
+  float at(int64_t step, double seconds = 0) const;
 };
 
 }  // namespace folio

@@ -7,9 +7,22 @@
 
 namespace folio {
 
+const char* to_string(OptimizerKind k) { return k == OptimizerKind::muon ? "muon" : "adamw"; }
+
+std::optional<OptimizerKind> parse_optimizer(std::string_view name) {
+  if (name == "adamw") return OptimizerKind::adamw;
+  if (name == "muon") return OptimizerKind::muon;
+  return std::nullopt;
+}
+
 void TrainConfig::validate() const {
-  require_positive("config", {{"batch_size", batch_size}, {"max_iters", max_iters}, {"eval_interval", eval_interval},
+  require_positive("config", {{"batch_size", batch_size}, {"eval_interval", eval_interval},
                               {"eval_iters", eval_iters}, {"log_interval", log_interval}});
+  if (max_iters < 0) fail("config", "max_iters must be >= 0 (0: no step limit), got ", max_iters);
+  if (!(max_time >= 0.0 && max_time <= kMaxTime))
+    fail("config", "max_time ", max_time, " outside [0, ", kMaxTime, "] seconds (0: no limit)");
+  if (max_iters == 0 && max_time == 0.0)
+    fail("config", "max_iters 0 (no step limit) needs a time budget: max_time > 0");
   if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
   if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
   if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
@@ -24,6 +37,9 @@ void TrainConfig::validate() const {
   if (!(weight_decay >= 0.0f && std::isfinite(weight_decay))) fail("config", "weight_decay must be >= 0, got ", weight_decay);
   if (!(beta2 > 0.0f && beta2 < 1.0f)) fail("config", "beta2 ", beta2, " outside (0, 1)");
   if (!(grad_clip >= 0.0f && std::isfinite(grad_clip))) fail("config", "grad_clip must be >= 0 (0: off), got ", grad_clip);
+  if (!(muon_lr > 0.0f && std::isfinite(muon_lr))) fail("config", "muon_lr must be positive, got ", muon_lr);
+  if (!(muon_weight_decay >= 0.0f && std::isfinite(muon_weight_decay)))
+    fail("config", "muon_weight_decay must be >= 0, got ", muon_weight_decay);
 }
 
 }  // namespace folio

@@ -3,32 +3,51 @@
 // run's options stay within (the checkpoint reader enforces the same ones, so what a
 // run accepts, it can save and read back).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "autograd/ops.h"
 
 namespace folio {
 
+// What updates the weights: AdamW alone, or Muon on the hidden matrices with AdamW on
+// the rest (train/muon.h).
+enum class OptimizerKind { adamw, muon };
+const char* to_string(OptimizerKind k);                                // "adamw", "muon"
+std::optional<OptimizerKind> parse_optimizer(std::string_view name);  // nullopt: neither
+
 struct TrainConfig {
   static constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
+  static constexpr double kMaxTime = 1e9;  // seconds: ~30 years
 
   std::string data;             // corpus path
   std::string recipe;           // the --config file the options came from ("" if none)
   double train_fraction = 0.9;
   int64_t batch_size = 12;
-  int64_t max_iters = 2000;
+  int64_t max_iters = 2000;     // 0: no step limit (then max_time must bound the run)
+  // A budget of training seconds (the steps' time, not the evaluations'); 0: none.
+  // The run stops after the step that reaches it. With max_iters and lr_decay_iters 0,
+  // the cosine follows it: its progress is training seconds / max_time.
+  double max_time = 0;
   int64_t warmup_iters = 100;
-  int64_t lr_decay_iters = 0;   // the cosine reaches min_lr here; 0: at max_iters
+  int64_t lr_decay_iters = 0;   // the cosine reaches min_lr here; 0: at max_iters (or max_time)
   int64_t eval_interval = 250;
   int64_t eval_iters = 50;
   int64_t log_interval = 50;
   float lr = 1e-3f, min_lr = 1e-4f;
   float weight_decay = 0.1f, beta2 = 0.99f, grad_clip = 1.0f;
+  // Absent from runs saved before Muon existed: adamw. Muon's rate follows the schedule
+  // scaled to muon_lr (muon_lr * lr(step) / lr); its weight decay is its own.
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  float muon_lr = 0.02f, muon_weight_decay = 0.0f;
   uint64_t seed = 1337;
   // Precision of the matrix products (autograd/ops.h); weights, moments and
   // checkpoints stay fp32 either way. Absent from runs saved before it existed: fp32.
   Precision dtype = Precision::fp32;
   void validate() const;  // throws "[config] <field> ..." for out-of-range values
+  // The cosine follows max_time rather than a step count.
+  bool schedule_follows_time() const { return max_iters == 0 && lr_decay_iters == 0; }
 };
 
 }  // namespace folio

@@ -127,6 +127,13 @@ void broadcast(std::span<uint64_t> values) {
 #endif
 }
 
+void broadcast(std::span<double> values) {
+  if (g_size == 1) return;
+#ifdef FOLIO_HAVE_MPI
+  check(MPI_Bcast(values.data(), int(values.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+#endif
+}
+
 bool any(bool flag) {
   if (g_size == 1) return flag;
 #ifdef FOLIO_HAVE_MPI

@@ -31,6 +31,7 @@ void sum(std::span<double> values);
 // Rank 0's values, everywhere.
 void broadcast(std::span<float> values);
 void broadcast(std::span<uint64_t> values);
+void broadcast(std::span<double> values);  // short spans (a clock)
 // True when `flag` is true on any rank.
 bool any(bool flag);
 // Returns when every rank has called it.

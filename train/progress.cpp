@@ -38,45 +38,53 @@ Progress::Progress(Options options, bool resume)
       curve_.points.clear();  // a damaged log only costs the plot its history
     }
   }
-  if (resume) {  // a log begun before val_bpc existed goes on without it
+  if (resume) {  // a log begun before a column existed goes on without it
     std::ifstream in(o_.log_file);
     std::string header;
-    bpc_column_ = !std::getline(in, header) || header.find(",val_bpc") != std::string::npos;
+    if (std::getline(in, header))
+      columns_ = header.find(",train_s") != std::string::npos ? 8 : header.find(",val_bpc") != std::string::npos ? 7 : 6;
   }
   log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
-  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc\n" << std::flush;
+  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s\n" << std::flush;
 }
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
-void Progress::step_done(int64_t step, float loss, float lr) {
+void Progress::step_done(int64_t step, float loss, float lr, double train_seconds) {
   ++window_steps_;
   const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
   if (window > 0) tokens_per_sec_ = double(window_steps_ * o_.tokens_per_step) / window;
   const bool log_now = (step + 1) % o_.log_interval == 0;
   if (log_now) window_start_ = Clock::now(), window_steps_ = 0;
   if (o_.quiet || !(live_ || log_now)) return;
-  const double eta = tokens_per_sec_ > 0 ? double((o_.max_iters - step - 1) * o_.tokens_per_step) / tokens_per_sec_ : 0;
+  // Whichever limit comes first: the steps left at this speed, the budget left.
+  double eta = o_.max_iters && tokens_per_sec_ > 0
+                   ? double((o_.max_iters - step - 1) * o_.tokens_per_step) / tokens_per_sec_
+                   : 0;
+  if (const double left = o_.max_time - train_seconds; o_.max_time > 0 && !(o_.max_iters && eta < left))
+    eta = std::max(0.0, left);
+  char of[32] = "";  // "/2000", or nothing on a time budget alone
+  if (o_.max_iters) std::snprintf(of, sizeof of, "/%lld", (long long)o_.max_iters);
   char best[32] = "";
   if (std::isfinite(best_val_)) std::snprintf(best, sizeof best, "best val %.4f", best_val_);
   if (live_)
-    std::printf("\r\033[Kstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  %s elapsed  ETA %s  %s", (long long)step + 1,
-                (long long)o_.max_iters, loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(),
-                duration_text(eta).c_str(), best);
+    std::printf("\r\033[Kstep %lld%s  loss %.4f  lr %.2e  %.0f tok/s  %s elapsed  ETA %s  %s", (long long)step + 1, of,
+                loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(), duration_text(eta).c_str(), best);
   else
-    std::printf("step %lld/%lld: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s%s%s\n", (long long)step + 1,
-                (long long)o_.max_iters, loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(),
-                duration_text(eta).c_str(), *best ? ", " : "", best);
+    std::printf("step %lld%s: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s%s%s\n", (long long)step + 1, of, loss,
+                lr, tokens_per_sec_, duration_text(elapsed()).c_str(), duration_text(eta).c_str(), *best ? ", " : "",
+                best);
   std::fflush(stdout);
 }
 
-void Progress::evaluated(int64_t step, float train, float val, float lr) {
+void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds) {
   if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
   if (log_.is_open()) {
     const double t = elapsed();
     log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
-    if (bpc_column_) log_ << ',' << val / std::log(2.0f);
+    if (columns_ >= 7) log_ << ',' << val / std::log(2.0f);
+    if (columns_ >= 8) log_ << ',' << train_seconds;
     log_ << '\n' << std::flush;
     curve_.points.push_back({step, train, val, t});
     write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));

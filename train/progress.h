@@ -4,7 +4,8 @@
 //    tokens/s, elapsed, ETA, best val so far); elsewhere a line every log_interval;
 //  - a line per evaluation, naming the loss plot;
 //  - log.csv (a row per evaluation) and loss.svg (the curves), rewritten at every
-//    evaluation so the picture is never behind the log.
+//    evaluation so the picture is never behind the log. Its elapsed_s is the wall time
+//    of this process; train_s the training time of the whole run (train/config.h).
 // A quiet run prints nothing but still keeps the log and the plot.
 #include <chrono>
 #include <cstdint>
@@ -19,14 +20,16 @@ class Progress {
  public:
   struct Options {
     bool quiet = false;
-    int64_t max_iters = 0, tokens_per_step = 0, log_interval = 50;
+    int64_t max_iters = 0, tokens_per_step = 0, log_interval = 50;  // max_iters 0: none
+    double max_time = 0;  // a budget of training seconds; 0: none
     std::string log_file, plot_file, run_name;  // empty log_file: keep no log (not rank 0)
   };
   // resume: append to the log and extend the plot with the evaluations before.
   Progress(Options options, bool resume);
 
-  void step_done(int64_t step, float loss, float lr);           // after step `step` (0-based)
-  void evaluated(int64_t step, float train, float val, float lr);  // logs, plots, prints
+  // After step `step` (0-based); train_seconds: the run's training time so far.
+  void step_done(int64_t step, float loss, float lr, double train_seconds);
+  void evaluated(int64_t step, float train, float val, float lr, double train_seconds);  // logs, plots, prints
   void say(const std::string& line);                            // a line of its own
   double elapsed() const;                                       // seconds since the start
   float best_val() const { return best_val_; }
@@ -34,7 +37,7 @@ class Progress {
  private:
   Options o_;
   bool live_;  // a terminal: redraw one line
-  bool bpc_column_ = true;  // log.csv has val_bpc (bits per character)
+  int columns_ = 8;  // of log.csv: a log begun before val_bpc (7) or train_s (8) goes on without
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_, window_start_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 
@@ -73,8 +74,6 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch");
   corpus_ = Corpus::load(opt_.train.data, opt_.train.train_fraction);
-  const AdamWConfig adam{.beta1 = 0.9f, .beta2 = opt_.train.beta2, .eps = 1e-8f,
-                         .weight_decay = opt_.train.weight_decay};
   if (opt_.resume) {
     // Rank 0 brings the directory in line with its last commit; the others read it after.
     TrainState st;
@@ -89,9 +88,10 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     model_ = std::move(ck.model);
     opt_.model = model_->config();
     check_splits(corpus_, opt_.model.block_size);
-    optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
+    optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     restore_optimizer(st, *optimizer_, run_dir_.state_file());
     step_ = st.step;
+    train_seconds_ = st.train_seconds;
     best_val_ = st.best_val_loss;
     has_best_ = true;
     data_rng_.set_state(st.data_rng);
@@ -101,7 +101,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     check_saveable(&opt_.model, opt_.train);
     check_splits(corpus_, opt_.model.block_size);
     model_ = std::make_unique<nn::GPT>(opt_.model);
-    optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), adam);
+    optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     data_rng_.reseed(opt_.train.seed);
   }
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
@@ -166,8 +166,17 @@ void Trainer::save(const Losses& losses) {
   const bool best = first || losses.val < best_val_;
   if (best) best_val_ = losses.val, has_best_ = true;
   if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
-  const TrainState st{step_,       best_val_, data_rng_.state(), model_->dropout_rng().state(),
-                      opt_.train,  optimizer_->steps_taken(), optimizer_->m(), optimizer_->v()};
+  AdamW& adamw = optimizer_->adamw();
+  const TrainState st{step_,
+                      best_val_,
+                      data_rng_.state(),
+                      model_->dropout_rng().state(),
+                      opt_.train,
+                      adamw.steps_taken(),
+                      adamw.m(),
+                      adamw.v(),
+                      optimizer_->muon() ? optimizer_->muon()->momentum() : std::vector<float>{},
+                      train_seconds_};
   run_dir_.save(*model_, corpus_.vocab, st, best, first);
 }
 
@@ -189,6 +198,7 @@ Trainer::Losses Trainer::run() {
                      .max_iters = tc.max_iters,
                      .tokens_per_step = tc.batch_size * opt_.model.block_size,
                      .log_interval = tc.log_interval,
+                     .max_time = tc.max_time,
                      .log_file = root ? run_dir_.log_file() : "",
                      .plot_file = root ? run_dir_.plot_file() : "",
                      .run_name = opt_.out_dir},
@@ -197,7 +207,11 @@ Trainer::Losses Trainer::run() {
     progress.say(cat("model: ", model_->num_parameters(), " parameters, vocab ", opt_.model.vocab_size, ", training on ",
                      tc.data, " (", corpus_.split.train.size(), " train / ", corpus_.split.val.size(),
                      " val characters)", dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
-  const Schedule schedule{tc.lr, tc.min_lr, tc.warmup_iters, tc.lr_decay_iters ? tc.lr_decay_iters : tc.max_iters};
+  if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
+    progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->momentum().size(),
+                     " weights), AdamW on the other ", optimizer_->adamw().m().size()));
+  const Schedule schedule{tc.lr, tc.min_lr, tc.warmup_iters, tc.lr_decay_iters ? tc.lr_decay_iters : tc.max_iters,
+                          tc.schedule_follows_time() ? tc.max_time : 0.0};
   const std::vector<Tensor> params = model_->parameters();
   const int64_t first_step = step_;
   int64_t saved_step = opt_.resume ? first_step : -1;  // the checkpoint on disk, for messages
@@ -211,7 +225,7 @@ Trainer::Losses Trainer::run() {
   Losses last{};
   auto evaluate_and_save = [&](bool save_it) {
     last = evaluate();
-    progress.evaluated(step_, last.train, last.val, schedule.at(step_));
+    progress.evaluated(step_, last.train, last.val, schedule.at(step_, train_seconds_), train_seconds_);
     if (!std::isfinite(last.train) || !std::isfinite(last.val))
       fail("train", "the evaluation loss became ", std::isfinite(last.train) ? last.val : last.train, " at step ",
            step_, " (training diverged); ", kept());
@@ -227,11 +241,16 @@ Trainer::Losses Trainer::run() {
   bool interrupted = false;
   {
   StopSignals stop_signals;  // until the loop ends: a second Ctrl-C during the last save kills
-  // The ranks stop together: a signal seen by any of them ends the run for all.
-  for (; step_ < tc.max_iters && !(interrupted = dist::any(g_interrupted)); ++step_) {
+  // The ranks stop together: a signal seen by any of them ends the run for all, and
+  // rank 0's clock (sent to the others every step) says when the budget is spent.
+  auto more = [&] {
+    return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
+  };
+  for (; more() && !(interrupted = dist::any(g_interrupted)); ++step_) {
     if (step_ % tc.eval_interval == 0 && !(opt_.resume && step_ == first_step))
       evaluate_and_save(step_ > first_step);
-    const float lr = schedule.at(step_);
+    const auto step_start = std::chrono::steady_clock::now();
+    const float lr = schedule.at(step_, train_seconds_);
     sample_batch(corpus_.split.train, tc.batch_size, opt_.model.block_size, data_rng_, batch);  // same on every rank
     const float loss = forward_backward(batch);
     if (!std::isfinite(loss))
@@ -244,7 +263,9 @@ Trainer::Losses Trainer::run() {
                  kept());
     optimizer_->step(lr);
     model_->zero_grad();
-    progress.step_done(step_, loss, lr);
+    train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
+    progress.step_done(step_, loss, lr, train_seconds_);
   }
   }
   if (step_ > first_step || !opt_.resume) evaluate_and_save(true);

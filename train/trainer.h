@@ -1,7 +1,8 @@
 #pragma once
-// The training loop: batches, forward/backward, clipping, AdamW on the schedule,
-// periodic evaluation and checkpoints that resume exactly, on one process or on the
-// ranks of an MPI launch (train/distributed.h).
+// The training loop: batches, forward/backward, clipping, the optimizer (AdamW, or Muon
+// and AdamW) on the schedule, periodic evaluation and checkpoints that resume exactly,
+// on one process or on the ranks of an MPI launch (train/distributed.h). A run ends at
+// max_iters or when its training time reaches max_time (train/config.h).
 #include <memory>
 #include <string>
 
@@ -37,13 +38,16 @@ class Trainer {
   // Mean loss over eval_iters batches of each split, in eval mode: every rank takes
   // its share of each batch, and the figure is the single-process one.
   Losses evaluate();
-  // Trains until max_iters (or a SIGINT/SIGTERM), saving at every evaluation and at
-  // the end. Returns the last evaluation.
+  // Trains until max_iters, max_time (or a SIGINT/SIGTERM), saving at every evaluation
+  // and at the end. Returns the last evaluation.
   Losses run();
 
   const nn::GPT& model() const { return *model_; }
   const Vocab& vocab() const { return corpus_.vocab; }
   int64_t step() const { return step_; }
+  // Seconds spent in training steps, over the whole run (resumes included): evaluations
+  // and saves are not counted. On several ranks, rank 0's clock.
+  double train_seconds() const { return train_seconds_; }
 
  private:
   // Forward and backward of this rank's share of one batch; leaves the gradient of
@@ -57,10 +61,11 @@ class Trainer {
   RunDir run_dir_;
   Corpus corpus_;
   std::unique_ptr<nn::GPT> model_;
-  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops
   Rng data_rng_;
   int64_t step_ = 0;
+  double train_seconds_ = 0;
   float best_val_ = 0;
   bool has_best_ = false;
 };
