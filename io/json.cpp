@@ -1,122 +1,155 @@
 #include "io/json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <algorithm>
+#include <iterator>
 #include <numeric>
+#include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "data/vocab.h"
 
 namespace folio {
 namespace {
 
-class Parser {
- public:
-  explicit Parser(std::string_view text) : s_(text) {}
+// The byte at `at` as it should appear in a message.
+std::string describe(std::string_view text, size_t at) {
+  if (at >= text.size()) return "end of input";
+  const unsigned char c = text[at];
+  if (c >= 0x20 && c < 0x7f) return cat("'", char(c), "'");
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", c);
+  return cat("byte ", buf);
+}
 
-  Json document() {
-    skip_space();
-    Json v = value(0);
-    skip_space();
-    if (i_ != s_.size()) error("unexpected ", describe(), " after the value");
-    return v;
+// An iterator over the text that records how far nlohmann's lexer has read. SAX
+// events carry no position, and the checks the builder below adds (depth, duplicate
+// keys) must say where the fault is. The lexer reads one byte past a number only;
+// a bracket or a key's closing quote is the last byte read when its event arrives.
+struct Cursor {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  const char* p;
+  const char** read_to;  // one past the last byte handed to the lexer
+
+  reference operator*() const { return *p; }
+  Cursor& operator++() {
+    *read_to = ++p;
+    return *this;
+  }
+  Cursor operator++(int) {
+    Cursor old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const Cursor& o) const { return p == o.p; }
+};
+
+// nlohmann's SAX parser does the lexing (RFC 8259 syntax, UTF-8 and \u surrogate
+// validation, no comments, nothing after the value); this handler builds the Json
+// and adds the rules nlohmann does not have: a depth limit, no duplicate keys, and
+// integers kept exact as int64 apart from every other number.
+class Builder {
+ public:
+  Builder(std::string_view text, const char* const& read_to) : s_(text), read_to_(read_to) {}
+
+  Json result() && { return std::move(root_); }
+
+  bool null() { return put(Json()); }
+  bool boolean(bool b) { return put(Json(b)); }
+  bool number_integer(int64_t i) { return put(Json(i)); }
+  // Above int64 it is a Double, like every number that is not an exact int64.
+  bool number_unsigned(uint64_t u) { return put(u <= uint64_t(INT64_MAX) ? Json(int64_t(u)) : Json(double(u))); }
+  // Overflow (1e999) never gets here: nlohmann reports it as error 406. Underflow
+  // (1e-999) reads as 0 or a denormal.
+  bool number_float(double d, const std::string&) { return put(Json(d)); }
+  bool string(std::string& s) { return put(Json(std::move(s))); }
+  bool binary(nlohmann::json::binary_t&) { fail("json", "unexpected binary value"); }  // CBOR & co. only
+
+  bool start_array(size_t) { return open(Json::Array{}); }
+  bool end_array() { return close(); }
+  bool start_object(size_t) {
+    keys_from_.push_back(key_end_.size());
+    return open(Json::Object{});
+  }
+  bool key(std::string& k) {
+    key_end_.push_back(last_read());  // the closing quote
+    open_.back().as_object().emplace_back(std::move(k), Json());
+    return true;
+  }
+  bool end_object() {
+    check_unique(open_.back().as_object(), keys_from_.back());
+    key_end_.resize(keys_from_.back());
+    keys_from_.pop_back();
+    return close();
+  }
+
+  // nlohmann's own errors, "at byte N" like ours. `position` counts the bytes read,
+  // the one at fault included (the end of input counts as one); `token` is the text
+  // of the last token, whole for strings and numbers only.
+  bool parse_error(size_t position, const std::string& token, const nlohmann::detail::exception& e) {
+    if (e.id == 406) error_at(position - token.size(), "number ", token.substr(0, 40), " out of range");
+    std::string_view what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+    if (const size_t colon = what.find(": "); colon != std::string_view::npos) what.remove_prefix(colon + 2);
+    const size_t at = position ? position - 1 : 0;
+    // The lexer stopped at a byte that starts or continues no token. nlohmann quotes
+    // the text read so far (unbounded, any bytes); show the byte at fault instead.
+    const std::string quoted = "; last read: '" + token + "'";
+    if (const size_t k = what.find(quoted); k != std::string_view::npos)
+      error_at(at, what.substr(0, k), "; found ", describe(s_, at), what.substr(k + quoted.size()));
+    // A whole token in the wrong place: point at its start.
+    constexpr std::string_view unexpected = "- unexpected ";
+    const size_t u = what.find(unexpected);
+    const std::string_view name = u == std::string_view::npos ? "" : what.substr(u + unexpected.size());
+    if (name.starts_with("end of input") && at < s_.size())  // nlohmann ends the input at a NUL byte
+      error_at(at, what.substr(0, u), "- invalid literal; found byte 0x00", name.substr(12));
+    size_t length = 1;
+    if (name.starts_with("string literal") || name.starts_with("number literal")) length = token.size();
+    if (name.starts_with("true literal") || name.starts_with("null literal")) length = 4;
+    if (name.starts_with("false literal")) length = 5;
+    error_at(position - std::min(position, length), what);
   }
 
  private:
   std::string_view s_;
-  size_t i_ = 0;
+  const char* const& read_to_;
+  Json root_;
+  std::vector<Json> open_;         // the arrays and objects being read, outermost first
+  std::vector<size_t> key_end_;    // where each key of the open objects ends (its closing quote)
+  std::vector<size_t> keys_from_;  // for each open object, its first entry in key_end_
 
-  template <class... Parts>
-  [[noreturn]] void error(const Parts&... parts) const {
-    fail("json", parts..., " at byte ", i_);
-  }
   template <class... Parts>
   [[noreturn]] void error_at(size_t at, const Parts&... parts) const {
     fail("json", parts..., " at byte ", at);
   }
 
-  // The byte at i_ as it should appear in a message.
-  std::string describe() const {
-    if (i_ >= s_.size()) return "end of input";
-    const unsigned char c = s_[i_];
-    if (c >= 0x20 && c < 0x7f) return cat("'", char(c), "'");
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "0x%02x", c);
-    return cat("byte ", buf);
-  }
+  size_t last_read() const { return size_t(read_to_ - s_.data()) - 1; }
 
-  void skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  bool open(Json container) {
+    if (open_.size() >= size_t(Json::kMaxDepth)) error_at(last_read(), "nesting deeper than ", Json::kMaxDepth);
+    open_.push_back(std::move(container));
+    return true;
   }
-
-  void expect_word(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) error("unexpected ", describe());
-    i_ += word.size();
+  bool close() {
+    Json done = std::move(open_.back());
+    open_.pop_back();
+    return put(std::move(done));
   }
-
-  Json value(int depth) {
-    if (i_ >= s_.size()) error("unexpected end of input");
-    switch (s_[i_]) {
-      case '{': return object(depth + 1);
-      case '[': return array(depth + 1);
-      case '"': return Json(string());
-      case 't': expect_word("true"); return Json(true);
-      case 'f': expect_word("false"); return Json(false);
-      case 'n': expect_word("null"); return Json();
-      default:
-        if (s_[i_] == '-' || (s_[i_] >= '0' && s_[i_] <= '9')) return number();
-        error("unexpected ", describe());
-    }
-  }
-
-  Json array(int depth) {
-    if (depth > Json::kMaxDepth) error("nesting deeper than ", Json::kMaxDepth);
-    ++i_;  // '['
-    Json::Array a;
-    skip_space();
-    if (i_ < s_.size() && s_[i_] == ']') { ++i_; return Json(std::move(a)); }
-    for (;;) {
-      skip_space();
-      a.push_back(value(depth));
-      skip_space();
-      if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-      if (i_ < s_.size() && s_[i_] == ']') { ++i_; return Json(std::move(a)); }
-      error("expected ',' or ']' but found ", describe());
-    }
-  }
-
-  Json object(int depth) {
-    if (depth > Json::kMaxDepth) error("nesting deeper than ", Json::kMaxDepth);
-    ++i_;  // '{'
-    Json::Object o;
-    std::vector<size_t> key_at;  // where each key starts, to point at a duplicate
-    skip_space();
-    if (i_ < s_.size() && s_[i_] == '}') { ++i_; return Json(std::move(o)); }
-    for (;;) {
-      skip_space();
-      if (i_ >= s_.size() || s_[i_] != '"') error("expected a string key but found ", describe());
-      key_at.push_back(i_);
-      std::string key = string();
-      skip_space();
-      if (i_ >= s_.size() || s_[i_] != ':') error("expected ':' but found ", describe());
-      ++i_;
-      skip_space();
-      o.emplace_back(std::move(key), value(depth));
-      skip_space();
-      if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-      if (i_ < s_.size() && s_[i_] == '}') { ++i_; break; }
-      error("expected ',' or '}' but found ", describe());
-    }
-    check_unique(o, key_at);
-    return Json(std::move(o));
+  bool put(Json v) {
+    if (open_.empty()) root_ = std::move(v);
+    else if (open_.back().is_array()) open_.back().as_array().push_back(std::move(v));
+    else open_.back().as_object().back().second = std::move(v);  // after its key()
+    return true;
   }
 
   // Duplicate keys, found by sorting once the object is complete: O(n log n) with
   // no per-key allocation, since an object in a hostile file may have millions of keys.
-  void check_unique(const Json::Object& o, const std::vector<size_t>& key_at) const {
+  void check_unique(const Json::Object& o, size_t first_key) const {
     std::vector<size_t> order(o.size());
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -126,132 +159,20 @@ class Parser {
     size_t dup = SIZE_MAX;  // the earliest second occurrence of any key
     for (size_t k = 1; k < order.size(); ++k)
       if (o[order[k]].first == o[order[k - 1]].first) dup = std::min(dup, order[k]);
-    if (dup != SIZE_MAX) error_at(key_at[dup], "duplicate key ", json_quote(o[dup].first));
+    if (dup != SIZE_MAX) error_at(key_start(key_end_[first_key + dup]), "duplicate key ", json_quote(o[dup].first));
   }
 
-  // Four hex digits of a \u escape starting at i_.
-  uint32_t hex4() {
-    if (s_.size() - i_ < 4) error("truncated \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k, ++i_) {
-      const char c = s_[i_];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
-      else error("invalid hex digit in \\u escape");
-    }
-    return v;
-  }
-
-
-  // Length of the valid UTF-8 sequence at i_ (lead byte >= 0x80), or 0. Rejects
-  // overlong forms, encoded surrogates and code points above U+10FFFF.
-  size_t utf8_length() const {
-    auto at = [&](size_t k) -> unsigned { return i_ + k < s_.size() ? (unsigned char)s_[i_ + k] : 0u; };
-    auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) { return at(k) >= lo && at(k) <= hi; };
-    const unsigned c = at(0);
-    if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-    if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
-    if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
-    if (c >= 0xe1 && c <= 0xef) return cont(1) && cont(2) ? 3 : 0;
-    if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-    if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-    if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
-    return 0;
-  }
-
-  std::string string() {
-    const size_t start = i_++;  // '"'
-    std::string out;
+  // The opening quote of the key whose closing quote is at `close`: the nearest quote
+  // before it that no backslash escapes (the lexer accepted the key, so any quote
+  // inside it is escaped).
+  size_t key_start(size_t close) const {
+    size_t at = close;
     for (;;) {
-      if (i_ >= s_.size()) error_at(start, "unterminated string");
-      const unsigned char c = s_[i_];
-      if (c == '"') { ++i_; return out; }
-      if (c < 0x20) error("raw control character ", describe(), " in string");
-      if (c >= 0x80) {
-        const size_t n = utf8_length();
-        if (!n) error("invalid UTF-8 in string");
-        out.append(s_.substr(i_, n));
-        i_ += n;
-        continue;
-      }
-      if (c != '\\') { out += char(c); ++i_; continue; }
-      ++i_;
-      if (i_ >= s_.size()) error_at(start, "unterminated string");
-      const char e = s_[i_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          const size_t esc = i_ - 2;
-          uint32_t cp = hex4();
-          if (cp >= 0xdc00 && cp <= 0xdfff) error_at(esc, "lone low surrogate \\u", s_.substr(esc + 2, 4));
-          if (cp >= 0xd800 && cp <= 0xdbff) {  // must be followed by \uDC00-\uDFFF
-            if (s_.substr(i_, 2) != "\\u") error_at(esc, "high surrogate without a low surrogate");
-            i_ += 2;
-            const uint32_t lo = hex4();
-            if (lo < 0xdc00 || lo > 0xdfff) error_at(esc, "high surrogate without a low surrogate");
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-          }
-          append_utf8(out, char32_t(cp));
-          break;
-        }
-        default: --i_; error("invalid escape: backslash followed by ", describe());
-      }
+      at = s_.rfind('"', at - 1);
+      size_t backslashes = 0;
+      while (backslashes < at && s_[at - 1 - backslashes] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) return at;
     }
-  }
-
-  Json number() {
-    const size_t start = i_;
-    auto digits = [&] {
-      const size_t from = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      return i_ - from;
-    };
-    if (s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0') {
-      ++i_;  // a leading zero stands alone: "01" is not JSON
-    } else if (!digits()) {
-      error("expected a digit but found ", describe());
-    }
-    bool integral = true;
-    if (i_ < s_.size() && s_[i_] == '.') {
-      integral = false;
-      ++i_;
-      if (!digits()) error("expected a digit after '.' but found ", describe());
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      integral = false;
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (!digits()) error("expected a digit in the exponent but found ", describe());
-    }
-    const char* first = s_.data() + start;
-    const char* last = s_.data() + i_;
-    if (integral) {
-      int64_t v;
-      auto [p, ec] = std::from_chars(first, last, v);
-      if (ec == std::errc() && p == last) return Json(v);
-      // Out of int64 range: fall through and keep it as an (inexact) double.
-    }
-    double d;
-    auto [p, ec] = std::from_chars(first, last, d);
-    if (ec == std::errc::result_out_of_range) {
-      // from_chars reports underflow (1e-999) like overflow; strtod tells them apart
-      // (its finite result is the nearest double, 0 or a denormal). Only overflow fails.
-      const double near = std::strtod(std::string(first, last).c_str(), nullptr);
-      if (std::isfinite(near)) return Json(near);
-      error_at(start, "number ", std::string_view(first, size_t(last - first)).substr(0, 40), " out of range");
-    }
-    if (ec != std::errc() || p != last) error_at(start, "invalid number");
-    return Json(d);
   }
 };
 
@@ -324,7 +245,22 @@ const Json* Json::find(std::string_view key) const {
   return nullptr;
 }
 
-Json Json::parse(std::string_view text) { return Parser(text).document(); }
+Json Json::parse(std::string_view text) {
+  // nlohmann skips a byte-order mark; JSON text has none (RFC 8259 section 8.1).
+  if (text.starts_with('\xef'))
+    fail("json", "syntax error while parsing value - invalid literal; found byte 0xef at byte 0");
+  const char* read_to = text.data();
+  Builder builder(text, read_to);
+  const Cursor first{text.data(), &read_to}, last{text.data() + text.size(), &read_to};
+  // strict: nothing but whitespace after the value; no comments.
+  if (!nlohmann::json::sax_parse(first, last, &builder, nlohmann::json::input_format_t::json, true, false))
+    fail("json", "unreadable at byte ", size_t(read_to - text.data()));  // every error above throws first
+  // nlohmann takes a NUL byte for the end of input, so it stops early at one.
+  if (read_to != last.p || text.ends_with('\0'))
+    fail("json", "syntax error while parsing value - invalid literal; found byte 0x00; expected end of input at byte ",
+         size_t(read_to - text.data()) - 1);
+  return std::move(builder).result();
+}
 
 std::string Json::dump() const {
   std::string out;
@@ -332,6 +268,10 @@ std::string Json::dump() const {
   return out;
 }
 
+// Our own writer, not nlohmann's dump(): for doubles nlohmann's Grisu2 output differs
+// from the std::to_chars shortest form checkpoints have always held (0.0003 for 3e-04,
+// 100000.0 for 1e+05, 7.689999620197341e-06 for 7.68999962019734e-06), and a resumed
+// run must write the header bytes an uninterrupted run would have written.
 void Json::dump_to(std::string& out) const {
   switch (type()) {
     case Type::Null: out += "null"; break;

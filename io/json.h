@@ -6,12 +6,16 @@
 //  - raw control characters (< 0x20) in strings, invalid UTF-8, lone surrogates
 //    in \uXXXX escapes (so every string it returns is valid UTF-8);
 //  - duplicate keys in one object (a reader could not tell which one was meant);
-//  - nesting deeper than kMaxDepth (bounds the parser's recursion);
+//  - nesting deeper than kMaxDepth (bounds the recursion of dump(), == and ~Json);
 //  - numbers that overflow a double, such as 1e999 (JSON has no infinity, so the
 //    value could not be written back). Underflow (1e-999) reads as 0 or a denormal.
 // Numbers without a fraction or exponent that fit in int64 are kept exactly as
 // Int; every other number is a Double ("2.0" is a Double, not an Int).
-// Errors throw folio::Error: "[json] <what> at byte N" (N counts from 0).
+// Errors throw folio::Error: "[json] <what> at byte N" (N counts from 0). Syntax,
+// UTF-8 and escape errors are found by nlohmann-json's parser (json.cpp; this header
+// does not include it) and keep its wording: "[json] syntax error while parsing
+// array - unexpected number literal; expected ']' at byte 3". The other rules above
+// are json.cpp's own.
 #include <concepts>
 #include <cstdint>
 #include <string>

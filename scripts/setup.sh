@@ -17,6 +17,7 @@ build_packages=(
   ocl-icd-opencl-dev             # only a Recommends of libdnnl-dev, but dnnl-config.cmake
                                  # calls find_package(OpenCL REQUIRED)
   libboost-program-options-dev   # the folio command line
+  nlohmann-json3-dev             # the JSON lexer under io/json.cpp (header-only)
   libopenmpi-dev openmpi-bin     # folio train on several processes (mpirun); cmake -DFOLIO_MPI=OFF builds without
   libgtest-dev                   # tests/
   libbenchmark-dev               # bench/

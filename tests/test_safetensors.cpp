@@ -63,7 +63,7 @@ TEST(Json, Unicode) {
   EXPECT_EQ(Json::parse("\"h\xc3\xa9 \xf0\x9f\x98\x80\"").as_string(), "h\xc3\xa9 \xf0\x9f\x98\x80");  // raw UTF-8
   EXPECT_EQ(Json("\xc3\xa9").dump(), "\"\xc3\xa9\"");  // written as UTF-8, not escaped
   // Every string returned is valid UTF-8, so these are refused.
-  expect_error([] { Json::parse(R"("\ud83d")"); }, {"[json]", "surrogate", "at byte 1"});
+  expect_error([] { Json::parse(R"("\ud83d")"); }, {"[json]", "surrogate", "at byte 7"});  // where \uDC00.. belongs
   expect_error([] { Json::parse(R"("\ude00")"); }, {"[json]", "surrogate"});
   expect_error([] { Json::parse(R"("\ud83d\u0041")"); }, {"[json]", "surrogate"});
   expect_error([] { Json::parse(R"("\u12G4")"); }, {"[json]", "hex"});
@@ -101,32 +101,55 @@ TEST(Json, RejectsNumberOutOfRange) {
   expect_error([] { Json::parse("[-1e999]"); }, {"[json]", "out of range", "at byte 1"});
 }
 
+// Syntax errors are nlohmann's (its wording), each ending "at byte N": the byte at
+// fault, or the start of a whole token that is out of place.
 TEST(Json, Rejects) {
+  using namespace std::string_literals;
   const std::pair<std::string, std::string> cases[] = {
-      {"[1,2,]", "at byte 5"},                              // trailing comma
-      {R"({"a":1,})", "expected a string key"},              // trailing comma in an object
-      {R"({"a":1,"a":2})", "duplicate key \"a\" at byte 7"},  //
-      {R"(["abc)", "unterminated string at byte 1"},        //
-      {"\"a\nb\"", "raw control character"},                 //
-      {"\"a\tb\"", "raw control character"},                 //
-      {"{} x", "after the value at byte 3"},                 // trailing garbage
-      {"{}{}", "after the value"},                           //
-      {"", "end of input"},                                  //
-      {"01", "after the value"},                             // no leading zeros
-      {"1.", "after '.'"},                                   //
-      {"+1", "unexpected '+'"},                              //
-      {".5", "unexpected '.'"},                              //
-      {"NaN", "unexpected 'N'"},                             //
-      {"'a'", "unexpected"},                                 //
-      {"tru", "unexpected"},                                 //
-      {R"("\x")", "invalid escape"},                         //
-      {"[1 2]", "expected ',' or ']'"},                      //
-      {R"({"a" 1})", "expected ':'"},                        //
-      {"// c\n1", "unexpected '/'"},                         // no comments
-      {"\xef\xbb\xbf{}", "unexpected"},                      // no byte-order mark
+      {"[1,2,]", "unexpected ']'; expected '[', '{', or a literal at byte 5"},  // trailing comma
+      {R"({"a":1,})", "object key - unexpected '}'; expected string literal at byte 7"},
+      {R"({"a":1,"a":2})", "duplicate key \"a\" at byte 7"},
+      {R"({"q\"\\":1,"q\"\\":2})", R"(duplicate key "q\"\\" at byte 11)"},  // escaped quotes in keys
+      {R"({"a":{"b":1,"b":2},"c":1})", "duplicate key \"b\" at byte 12"},       // in a nested object
+      {R"(["abc)", "missing closing quote; found end of input at byte 5"},
+      {"\"a\nb\"", "control character U+000A (LF) must be escaped to \\u000A or \\n; found byte 0x0a at byte 2"},
+      {"\"a\tb\"", "control character U+0009 (HT) must be escaped to \\u0009 or \\t; found byte 0x09 at byte 2"},
+      {"\"a\0b\""s, "control character U+0000 (NUL) must be escaped to \\u0000; found byte 0x00 at byte 2"},
+      {"{} x", "invalid literal; found 'x'; expected end of input at byte 3"},  // trailing garbage
+      {"{}{}", "unexpected '{'; expected end of input at byte 2"},
+      {"{}\0x"s, "invalid literal; found byte 0x00; expected end of input at byte 2"},  // nlohmann stops at a NUL
+      {"{}\0"s, "invalid literal; found byte 0x00; expected end of input at byte 2"},
+      {"[1\0]"s, "array - invalid literal; found byte 0x00; expected ']' at byte 2"},
+      {"", "unexpected end of input; expected '[', '{', or a literal at byte 0"},
+      {"01", "unexpected number literal; expected end of input at byte 1"},  // no leading zeros
+      {"1.", "expected digit after '.'; found end of input at byte 2"},
+      {"+1", "invalid literal; found '+' at byte 0"},
+      {".5", "invalid literal; found '.' at byte 0"},
+      {"NaN", "invalid literal; found 'N' at byte 0"},
+      {"'a'", "invalid literal; found ''' at byte 0"},
+      {"tru", "invalid literal; found end of input at byte 3"},
+      {R"("\x")", "forbidden character after backslash; found 'x' at byte 2"},
+      {"[1 2]", "array - unexpected number literal; expected ']' at byte 3"},
+      {"[1 -2.5e3]", "array - unexpected number literal; expected ']' at byte 3"},
+      {R"([1 "xyz"])", "array - unexpected string literal; expected ']' at byte 3"},
+      {"[1 false]", "array - unexpected false literal; expected ']' at byte 3"},
+      {R"({"a" 1})", "object separator - unexpected number literal; expected ':' at byte 5"},
+      {"// c\n1", "invalid literal; found '/' at byte 0"},             // no comments
+      {"\xef\xbb\xbf{}", "invalid literal; found byte 0xef at byte 0"},  // no byte-order mark
   };
-  for (const auto& [text, fragment] : cases)
-    expect_error([&] { Json::parse(text); }, {"[json] ", fragment});
+  for (const auto& [text, fragment] : cases) {
+    const bool ours = fragment.starts_with("duplicate");
+    expect_error([&] { Json::parse(text); }, {ours ? "[json] " : "[json] syntax error while parsing ", fragment});
+  }
+}
+
+// nlohmann quotes everything its lexer read of a bad token; messages show the one
+// byte at fault instead, so a huge or binary header cannot flood a message.
+TEST(Json, ErrorsShowTheByteAtFaultNotTheText) {
+  const std::string text = "[\"" + std::string(100'000, 'a') + "\xff\"]";
+  const std::string msg = error_of([&] { Json::parse(text); });
+  EXPECT_NE(msg.find("ill-formed UTF-8 byte; found byte 0xff at byte 100002"), std::string::npos) << msg;
+  EXPECT_LT(msg.size(), 120u) << msg;
 }
 
 TEST(Json, RejectsDeepNesting) {
