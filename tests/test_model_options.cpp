@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "autograd/kernels/matmul.h"
@@ -72,7 +73,7 @@ GPTConfig for_gradcheck(GPTConfig c) {
 class EachOption : public ::testing::TestWithParam<int> {};
 
 TEST_P(EachOption, GradOfLoss) {
-  const auto& [name, c] = each_option()[size_t(GetParam())];
+  const auto [name, c] = each_option()[size_t(GetParam())];
   GPT gpt(for_gradcheck(c));
   redraw(gpt, 0.6f, 3);
   const std::vector<int32_t> ids{1, 3, 4, 0, 2, 2, 4, 0, 1, 3}, targets{3, 4, 0, 2, 2, 4, 1, 1, 4, 0};
@@ -247,13 +248,12 @@ TEST(ModelOptions, TiedWeightIsOneParameterWithTheSummedGradient) {
   c.tie_weights = false;
   GPT untied(c);
   EXPECT_EQ(untied.num_parameters() - tied.num_parameters(), c.vocab_size * c.n_embd);
+  const NamedParameters tied_params = tied.named_parameters();
+  std::map<std::string, Tensor> weights(tied_params.begin(), tied_params.end());
+  weights["lm_head.weight"] = tied.token_embedding->weight;
   for (const auto& [name, p] : untied.named_parameters()) {
-    const Tensor& from = name == "lm_head.weight" ? tied.token_embedding->weight : [&]() -> const Tensor& {
-      for (const auto& [n, t] : tied.named_parameters())
-        if (n == name) return t;
-      throw std::logic_error(name);
-    }();
-    std::copy_n(from.data(), from.numel(), p.data());
+    ASSERT_TRUE(weights.count(name)) << name;
+    std::copy_n(weights.at(name).data(), p.numel(), p.data());
   }
   tied.forward(kIds, 2, 5, kTargets).loss.backward();
   untied.forward(kIds, 2, 5, kTargets).loss.backward();
