@@ -1,6 +1,10 @@
 #include "nn/decoder.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <cmath>
 #include <cstring>
 
@@ -15,35 +19,84 @@ const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nul
 
 }  // namespace
 
-Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p)
-    : w(weight.data()), bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)) {
+Decoder::PanelStore::PanelStore(int64_t floats) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t bytes = (size_t(floats) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+  if (bytes == 0) return;
+  data_.reset(static_cast<float*>(std::aligned_alloc(kHuge, bytes)));
+  if (!data_) throw std::bad_alloc();
+  madvise(data_.get(), bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+  size_ = floats;
+}
+
+void Decoder::PanelStore::Free::operator()(float* p) const { std::free(p); }
+
+float* Decoder::PanelStore::take(int64_t floats) {
+  if (used_ + floats > size_) fail("decoder", "panel store of ", size_, " floats asked for ", used_ + floats);
+  used_ += floats;
+  return data_.get() + used_ - floats;
+}
+
+Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, PanelStore& store)
+    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)) {
+  const float* w = weight.data();
   if (p == Precision::bf16) {
     w16.resize(N * K);
     kernels::to_bf16(w, w16.data(), N * K);
+    return;
   }
+  float* out = store.take(panel_floats(weight));
+  packed = out;
+  for (int64_t first = 0; first < N; first += kPanel)  // written in order, rows past N as zeros
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = first; n < first + kPanel; ++n) *out++ = n < N ? w[n * K + k] : 0.0f;
 }
 
 void Decoder::Matrix::apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const {
-  const kernels::Gemm g{.M = 1, .N = N, .K = K, .trans_b = true};
-  if (w16.empty()) return kernels::matmul_row(g, x, w, y, bias);
-  scratch.resize(K);  // both operands in bf16, as the model's bf16 products round them
-  kernels::to_bf16(x, scratch.data(), K);
-  kernels::matmul(g, scratch.data(), w16.data(), y, bias);
+  if (!packed) {  // bf16: both operands in bf16, as the model's bf16 products round them
+    scratch.resize(K);
+    kernels::to_bf16(x, scratch.data(), K);
+    return kernels::matmul({.M = 1, .N = N, .K = K, .trans_b = true}, scratch.data(), w16.data(), y, bias);
+  }
+  // One panel of kPanel outputs at a time: its sums stay in registers while the
+  // panel's weights stream past once, in order, with no sum across lanes at the end.
+  for (int64_t p = 0; p * kPanel < N; ++p) {
+    const float* w = packed + p * K * kPanel;
+    float sums[kPanel] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const float xk = x[k];
+#pragma omp simd
+      for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
+    }
+    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
+    for (int64_t i = 0; i < n; ++i) y[first + i] = sums[i] + (bias ? bias[first + i] : 0.0f);
+  }
+}
+
+int64_t Decoder::panel_floats(const GPT& model) {
+  if (model.precision() != Precision::fp32) return 0;
+  int64_t n = Matrix::panel_floats(model.lm_head->weight);
+  for (const auto& b : model.blocks)
+    for (const Tensor* w : std::initializer_list<const Tensor*>{&b->attn->qkv_weight(), &b->attn->proj->weight,
+                                                                &b->ffwd->fc->weight, &b->ffwd->proj->weight})
+      n += Matrix::panel_floats(*w);
+  return n;
 }
 
 Decoder::Decoder(const GPT& model)
-    : model_(model), config_(model.config()),
-      lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision()) {
+    : model_(model), config_(model.config()), store_(panel_floats(model)),
+      lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision(), store_) {
   const int64_t C = config_.n_embd, cache = config_.block_size * C;  // n_head * head_size == C
   const Precision p = model.precision();
   for (const auto& b : model.blocks) {
     const FeedForward& f = *b->ffwd;
     layers_.push_back({b->ln1->weight.data(), b->ln1->bias.data(), b->ln2->weight.data(), b->ln2->bias.data(),
-                       Matrix(b->attn->qkv_weight(), Tensor{}, p), Matrix(b->attn->proj->weight, b->attn->proj->bias, p),
-                       Matrix(f.fc->weight, f.fc->bias, p), Matrix(f.proj->weight, f.proj->bias, p),
+                       Matrix(b->attn->qkv_weight(), Tensor{}, p, store_),
+                       Matrix(b->attn->proj->weight, b->attn->proj->bias, p, store_),
+                       Matrix(f.fc->weight, f.fc->bias, p, store_), Matrix(f.proj->weight, f.proj->bias, p, store_),
                        std::vector<float>(cache), std::vector<float>(cache)});
   }
-  x_.resize(C), h_.resize(C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
+  x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
   ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C);
 }
 
@@ -53,9 +106,12 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids) {
   NoGradGuard no_grad;
   std::vector<KVCache> caches;
   const Tensor logits = model_.forward_cached(ids, 1, T, caches);  // (1, T, V)
-  for (size_t l = 0; l < layers_.size(); ++l)  // (1, n_head, T, hs) -> (n_head, block, hs)
+  for (size_t l = 0; l < layers_.size(); ++l)  // (1, n_head, T, hs) -> keys (n_head, hs, block), values (n_head, block, hs)
     for (int64_t h = 0; h < config_.n_head; ++h) {
-      std::memcpy(layers_[l].k.data() + h * block * hs, caches[l].k.data() + h * T * hs, sizeof(float) * T * hs);
+      const float* k = caches[l].k.data() + h * T * hs;
+      float* keys = layers_[l].k.data() + h * hs * block;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < hs; ++d) keys[d * block + t] = k[t * hs + d];
       std::memcpy(layers_[l].v.data() + h * block * hs, caches[l].v.data() + h * T * hs, sizeof(float) * T * hs);
     }
   length_ = T;
@@ -69,27 +125,27 @@ void Decoder::attend(Layer& L, int64_t pos) {
   const float scale = 1.0f / std::sqrt(float(hs));
   for (int64_t h = 0; h < nh; ++h) {
     float *k = qkv_.data() + h * 3 * hs, *q = k + hs, *v = q + hs;  // per head [k; q; v]
-    float *keys = L.k.data() + h * block * hs, *values = L.v.data() + h * block * hs;
+    float *keys = L.k.data() + h * hs * block, *values = L.v.data() + h * block * hs;
     // q and k as position_query_key() makes them: RMS-normalised, then rotated.
     if (config_.qk_norm) {
       kernels::rms_norm_row(k, k, hs, kRmsNormEps);
       kernels::rms_norm_row(q, q, hs, kRmsNormEps);
     }
-    if (rolls()) {
-      kernels::rotate_half_row(k, keys + slot * hs, hs / 2, cos_.data(), sin_.data(), 1.0f);
-      kernels::rotate_half_row(q, h_.data(), hs / 2, cos_.data(), sin_.data(), 1.0f);  // h_ is free here
-      q = h_.data();
-    } else {
-      std::memcpy(keys + slot * hs, k, sizeof(float) * hs);
+    if (rolls()) {  // into h_, free at this point: [rotated k; rotated q]
+      kernels::rotate_half_row(k, h_.data(), hs / 2, cos_.data(), sin_.data(), 1.0f);
+      kernels::rotate_half_row(q, h_.data() + hs, hs / 2, cos_.data(), sin_.data(), 1.0f);
+      k = h_.data(), q = h_.data() + hs;
     }
+    for (int64_t d = 0; d < hs; ++d) keys[d * block + slot] = k[d];
     std::memcpy(values + slot * hs, v, sizeof(float) * hs);
-    // The slots hold positions in rolling order; a softmax and a weighted sum do not
-    // care about the order of their terms.
-    for (int64_t j = 0; j < keys_seen; ++j) {
-      float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-      for (int64_t d = 0; d < hs; ++d) s += q[d] * keys[j * hs + d];
-      att_[j] = s;
+    // The scores, a key dimension at a time: sums over the keys side by side, none
+    // across a vector. The slots hold positions in rolling order; a softmax and a
+    // weighted sum do not care about the order of their terms.
+    for (int64_t j = 0; j < keys_seen; ++j) att_[j] = 0.0f;
+    for (int64_t d = 0; d < hs; ++d) {
+      const float qd = q[d], *key_d = keys + d * block;
+#pragma omp simd
+      for (int64_t j = 0; j < keys_seen; ++j) att_[j] += qd * key_d[j];
     }
     kernels::softmax_row(att_.data(), att_.data(), keys_seen, keys_seen, scale);
     float* y = y_.data() + h * hs;  // heads side by side

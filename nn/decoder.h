@@ -5,6 +5,7 @@
 // It computes what GPT::forward computes, up to the order of float sums in the
 // products; tests/test_decoder.cpp holds it to forward's logits.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -15,9 +16,9 @@ namespace folio::nn {
 
 class Decoder {
  public:
-  // Reads the model's weights in place (fp32 products) or converts them once (bf16
-  // products, as the model's precision says): the model must outlive the decoder and
-  // not change while it decodes.
+  // Copies the model's weights once, in the layout its products read (and as bf16 if
+  // the model's precision says so); reads the embeddings and norms in place. The model
+  // must outlive the decoder and not change while it decodes.
   explicit Decoder(const GPT& model);
 
   // Forgets the cache and runs ids (1 <= size <= block_size) at positions 0.. as one
@@ -34,23 +35,48 @@ class Decoder {
   bool rolls() const { return config_.pos == Positions::rope; }
 
  private:
-  // y (N) = W (N, K) x (K) [+ bias], W stored as PyTorch's Linear stores it, in the
-  // precision of the model's products.
+  // y (N) = W (N, K) x (K) [+ bias], from a Linear's weight (N, K), in the precision of
+  // the model's products. fp32 weights are copied once into panels of kPanel rows
+  // stored column by column, (ceil(N / kPanel), K, kPanel): a product then reads them as
+  // one stream, which is what a token's time goes to.
+  // Where the fp32 panels live: one allocation for them all (about 4 bytes per
+  // parameter), in 2 MiB pages where the kernel offers them, since a generate call
+  // faulting it in 4 KiB pages cost more than the packing itself.
+  class PanelStore {
+   public:
+    explicit PanelStore(int64_t floats);
+    float* take(int64_t floats);  // the next `floats` of the store
+   private:
+    struct Free {
+      void operator()(float* p) const;
+    };
+    std::unique_ptr<float[], Free> data_;
+    int64_t size_ = 0, used_ = 0;
+  };
   struct Matrix {
-    Matrix(const Tensor& weight, const Tensor& bias, Precision p);
+    static constexpr int64_t kPanel = 64;  // four 16-float vectors of sums
+    static int64_t panel_floats(const Tensor& weight) {
+      return (weight.size(0) + kPanel - 1) / kPanel * kPanel * weight.size(1);
+    }
+    Matrix(const Tensor& weight, const Tensor& bias, Precision p, PanelStore& store);
     void apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const;
-    const float *w, *bias;
+    const float* bias;
     int64_t N, K;
-    std::vector<kernels::bf16> w16;  // the weights rounded to bf16, for bf16 products
+    const float* packed = nullptr;   // fp32 products: panels in the store
+    std::vector<kernels::bf16> w16;  // bf16 products: the weights rounded, as Linear's (N, K)
   };
   struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
     Matrix qkv, proj, fc, fc2;
-    std::vector<float> k, v;  // (n_head, block_size, head_size); position p in slot p % block_size
+    // Keys (n_head, head_size, block_size), transposed for the scores' loop, and values
+    // (n_head, block_size, head_size); position p in slot p % block_size.
+    std::vector<float> k, v;
   };
+  static int64_t panel_floats(const GPT& model);  // of all its products (0 for bf16 ones)
   void attend(Layer& L, int64_t pos);  // qkv_ -> y_, caching this position's key and value
   const GPT& model_;
   const GPTConfig& config_;
+  PanelStore store_;
   std::vector<Layer> layers_;
   Matrix lm_head_;
   int64_t length_ = 0;

@@ -138,35 +138,6 @@ TEST(ModelOptions, RopeRotatesHalvesByPositionTimesFrequency) {
   EXPECT_THROW(rope(x, tables.cos, tables.sin, P - T + 1), Error);  // past the tables
 }
 
-// The fast MultiHead (one packed projection, the rotation and norm over B * n_head)
-// equals the Head modules one by one: output and every gradient.
-TEST(ModelOptions, FastAttentionEqualsHeadByHead) {
-  const auto rotary = std::make_shared<const RotaryTables>(16, 4);
-  for (const BlockOptions& options : {BlockOptions{.qk_norm = true, .rotary = nullptr}, BlockOptions{.rotary = rotary},
-                                      BlockOptions{.qk_norm = true, .rotary = rotary}}) {
-    SCOPED_TRACE(::testing::Message() << "qk_norm " << options.qk_norm << " rope " << bool(options.rotary));
-    Rng init(7);
-    MultiHead mh(12, 3, 4, 16, 0.0f, true, init, std::make_shared<Rng>(0), options);
-    Rng xr(8);
-    const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
-    auto run = [&](bool fast) {
-      mh.zero_grad();
-      Tensor x = x0.clone().set_requires_grad();
-      Tensor y = fast ? mh.forward(x) : mh.forward_heads(x);
-      Rng rr(9);
-      sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
-      V grads{y.detach(), x.grad()};
-      for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
-      return grads;
-    };
-    const V fast = run(true), slow = run(false);
-    ASSERT_EQ(fast.size(), slow.size());
-    for (size_t i = 0; i < fast.size(); ++i)
-      for (int64_t j = 0; j < fast[i].numel(); ++j)
-        ASSERT_NEAR(fast[i].data()[j], slow[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
-  }
-}
-
 // Generation's path: a prefix through the KV cache, then the rest in pieces, gives the
 // logits of one forward pass over the whole sequence. With rope the cached keys were
 // rotated at their absolute positions, and each new piece starts at the cache's length.

@@ -19,27 +19,33 @@ GPTConfig tiny_config() {
   return c;
 }
 
-// The fast MultiHead equals running its Head modules one by one: output and every gradient.
+// The fast MultiHead (one packed projection; QK-norm and rotation over B * n_head)
+// equals running its Head modules one by one: output and every gradient.
 TEST(MultiHead, FastPathEqualsHeadByHead) {
-  Rng init(7);
-  MultiHead mh(12, 3, 4, 16, 0.0f, true, init);
-  Rng xr(8);
-  const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
-  auto run = [&](bool fast) {
-    mh.zero_grad();
-    Tensor x = x0.clone().set_requires_grad();
-    Tensor y = fast ? mh.forward(x) : mh.forward_heads(x);
-    Rng rr(9);
-    sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
-    V grads{y.detach(), x.grad()};
-    for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
-    return grads;
-  };
-  const V fast = run(true), slow = run(false);
-  ASSERT_EQ(fast.size(), slow.size());
-  for (size_t i = 0; i < fast.size(); ++i)
-    for (int64_t j = 0; j < fast[i].numel(); ++j)
-      ASSERT_NEAR(fast[i].data()[j], slow[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+  const auto rotary = std::make_shared<const RotaryTables>(16, 4);
+  for (const BlockOptions& options : {BlockOptions{}, BlockOptions{.qk_norm = true}, BlockOptions{.rotary = rotary},
+                                      BlockOptions{.qk_norm = true, .rotary = rotary}}) {
+    SCOPED_TRACE(::testing::Message() << "qk_norm " << options.qk_norm << " rope " << bool(options.rotary));
+    Rng init(7);
+    MultiHead mh(12, 3, 4, 16, 0.0f, true, init, std::make_shared<Rng>(0), options);
+    Rng xr(8);
+    const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
+    auto run = [&](bool fast) {
+      mh.zero_grad();
+      Tensor x = x0.clone().set_requires_grad();
+      Tensor y = fast ? mh.forward(x) : mh.forward_heads(x);
+      Rng rr(9);
+      sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
+      V grads{y.detach(), x.grad()};
+      for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
+      return grads;
+    };
+    const V fast = run(true), slow = run(false);
+    ASSERT_EQ(fast.size(), slow.size());
+    for (size_t i = 0; i < fast.size(); ++i)
+      for (int64_t j = 0; j < fast[i].numel(); ++j)
+        ASSERT_NEAR(fast[i].data()[j], slow[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+  }
 }
 
 TEST(MultiHead, HeadWeightsAreViewsOfOnePackedMatrix) {
