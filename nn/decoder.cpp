@@ -3,10 +3,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "autograd/error.h"
 #include "autograd/kernels/matmul.h"
@@ -16,6 +17,15 @@ namespace folio::nn {
 namespace {
 
 const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+// A block's products in Layer's order (qkv, proj, fc, fc2): weight and bias (none for qkv).
+std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Block& b) {
+  static const Tensor kNoBias;
+  return {{{&b.attn->qkv_weight(), &kNoBias},
+           {&b.attn->proj->weight, &b.attn->proj->bias},
+           {&b.ffwd->fc->weight, &b.ffwd->fc->bias},
+           {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};
+}
 
 }  // namespace
 
@@ -77,9 +87,7 @@ int64_t Decoder::panel_floats(const GPT& model) {
   if (model.precision() != Precision::fp32) return 0;
   int64_t n = Matrix::panel_floats(model.lm_head->weight);
   for (const auto& b : model.blocks)
-    for (const Tensor* w : std::initializer_list<const Tensor*>{&b->attn->qkv_weight(), &b->attn->proj->weight,
-                                                                &b->ffwd->fc->weight, &b->ffwd->proj->weight})
-      n += Matrix::panel_floats(*w);
+    for (const auto& [weight, bias] : block_products(*b)) n += Matrix::panel_floats(*weight);
   return n;
 }
 
@@ -89,12 +97,11 @@ Decoder::Decoder(const GPT& model)
   const int64_t C = config_.n_embd, cache = config_.block_size * C;  // n_head * head_size == C
   const Precision p = model.precision();
   for (const auto& b : model.blocks) {
-    const FeedForward& f = *b->ffwd;
+    const auto products = block_products(*b);
+    auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, store_); };
     layers_.push_back({b->ln1->weight.data(), b->ln1->bias.data(), b->ln2->weight.data(), b->ln2->bias.data(),
-                       Matrix(b->attn->qkv_weight(), Tensor{}, p, store_),
-                       Matrix(b->attn->proj->weight, b->attn->proj->bias, p, store_),
-                       Matrix(f.fc->weight, f.fc->bias, p, store_), Matrix(f.proj->weight, f.proj->bias, p, store_),
-                       std::vector<float>(cache), std::vector<float>(cache)});
+                       matrix(0), matrix(1), matrix(2), matrix(3), std::vector<float>(cache),
+                       std::vector<float>(cache)});
   }
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
   ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C);
