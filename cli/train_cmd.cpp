@@ -66,6 +66,20 @@ Option parsed(const char* flag, OnResume r, At at, Parse parse, Show show, const
           [=](const po::variable_value& v, TrainOptions& o) { at(o) = parse(v.as<std::string>()); }};
 }
 
+// An option naming one value of an enum: `parse(text) -> optional`, `show(value) ->
+// const char*`; any other text is an error that lists `names`.
+template <class At, class Parse, class Show>
+Option choice(const char* flag, OnResume r, At at, Parse parse, Show show, const char* names, const char* help) {
+  return parsed(
+      flag, r, at,
+      [=](const std::string& s) {
+        const auto value = parse(s);
+        if (!value) throw UsageError(cat("--", flag, " must be ", names, ", got '", s, "'"));
+        return *value;
+      },
+      [=](auto value) { return std::string(show(value)); }, help);
+}
+
 #define AT(member) [](TrainOptions& o) -> auto& { return o.member; }
 using enum OnResume;
 
@@ -82,26 +96,14 @@ const std::vector<Option>& options() {
       field("block-size", fixed, AT(model.block_size), "context length in characters", Check::positive),
       field("dropout", fixed, AT(model.dropout), "dropout probability in [0, 1)"),
       flag_switch("no-bias", fixed, AT(model.bias), false, "no bias in the Linear layers"),
-      parsed(
-          "activation", fixed, AT(model.activation),
-          [](const std::string& s) {
-            const auto a = nn::parse_activation(s);
-            if (!a) throw UsageError(cat("--activation must be relu, gelu or relu2, got '", s, "'"));
-            return *a;
-          },
-          [](nn::Activation a) { return std::string(nn::to_string(a)); },
-          "feed-forward activation: relu, gelu or relu2 (relu squared)"),
+      choice("activation", fixed, AT(model.activation), nn::parse_activation,
+             [](nn::Activation a) { return nn::to_string(a); }, "relu, gelu or relu2",
+             "feed-forward activation: relu, gelu or relu2 (relu squared)"),
       // The model options of README's "Model options": each is part of the model.
-      parsed(
-          "pos", fixed, AT(model.pos),
-          [](const std::string& s) {
-            const auto p = nn::parse_positions(s);
-            if (!p) throw UsageError(cat("--pos must be learned or rope, got '", s, "'"));
-            return *p;
-          },
-          [](nn::Positions p) { return std::string(nn::to_string(p)); },
-          "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; "
-          "needs an even n_embd / n_head)"),
+      choice("pos", fixed, AT(model.pos), nn::parse_positions, [](nn::Positions p) { return nn::to_string(p); },
+             "learned or rope",
+             "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; "
+             "needs an even n_embd / n_head)"),
       flag_switch("qk-norm", fixed, AT(model.qk_norm), true,
                   "RMS-normalise each head's queries and keys (no weight) before the scores"),
       flag_switch("zero-init-proj", fixed, AT(model.zero_init_proj), true,
@@ -133,15 +135,9 @@ const std::vector<Option>& options() {
             "step where the cosine reaches --min-lr (0: --max-iters; with no step limit, at --max-time)"),
       field("weight-decay", override, AT(train.weight_decay), "AdamW weight decay (2-D weights only)"),
       field("beta2", override, AT(train.beta2), "AdamW beta2"),
-      parsed(
-          "optimizer", fixed, AT(train.optimizer),
-          [](const std::string& s) {
-            const auto k = parse_optimizer(s);
-            if (!k) throw UsageError(cat("--optimizer must be adamw or muon, got '", s, "'"));
-            return *k;
-          },
-          [](OptimizerKind k) { return std::string(to_string(k)); },
-          "adamw, or muon: Muon on the hidden matrices (attention, feed-forward), AdamW on the rest"),
+      choice("optimizer", fixed, AT(train.optimizer), parse_optimizer,
+             [](OptimizerKind k) { return to_string(k); }, "adamw or muon",
+             "adamw, or muon: Muon on the hidden matrices (attention, feed-forward), AdamW on the rest"),
       field("muon-lr", override, AT(train.muon_lr), "Muon's peak learning rate (follows the schedule of --lr)",
             Check::positive),
       field("muon-weight-decay", override, AT(train.muon_weight_decay), "Muon's decoupled weight decay",
