@@ -233,18 +233,27 @@ TEST(Muon, TwoStepsMatchAHandWrittenReference) {
   }
 }
 
+// A tiny GPT with gradients from `seed` and a default Optimizer(muon) over it.
+struct MuonOnTiny {
+  explicit MuonOnTiny(uint64_t seed) { fill_gradients(gpt, seed); }
+  static TrainConfig muon() {
+    TrainConfig c;
+    c.optimizer = OptimizerKind::muon;
+    return c;
+  }
+  const nn::GPT gpt{tiny()};
+  const TrainConfig config = muon();
+  Optimizer opt{gpt.named_parameters(), config};
+};
+
 // Muon's update does not depend on how many threads compute it.
 TEST(Muon, SameStepOnOneThreadAndTwo) {
   auto step_with = [](int threads) {
     set_num_threads(threads);
-    const nn::GPT gpt(tiny());
-    TrainConfig config;
-    config.optimizer = OptimizerKind::muon;
-    Optimizer opt(gpt.named_parameters(), config);
-    fill_gradients(gpt, 3);
-    opt.step(config.lr);
+    MuonOnTiny m(3);
+    m.opt.step(m.config.lr);
     set_num_threads(0);
-    return gpt.flat_parameters().to_vector();
+    return m.gpt.flat_parameters().to_vector();
   };
   EXPECT_EQ(step_with(1), step_with(2));
 }
@@ -253,14 +262,10 @@ TEST(Muon, SameStepOnOneThreadAndTwo) {
 // meets the same matrices every step.
 TEST(Muon, StepsAfterTheFirstCreateNoPrimitive) {
   set_num_threads(2);
-  const nn::GPT gpt(tiny());
-  TrainConfig config;
-  config.optimizer = OptimizerKind::muon;
-  Optimizer opt(gpt.named_parameters(), config);
-  fill_gradients(gpt, 5);
-  opt.step(config.lr);
+  MuonOnTiny m(5);
+  m.opt.step(m.config.lr);
   const int64_t primitives = kernels::matmul_primitives_created();
-  for (int i = 0; i < 3; ++i) opt.step(config.lr);
+  for (int i = 0; i < 3; ++i) m.opt.step(m.config.lr);
   EXPECT_EQ(kernels::matmul_primitives_created(), primitives);
   set_num_threads(0);
 }
