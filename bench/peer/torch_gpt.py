@@ -15,12 +15,20 @@ Init: N(0, 0.02) for Linear and Embedding weights, zero biases, LayerNorm weight
 Step (as bench_model's TrainStep): forward + loss, backward, clip_grad_norm_(1.0),
 AdamW(lr 1e-4, betas (0.9, 0.99), eps 1e-8, weight decay 0.1 on >= 2-D params only),
 zero_grad(set_to_none=True). The batch is random token ids in [0, 65), fixed per run.
+--dtype bf16 runs forward + loss under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's
+CPU mixed precision (backward outside it, as PyTorch documents; weights, gradients and
+AdamW stay fp32): the matrix products (oneDNN bf16 kernels) have bf16 outputs, so the
+attention's scale, mask, softmax, the activation and dropout run in bf16 too, while the
+residual stream, the LayerNorms and the loss stay fp32. folio's TrainStepBf16 has fp32
+outputs and keeps all but the products in fp32. Where this torch cannot run it, the JSON
+line says "error": "not supported: ..." (and exit status 0) instead of timing anything.
 
-Prints one JSON line: config, threads, tokens_per_sec, ms_per_step, gflops (effective:
+Prints one JSON line: config, threads, dtype, tokens_per_sec, ms_per_step, gflops (effective:
 3 x forward matmul FLOPs, the formula of bench_model.cpp), peak_rss_mb (ru_maxrss),
 rss_after_import_mb, params, the BLAS libraries mapped into the process, and more.
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -43,6 +51,8 @@ def parse_args():
                    help="timed steps; 0: as many as fit in --min-time (at least 3)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds, when --steps is 0")
     p.add_argument("--activation", choices=["gelu", "relu"], default="relu")  # folio's default
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32",
+                   help='bf16: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     p.add_argument("--foreach", action="store_true",
                    help="AdamW(foreach=True) (torch 1.13's default on CPU is the per-tensor loop)")
     p.add_argument("--seed", type=int, default=1337)
@@ -214,10 +224,71 @@ def openblas_core():
     return None
 
 
+def first_line(e):
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def bf16_autocast_problem():
+    """Why torch.autocast("cpu", dtype=torch.bfloat16) cannot run this model's products
+    here, or None. 1.13 raises for a CPU autocast dtype it does not know, but later
+    versions warn and turn autocast off instead, so the probe also checks that the
+    products really come out bf16."""
+    import warnings
+    a, w = torch.randn(4, 8), torch.randn(8, 8)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                enabled = torch.is_autocast_cpu_enabled()
+                got = {"linear": F.linear(a, w, torch.zeros(8)).dtype, "matmul": (a @ w).dtype,
+                       "bmm": torch.bmm(a[None], w[None]).dtype}
+    except (AttributeError, RuntimeError, TypeError) as e:
+        return f"torch.autocast('cpu', dtype=torch.bfloat16) fails in torch {torch.__version__}: {first_line(e)}"
+    said = "; ".join(first_line(c.message) for c in caught)
+    if not enabled:
+        return f"torch {torch.__version__} turns CPU autocast off for bfloat16{': ' + said if said else ''}"
+    wrong = [f"{op} -> {str(d).replace('torch.', '')}" for op, d in got.items() if d != torch.bfloat16]
+    if wrong:
+        return f"torch {torch.__version__}'s CPU autocast leaves products outside bf16 ({', '.join(wrong)})"
+    return None
+
+
+def measure(step):
+    """--warmup untimed steps, then --steps timed ones (or >= 3 filling --min-time):
+    (seconds of each, total seconds, the last loss)."""
+    for _ in range(args.warmup):
+        step()
+    times = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        loss = step()
+        times.append(time.perf_counter() - t0)
+        if args.steps:
+            if len(times) >= args.steps:
+                break
+        elif len(times) >= 3 and time.perf_counter() - start >= args.min_time:
+            break
+    return times, time.perf_counter() - start, loss
+
+
 def main():
     if args.check:
         sys.exit(0 if check() else 1)
     L, H, C, T, B, drop = CONFIGS[args.config]
+    run = {"impl": "torch", "config": args.config, "threads": args.threads, "dtype": args.dtype,
+           "n_layer": L, "n_head": H, "n_embd": C, "block": T, "batch": B, "dropout": drop,
+           "activation": args.activation, "torch_version": torch.__version__}
+
+    def unsupported(why):  # one JSON line that says so, instead of a measurement
+        print(json.dumps({**run, "error": f"not supported: {why}"}), flush=True)
+
+    autocast = contextlib.nullcontext
+    if args.dtype == "bf16":
+        problem = bf16_autocast_problem()
+        if problem:
+            return unsupported(problem)
+        autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
     torch.manual_seed(args.seed)
     model = GPT(L, H, C, T, drop, args.activation)
     model.train()
@@ -234,40 +305,29 @@ def main():
     y = torch.randint(0, VOCAB, (B, T), generator=g)
 
     def step():
-        loss = model(x, y)
+        with autocast():  # forward and loss only; backward runs outside, on the ops it recorded
+            loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         return loss
 
-    for _ in range(args.warmup):
-        step()
-    times = []
-    start = time.perf_counter()
-    while True:
-        t0 = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - t0)
-        if args.steps:
-            if len(times) >= args.steps:
-                break
-        elif len(times) >= 3 and time.perf_counter() - start >= args.min_time:
-            break
-    total = time.perf_counter() - start
+    try:
+        times, total, loss = measure(step)
+    except RuntimeError as e:  # an op autocast hands bf16 that this build cannot run
+        if args.dtype == "fp32":
+            raise
+        return unsupported(f"a training step under bf16 autocast fails in torch {torch.__version__}: {first_line(e)}")
     n = len(times)
     ms = 1e3 * total / n
     flops = 3.0 * forward_flops(L, C, T, B)
     print(json.dumps({
-        "impl": "torch", "config": args.config, "threads": args.threads,
-        "torch_threads": torch.get_num_threads(), "omp_num_threads": os.environ["OMP_NUM_THREADS"],
-        "n_layer": L, "n_head": H, "n_embd": C, "block": T, "batch": B, "dropout": drop,
-        "activation": args.activation, "params": count(model),
-        "warmup": args.warmup, "steps": n, "ms_per_step": ms,
+        **run, "torch_threads": torch.get_num_threads(), "omp_num_threads": os.environ["OMP_NUM_THREADS"],
+        "params": count(model), "warmup": args.warmup, "steps": n, "ms_per_step": ms,
         "ms_per_step_min": 1e3 * min(times), "ms_per_step_median": 1e3 * sorted(times)[n // 2],
         "tokens_per_sec": B * T / (ms / 1e3), "gflops": flops / (ms / 1e3) / 1e9,
-        "peak_rss_mb": rss_mb(), "rss_after_import_mb": RSS_AFTER_IMPORT,
-        "final_loss": float(loss), "torch_version": torch.__version__,
+        "peak_rss_mb": rss_mb(), "rss_after_import_mb": RSS_AFTER_IMPORT, "final_loss": float(loss),
         "cpu_capability": torch.__config__.show().split("CPU capability usage:")[1].split("\n")[0].strip(),
         "adamw_foreach": args.foreach, "blas": blas_libraries(), "openblas": openblas_core(),
     }), flush=True)
