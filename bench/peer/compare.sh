@@ -6,14 +6,19 @@
 # Installs what is missing through scripts/setup.sh (folio's build packages, and
 # python3-torch and libopenblas0-openmp, with apt-get as root or through sudo), builds
 # build-peer/bench/bench_model, points torch at OpenBLAS's OpenMP build, then for every
-# config and thread count runs folio (bench/peer/folio_step.sh: bench_model's
-# TrainStep/<cfg>) and torch (bench/peer/torch_gpt.py), each in its own process,
-# alternating, --reps times, and prints a markdown table of the medians.
+# config, thread count and dtype runs folio (bench/peer/folio_step.sh: bench_model's
+# TrainStep/<cfg>, or TrainStepBf16/<cfg> for bf16) and torch (bench/peer/torch_gpt.py,
+# for bf16 under torch.autocast("cpu", dtype=torch.bfloat16)), each in its own process,
+# alternating, --reps times, and prints a markdown table of the medians (a dtype column)
+# and, with both dtypes, one of the ratios per config and thread count: folio/torch in
+# fp32 and in bf16, folio's bf16/fp32 and torch's bf16/fp32. A side that cannot run bf16
+# here gives a "not supported: ..." line instead of a measurement, and the run goes on.
 #
 # Options:
 #   --configs LIST     configs, comma-separated, of T, S, M          (default T,S,M)
 #   --threads LIST     thread counts, comma-separated                 (default 1,2)
 #   --m-threads LIST   thread counts for M only                       (default: --threads)
+#   --dtypes LIST      dtypes, comma-separated, of fp32, bf16         (default fp32,bf16)
 #   --skip-m           leave config M out
 #   --reps N           alternations folio, torch (>= 1)               (default 3)
 #   --m-steps N        timed torch steps for M (folio's bench_model times 2) (default 2)
@@ -21,7 +26,8 @@
 #   --wait-quiet S     before each run, wait up to S seconds for the other processes on
 #                      the machine to use less than 0.25 of a core    (default 120; 0: off)
 #   --torch-avx512     ATEN_CPU_CAPABILITY=avx512 for torch (its own kernels default to
-#                      AVX2 on this build); matrix products are OpenBLAS's either way
+#                      AVX2 on this build); fp32 matrix products are OpenBLAS's either
+#                      way, bf16 ones (autocast) oneDNN's
 #   --foreach          torch.optim.AdamW(foreach=True) instead of 1.13's per-tensor loop
 #   --activation A     torch's feed-forward activation, gelu or relu (default: the one
 #                      bench_model's TrainStep uses, read from the sources: GPTConfig's
@@ -35,13 +41,14 @@ build=$repo/build-peer
 py=/usr/bin/python3  # Debian's python3 (python3-torch); a pyenv python3 on PATH has no torch
 blasdir=/usr/lib/x86_64-linux-gnu/openblas-openmp
 
-configs=T,S,M threads=1,2 m_threads="" reps=3 m_steps=2 min_time=1.0 wait_quiet=120
+configs=T,S,M threads=1,2 m_threads="" dtypes=fp32,bf16 reps=3 m_steps=2 min_time=1.0 wait_quiet=120
 torch_avx512=0 foreach=0 install=1 do_build=1 out="" activation=""
 while (($#)); do
   case $1 in
     --configs) configs=$2; shift ;;
     --threads) threads=$2; shift ;;
     --m-threads) m_threads=$2; shift ;;
+    --dtypes) dtypes=$2; shift ;;
     --skip-m) configs=$(tr ',' '\n' <<<"$configs" | grep -vx M | paste -sd, -) ;;
     --reps) reps=$2; shift ;;
     --m-steps) m_steps=$2; shift ;;
@@ -60,6 +67,8 @@ while (($#)); do
 done
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --reps must be a positive integer" >&2; exit 2; }
 [[ -n $configs ]] || { echo "compare.sh: no configs left to run" >&2; exit 2; }
+[[ $dtypes =~ ^(fp32|bf16)(,(fp32|bf16))*$ ]] ||
+  { echo "compare.sh: --dtypes must list fp32 and/or bf16, comma-separated, got '$dtypes'" >&2; exit 2; }
 m_threads=${m_threads:-$threads}
 
 # --- install ---------------------------------------------------------------------------
@@ -110,7 +119,9 @@ echo "## Machine"
 echo
 echo "- nproc: $ncpu; CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
   "(family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p'));" \
-  "AVX-512: $(grep -q avx512f /proc/cpuinfo && echo yes || echo no); kernel $(uname -r)"
+  "AVX-512: $(grep -q avx512f /proc/cpuinfo && echo yes || echo no);" \
+  "AVX512-BF16: $(grep -q avx512_bf16 /proc/cpuinfo && echo yes || echo "no (bf16 rows measure emulated bf16 products)");" \
+  "kernel $(uname -r)"
 echo "- torch: $("$py" -c 'import torch; print(torch.__version__)') (Debian python3-torch" \
   "$(dpkg-query -W -f='${Version}' python3-torch)), $("${torch_env[@]}" "$py" -c \
   'import torch; print("ATen CPU capability", torch.__config__.show().split("CPU capability usage:")[1].split(chr(10))[0].strip())')"
@@ -158,8 +169,8 @@ busy_jiffies() {
 }
 hz=$(getconf CLK_TCK)
 
-run_one() {  # impl cfg threads rep
-  local impl=$1 cfg=$2 th=$3 rep=$4 quiet line j0 j1 timer=()
+run_one() {  # impl cfg threads dtype rep
+  local impl=$1 cfg=$2 th=$3 dtype=$4 rep=$5 quiet line j0 j1 timer=()
   quiet=$(wait_quiet)
   # The run's own CPU time and wall time (children included), so that what the rest of
   # the machine used meanwhile is the busy time /proc/stat counted minus the run's own.
@@ -167,14 +178,15 @@ run_one() {  # impl cfg threads rep
   [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -o "$out/time.txt" -f "%e %U %S")
   j0=$(busy_jiffies)
   if [[ $impl == folio ]]; then
-    line=$("${timer[@]}" "$peer/folio_step.sh" "$cfg" "$th" "$build/bench/bench_model" 2>>"$out/errors.log") ||
-      { echo "compare.sh: folio $cfg t$th failed; $out/errors.log:" >&2; tail -5 "$out/errors.log" >&2; exit 1; }
+    line=$("${timer[@]}" "$peer/folio_step.sh" --dtype "$dtype" "$cfg" "$th" "$build/bench/bench_model" 2>>"$out/errors.log") ||
+      { echo "compare.sh: folio $cfg t$th $dtype failed; $out/errors.log:" >&2; tail -5 "$out/errors.log" >&2; exit 1; }
   else
     local steps=()
     [[ $cfg == M ]] && steps=(--steps "$m_steps")
     line=$(OMP_NUM_THREADS=$th "${timer[@]}" "${torch_env[@]}" "$py" "$peer/torch_gpt.py" --config "$cfg" \
-           --threads "$th" --warmup 2 --min-time "$min_time" "${steps[@]}" "${torch_args[@]}" 2>>"$out/errors.log") ||
-      { echo "compare.sh: torch $cfg t$th failed; $out/errors.log:" >&2; tail -5 "$out/errors.log" >&2; exit 1; }
+           --threads "$th" --dtype "$dtype" --warmup 2 --min-time "$min_time" "${steps[@]}" "${torch_args[@]}" \
+           2>>"$out/errors.log") ||
+      { echo "compare.sh: torch $cfg t$th $dtype failed; $out/errors.log:" >&2; tail -5 "$out/errors.log" >&2; exit 1; }
   fi
   j1=$(busy_jiffies)
   line=$("$py" - "$line" "$rep" "$quiet" "$((j1 - j0))" "$hz" "$out/time.txt" <<'EOF'
@@ -190,7 +202,18 @@ print(json.dumps(r))
 EOF
 )
   echo "$line" >>"$results"
-  "$py" -c 'import json,sys; r=json.loads(sys.argv[1]); d=r.get("busy_during"); print("   rep %d %s t%d %-5s %10.0f tok/s %9.2f ms/step %3d steps  peak RSS %4.0f MB  (other work, cores: %.2f before, %s during)" % (r["rep"], r["config"], r["threads"], r["impl"], r["tokens_per_sec"], r["ms_per_step"], r["steps"], r["peak_rss_mb"], r["busy_before"], "?" if d is None else "%.2f" % d))' "$line"
+  "$py" - "$line" <<'EOF'
+import json, sys
+r = json.loads(sys.argv[1])
+head = "   rep %d %s t%d %s %-5s" % (r["rep"], r["config"], r["threads"], r["dtype"], r["impl"])
+if r.get("error"):
+    print(f"{head} {r['error']}")
+else:
+    d = r.get("busy_during")
+    print("%s %10.0f tok/s %9.2f ms/step %3d steps  peak RSS %4.0f MB  (other work, cores: %.2f before, %s during)"
+          % (head, r["tokens_per_sec"], r["ms_per_step"], r["steps"], r["peak_rss_mb"], r["busy_before"],
+             "?" if d is None else "%.2f" % d))
+EOF
 }
 
 echo "## Runs (results: $results)"
@@ -200,9 +223,11 @@ for rep in $(seq 1 "$reps"); do
     th_list=$threads
     [[ $cfg == M ]] && th_list=$m_threads
     for th in ${th_list//,/ }; do
-      # Alternate which goes first, so neither always follows the other.
-      if ((rep % 2)); then order=(folio torch); else order=(torch folio); fi
-      for impl in "${order[@]}"; do run_one "$impl" "$cfg" "$th" "$rep"; done
+      for dtype in ${dtypes//,/ }; do
+        # Alternate which goes first, so neither always follows the other.
+        if ((rep % 2)); then order=(folio torch); else order=(torch folio); fi
+        for impl in "${order[@]}"; do run_one "$impl" "$cfg" "$th" "$dtype" "$rep"; done
+      done
     done
   done
 done
@@ -211,7 +236,9 @@ echo
 "$py" - "$results" <<'EOF'
 import json, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
-t = next(r for r in rs if r["impl"] == "torch")
+t = next((r for r in rs if r["impl"] == "torch" and "blas" in r), None)
+if t is None:
+    sys.exit(0)  # no torch run measured anything (all "not supported")
 print("## BLAS torch loaded (from /proc/self/maps of a torch run)\n")
 for lib in t["blas"]:
     print(f"- {lib}")
@@ -219,6 +246,6 @@ print(f"- OpenBLAS: {t['openblas']}")
 print(f"- torch threads {t['torch_threads']}, ATen CPU capability {t['cpu_capability']}, "
       f"AdamW foreach={t['adamw_foreach']}, torch {t['torch_version']}\n")
 EOF
-echo "## folio vs torch: training steps, $activation feed-forward (medians of $reps alternations; ratio = folio tok/s / torch tok/s)"
+echo "## folio vs torch: training steps, $activation feed-forward, ${dtypes//,/ and } (medians of $reps alternations; ratio = folio tok/s / torch tok/s)"
 echo
 "$py" "$peer/table.py" "$results"

@@ -111,7 +111,7 @@ def main(path):
             key = (r["impl"], r["dtype"], r["config"], r["threads"], r["error"])
             if key not in seen:
                 seen.add(key)
-                print(f"- {r['impl']} {r['dtype']}, config {r['config']}, {r['threads']} threads: {r['error']}")
+                print(f"- {r['impl']} {r['dtype']}, config {r['config']}, threads {r['threads']}: {r['error']}")
     base = [r.get("rss_after_import_mb") for k in runs for d in runs[k].values() for r in d["torch"]]
     base = [b for b in base if b]
     if base:
