@@ -11,6 +11,13 @@
 //   OpGradNode  as OpGrad, but calls the recorded node's backward closure with dC
 //               directly: the op's own backward, without Tensor::backward's
 //               gradient seeding and graph walk.
+//   Bf16, KernelGrad, Bf16Grad, Bf16GradConv
+//               the products of a training step through folio::kernels::matmul: the
+//               forward alone in bf16 (Bf16, against Kernel), then forward, dA = dC B^T
+//               and dB = A^T dC (transposed operands read in place) in fp32 and in
+//               bf16; Bf16GradConv adds the fp32 -> bf16 roundings a training step does
+//               before each product (A and B, then dC, B and A). Bf16 operands are
+//               rounded once outside the loop otherwise. What bf16 buys per product.
 // One forward does 2 * batch * M * N * K FLOPs; the *Grad variants count 3x that.
 // After the runs, a summary prints per shape the GFLOP/s and Kernel/Raw, Op/Raw,
 // OpGrad/RawGrad, OpGradNode/RawGrad from the medians over repetitions (or from the
@@ -47,6 +54,9 @@ const MatmulShape kShapes[] = {
     {"768x512x128", 1, 768, 512, 128},
     {"48x64x32x64", 48, 64, 32, 64},
     {"16384x384x1536", 1, 16384, 384, 1536},
+    // One data-parallel replica's products at config S (batch 12 x 64 on 2 threads):
+    {"384x128x512", 1, 384, 128, 512},
+    {"24x64x32x64", 24, 64, 32, 64},
 };
 
 // ---- raw oneDNN
@@ -209,6 +219,78 @@ void BM_OpGradNode(benchmark::State& state, MatmulShape s) {
   set_flops(state, 3 * s.flops());
 }
 
+// ---- bf16 against fp32, on folio's kernel
+
+using folio::kernels::bf16;
+
+// The operands of one product and its gradients, in fp32 and rounded to bf16.
+struct StepOperands {
+  folio::kernels::Gemm fwd, da, db;  // C = A B;  dA = dC B^T;  dB = A^T dC
+  Buffer A, B, C, dC, dA, dB;
+  std::vector<bf16> a16, b16, dc16;
+  explicit StepOperands(const MatmulShape& s)
+      : A(s.batch * s.M * s.K, 1), B(s.batch * s.K * s.N, 2), C(s.batch * s.M * s.N, 3),
+        dC(s.batch * s.M * s.N, 4), dA(s.batch * s.M * s.K, 5), dB(s.batch * s.K * s.N, 6),
+        a16(A.n), b16(B.n), dc16(dC.n) {
+    fwd.batch = da.batch = db.batch = s.batch;
+    fwd.M = s.M, fwd.K = s.K, fwd.N = s.N;
+    da.M = s.M, da.K = s.N, da.N = s.K, da.trans_b = true;
+    db.M = s.K, db.K = s.M, db.N = s.N, db.trans_a = true;
+    round_all();
+  }
+  void round_all() {
+    folio::kernels::to_bf16(A.data(), a16.data(), int64_t(A.n));
+    folio::kernels::to_bf16(B.data(), b16.data(), int64_t(B.n));
+    folio::kernels::to_bf16(dC.data(), dc16.data(), int64_t(dC.n));
+  }
+  template <class T>
+  void step(const T* a, const T* b, const T* dc) {
+    folio::kernels::matmul(fwd, a, b, C.data());
+    folio::kernels::matmul(da, dc, b, dA.data());
+    folio::kernels::matmul(db, a, dc, dB.data());
+  }
+};
+
+void BM_Bf16(benchmark::State& state, MatmulShape s) {
+  StepOperands o(s);
+  folio::kernels::matmul(o.fwd, o.a16.data(), o.b16.data(), o.C.data());
+  for (auto _ : state) folio::kernels::matmul(o.fwd, o.a16.data(), o.b16.data(), o.C.data());
+  benchmark::DoNotOptimize(o.C.data());
+  set_flops(state, s.flops());
+}
+
+void BM_KernelGrad(benchmark::State& state, MatmulShape s) {
+  StepOperands o(s);
+  o.step(o.A.data(), o.B.data(), o.dC.data());
+  for (auto _ : state) o.step(o.A.data(), o.B.data(), o.dC.data());
+  benchmark::DoNotOptimize(o.dB.data());
+  set_flops(state, 3 * s.flops());
+}
+
+void BM_Bf16Grad(benchmark::State& state, MatmulShape s) {
+  StepOperands o(s);
+  o.step(o.a16.data(), o.b16.data(), o.dc16.data());
+  for (auto _ : state) o.step(o.a16.data(), o.b16.data(), o.dc16.data());
+  benchmark::DoNotOptimize(o.dB.data());
+  set_flops(state, 3 * s.flops());
+}
+
+// As a training step pays it: A and B rounded before the forward, dC before the
+// backward, and B and A again before their gradient products.
+void BM_Bf16GradConv(benchmark::State& state, MatmulShape s) {
+  StepOperands o(s);
+  auto step = [&] {
+    o.round_all();
+    folio::kernels::to_bf16(o.B.data(), o.b16.data(), int64_t(o.B.n));
+    folio::kernels::to_bf16(o.A.data(), o.a16.data(), int64_t(o.A.n));
+    o.step(o.a16.data(), o.b16.data(), o.dc16.data());
+  };
+  step();
+  for (auto _ : state) step();
+  benchmark::DoNotOptimize(o.dB.data());
+  set_flops(state, 3 * s.flops());
+}
+
 std::string name_of(const MatmulShape& s, const char* variant) {
   return std::string("matmul/") + s.label + "/" + variant;
 }
@@ -218,6 +300,8 @@ void register_all() {
   const std::pair<const char*, Fn> variants[] = {
       {"Raw", BM_Raw}, {"Kernel", BM_Kernel}, {"Op", BM_Op},
       {"RawGrad", BM_RawGrad}, {"OpGrad", BM_OpGrad}, {"OpGradNode", BM_OpGradNode},
+      {"Bf16", BM_Bf16}, {"KernelGrad", BM_KernelGrad}, {"Bf16Grad", BM_Bf16Grad},
+      {"Bf16GradConv", BM_Bf16GradConv},
   };
   for (const MatmulShape& s : kShapes)
     for (const auto& [variant, fn] : variants)
@@ -262,6 +346,26 @@ void print_summary(const folio::bench::CollectingReporter& rep, const std::strin
   }
 }
 
+// bf16 against fp32 per shape: the forward, the three products of a step, and the
+// step's products with their roundings.
+void print_bf16_summary(const folio::bench::CollectingReporter& rep, const std::string& aggregate,
+                        FILE* out) {
+  constexpr int kN = 5;
+  const char* names[kN] = {"Kernel", "Bf16", "KernelGrad", "Bf16Grad", "Bf16GradConv"};
+  std::fprintf(out, "\nbf16 against fp32, GFLOP/s, %s\n", aggregate.c_str());
+  std::fprintf(out, "%-15s %8s %8s %6s | %8s %8s %6s | %9s %6s\n", "shape", "fp32", "bf16", "x",
+               "fp32grad", "bf16grad", "x", "+rounding", "x");
+  for (const MatmulShape& s : kShapes) {
+    double v[kN];
+    bool ok = true;
+    for (int i = 0; i < kN; ++i)
+      ok = folio::bench::counter_of(rep.runs(), name_of(s, names[i]), "GFLOP/s", aggregate, v[i]) && ok;
+    if (!ok) continue;
+    std::fprintf(out, "%-15s %8.1f %8.1f %6.2f | %8.1f %8.1f %6.2f | %9.1f %6.2f\n", s.label, v[0], v[1],
+                 v[1] / v[0], v[2], v[3], v[3] / v[2], v[4], v[4] / v[2]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,6 +381,7 @@ int main(int argc, char** argv) {
   std::fprintf(out, "\nthreads: %d\n", threads);
   print_summary(reporter, "median", out);
   print_summary(reporter, "max", out);
+  print_bf16_summary(reporter, "median", out);
   std::fprintf(out, "the issue asks Op/Raw >= 0.90; ! marks a ratio below 0.90\n");
   benchmark::Shutdown();
   return 0;
