@@ -259,36 +259,35 @@ void BM_Bf16(benchmark::State& state, MatmulShape s) {
   set_flops(state, s.flops());
 }
 
-void BM_KernelGrad(benchmark::State& state, MatmulShape s) {
-  StepOperands o(s);
-  o.step(o.A.data(), o.B.data(), o.dC.data());
-  for (auto _ : state) o.step(o.A.data(), o.B.data(), o.dC.data());
+// Times `step` (a step's three products, after one untimed call) at 3x the forward's FLOPs.
+template <class Step>
+void time_grad_step(benchmark::State& state, const MatmulShape& s, StepOperands& o, Step step) {
+  step();
+  for (auto _ : state) step();
   benchmark::DoNotOptimize(o.dB.data());
   set_flops(state, 3 * s.flops());
 }
 
+void BM_KernelGrad(benchmark::State& state, MatmulShape s) {
+  StepOperands o(s);
+  time_grad_step(state, s, o, [&] { o.step(o.A.data(), o.B.data(), o.dC.data()); });
+}
+
 void BM_Bf16Grad(benchmark::State& state, MatmulShape s) {
   StepOperands o(s);
-  o.step(o.a16.data(), o.b16.data(), o.dc16.data());
-  for (auto _ : state) o.step(o.a16.data(), o.b16.data(), o.dc16.data());
-  benchmark::DoNotOptimize(o.dB.data());
-  set_flops(state, 3 * s.flops());
+  time_grad_step(state, s, o, [&] { o.step(o.a16.data(), o.b16.data(), o.dc16.data()); });
 }
 
 // As a training step pays it: A and B rounded before the forward, dC before the
 // backward, and B and A again before their gradient products.
 void BM_Bf16GradConv(benchmark::State& state, MatmulShape s) {
   StepOperands o(s);
-  auto step = [&] {
+  time_grad_step(state, s, o, [&] {
     o.round_all();
     folio::kernels::to_bf16(o.B.data(), o.b16.data(), int64_t(o.B.n));
     folio::kernels::to_bf16(o.A.data(), o.a16.data(), int64_t(o.A.n));
     o.step(o.a16.data(), o.b16.data(), o.dc16.data());
-  };
-  step();
-  for (auto _ : state) step();
-  benchmark::DoNotOptimize(o.dB.data());
-  set_flops(state, 3 * s.flops());
+  });
 }
 
 std::string name_of(const MatmulShape& s, const char* variant) {
