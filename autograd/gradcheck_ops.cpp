@@ -130,6 +130,12 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
   // The KV-cache case: the queries are the last 2 of 5 positions.
   cases.push_back(op("causal_softmax", "fewer queries than keys", [](const V& v) { return causal_softmax(v[0], 1.3f); },
                      [] { return V{leaf({2, 2, 5}, 1)}; }));
+  cases.push_back(op("causal_attention", "(B, nh, T, hs) scale 0.7",
+                     [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.7f); },
+                     [] { return V{leaf({2, 2, 5, 3}, 1), leaf({2, 2, 5, 3}, 2), leaf({2, 2, 5, 3}, 3)}; }));
+  // One tensor as q, k and v: three contributions into one gradient buffer.
+  cases.push_back(op("causal_attention", "q = k = v", [](const V& v) { return causal_attention(v[0], v[0], v[0], 1.1f); },
+                     [] { return V{leaf({6, 4}, 4)}; }));
   static const std::vector<int32_t> targets{0, 4, 2, 2, 1, 3};
   cases.push_back(op("cross_entropy", "", [](const V& v) { return cross_entropy(v[0], targets); },
                      [] { return V{leaf({2, 3, 5}, 1)}; }, "targets (6)"));

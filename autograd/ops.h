@@ -68,6 +68,9 @@ Tensor log_softmax(const Tensor& x);
 // j > i + (Tk - Tq), i.e. the tril mask filled with -inf (queries are the last Tq positions).
 // scale must be finite and >= 0.
 Tensor causal_softmax(const Tensor& scores, float scale = 1.0f);
+// q, k, v (..., T, hs) -> causal_softmax(q k^T, scale) v (..., T, hs) in one op
+// (ops_causal_attention.cpp): equal to the composition, without computing the masked half.
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale);
 // logits (..., V), targets (one per row, in [0, V)) -> () mean cross-entropy.
 Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
 

@@ -166,7 +166,7 @@ struct SavedVersion {
 };
 
 struct Node {
-  static constexpr int kMaxSaved = 2;
+  static constexpr int kMaxSaved = 3;
   const char* op;
   std::vector<Edge> inputs;
   BackwardFn backward;            // released once run: a graph is used once

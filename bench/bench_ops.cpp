@@ -3,12 +3,17 @@
 // run them, so a regression shows where it happens:
 //   LayerNorm/<cfg>      layer_norm over (B*T, C)
 //   CausalSoftmax/<cfg>  scaled, masked softmax over (B, nh, T, T)
+//   Attention/<cfg>      q k^T, causal softmax, @ v over (B, nh, T, hs) as three ops;
+//   CausalAttention/<cfg> the same in one op (causal_attention). GFLOP/s of both count
+//                        the composition's six full T x T products (fwd + bwd)
 //   CrossEntropy/<cfg>   mean cross-entropy over (B*T, 65) logits
 //   AdamW/<cfg>          one AdamW step over the GPT's parameters (one flat buffer)
 //   ClipGradNorm/<cfg>   global-norm clipping of the same gradients
 // GB/s counts each tensor read or written once per pass (forward: in + out; backward:
 // grad in + saved + grad out; AdamW: p, g, m, v read, p, m, v written).
 // Threads: --threads=N or FOLIO_BENCH_THREADS=N (default: OMP_NUM_THREADS, else all cores).
+#include <cmath>
+
 #include "autograd/ops.h"
 #include "bench/bench_common.h"
 #include "nn/transformer.h"
@@ -47,6 +52,23 @@ void BM_LayerNorm(benchmark::State& state, Config c) {
     layer_norm(x, w, b).backward(g);
   });
   bytes_counter(state, 5.0 * double(x0.numel()));
+}
+
+void BM_Attention(benchmark::State& state, Config c, bool fused) {
+  Rng r(3);
+  const int64_t hs = c.n_embd / c.n_head;
+  const Shape shape{c.batch, c.n_head, c.block, hs};
+  const Tensor q0 = Tensor::randn(shape, r), k0 = Tensor::randn(shape, r), v0 = Tensor::randn(shape, r);
+  const Tensor g = Tensor::randn(shape, r);
+  const float scale = 1.0f / std::sqrt(float(hs));
+  timed(state, [&] {
+    Tensor q = q0.detach().set_requires_grad(), k = k0.detach().set_requires_grad(), v = v0.detach().set_requires_grad();
+    const Tensor y = fused ? causal_attention(q, k, v, scale)
+                           : matmul(causal_softmax(matmul(q, k, false, true), scale), v);
+    y.backward(g);
+  });
+  state.counters["GFLOP/s"] = benchmark::Counter(6.0 * 2.0 * double(c.batch * c.n_head * c.block * c.block * hs) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_CausalSoftmax(benchmark::State& state, Config c) {
@@ -115,6 +137,8 @@ int main(int argc, char** argv) {
     };
     reg("LayerNorm/" + n, [c](benchmark::State& s) { BM_LayerNorm(s, c); });
     reg("CausalSoftmax/" + n, [c](benchmark::State& s) { BM_CausalSoftmax(s, c); });
+    reg("Attention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false); });
+    reg("CausalAttention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
     reg("CrossEntropy/" + n, [c](benchmark::State& s) { BM_CrossEntropy(s, c); });
     reg("AdamW/" + n, [c](benchmark::State& s) { BM_AdamW(s, c); });
     reg("ClipGradNorm/" + n, [c](benchmark::State& s) { BM_ClipGradNorm(s, c); });

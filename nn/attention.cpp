@@ -102,10 +102,17 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
     cache->k = k = append(cache->k, k);
     cache->v = v = append(cache->v, v);
   }
-  Tensor att = causal_softmax(matmul(q, k, false, true, precision()), 1.0f / std::sqrt(float(hs)));  // (B, nh, T, L+T)
-  if (weights) *weights = att;
-  att = attn_dropout_->forward(att);
-  Tensor y = matmul(att, v, false, false, precision());  // (B, nh, T, hs)
+  const float scale = 1.0f / std::sqrt(float(hs));
+  Tensor y;  // (B, nh, T, hs)
+  const bool weights_dropped = attn_dropout_->training() && attn_dropout_->p() > 0.0f;
+  if (!cache && !weights && !weights_dropped) {
+    y = causal_attention(q, k, v, scale);  // one op, without the masked half (fp32 in both precisions)
+  } else {
+    Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, L+T)
+    if (weights) *weights = att;
+    att = attn_dropout_->forward(att);
+    y = matmul(att, v, false, false, precision());
+  }
   y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});  // heads side by side
   return resid_dropout_->forward(proj->forward(y));
 }

@@ -148,9 +148,10 @@ TEST(Bf16Model, EveryProductRunsInTheModelsPrecision) {
       else model.forward(x, B, T, y).loss.backward();
       const kernels::MatmulCalls after = kernels::matmul_calls();
       const int64_t bf16 = after.bf16 - before.bf16, fp32 = after.fp32 - before.fp32;
-      // Per block 6 forward products (q/k/v, scores, weights @ v, proj, fc, proj) and
-      // 12 backward ones, + lm_head's 3: per shard.
-      EXPECT_EQ(bf16 + fp32, (parallel ? 2 : 1) * (18 * 2 + 3)) << "parallel " << parallel;
+      // Per block 4 forward products (q/k/v, proj, fc, proj) and 8 backward ones, +
+      // lm_head's 3: per shard. The attention's products are inside causal_attention,
+      // in fp32 in both precisions (faster than bf16 products there: bench/README.md).
+      EXPECT_EQ(bf16 + fp32, (parallel ? 2 : 1) * (12 * 2 + 3)) << "parallel " << parallel;
       EXPECT_EQ(p == Precision::bf16 ? fp32 : bf16, 0) << "parallel " << parallel;
     }
   }

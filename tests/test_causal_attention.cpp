@@ -1,0 +1,75 @@
+// causal_attention (the fused op) against the composition it replaces, q k^T ->
+// causal_softmax -> @ v, forward values and all three gradients, at the model's shapes
+// (whole vectors: no padding) and at odd ones (padded rows and columns). The shared
+// gradient check covers its derivative on small inputs (autograd/gradcheck_ops.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace folio {
+namespace {
+
+struct Result {
+  Tensor y, dq, dk, dv;
+};
+
+Result run(const Shape& shape, float scale, bool fused) {
+  Rng r(11);
+  Tensor q = Tensor::randn(shape, r).set_requires_grad(), k = Tensor::randn(shape, r).set_requires_grad(),
+         v = Tensor::randn(shape, r).set_requires_grad();
+  const Tensor g = Tensor::randn(shape, r);
+  Tensor y = fused ? causal_attention(q, k, v, scale) : matmul(causal_softmax(matmul(q, k, false, true), scale), v);
+  y.backward(g);
+  return {y.detach(), q.grad(), k.grad(), v.grad()};
+}
+
+void expect_near(const Tensor& a, const Tensor& b, const char* what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  double worst = 0.0;
+  for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, double(std::fabs(a.data()[i] - b.data()[i])));
+  EXPECT_LT(worst, 2e-5) << what << ": largest difference " << worst;
+}
+
+void expect_same_as_composition(const Shape& shape, float scale) {
+  const Result fused = run(shape, scale, true), composed = run(shape, scale, false);
+  expect_near(fused.y, composed.y, "y");
+  expect_near(fused.dq, composed.dq, "dq");
+  expect_near(fused.dk, composed.dk, "dk");
+  expect_near(fused.dv, composed.dv, "dv");
+}
+
+TEST(CausalAttention, SameAsCompositionAtModelShapes) {
+  expect_same_as_composition({2, 4, 64, 32}, 1.0f / std::sqrt(32.0f));  // config S: T 64, hs 32
+  expect_same_as_composition({1, 2, 128, 64}, 0.125f);                  // the 10-minute recipe's T, M's hs
+}
+
+TEST(CausalAttention, SameAsCompositionWhenPadded) {
+  expect_same_as_composition({3, 37, 12}, 0.3f);  // T and hs not multiples of 16
+  expect_same_as_composition({1, 1, 5}, 1.0f);    // one position
+  expect_same_as_composition({2, 19, 16}, 0.0f);  // scale 0: uniform weights over the visible keys
+}
+
+TEST(CausalAttention, SameOnOneThreadAndTwo) {
+  const Shape shape{2, 3, 40, 24};
+  set_num_threads(1);
+  const Result one = run(shape, 0.2f, true);
+  set_num_threads(2);
+  const Result two = run(shape, 0.2f, true);
+  set_num_threads(0);
+  for (int64_t i = 0; i < one.y.numel(); ++i) ASSERT_EQ(one.y.data()[i], two.y.data()[i]) << i;
+  for (int64_t i = 0; i < one.dk.numel(); ++i) ASSERT_EQ(one.dk.data()[i], two.dk.data()[i]) << i;
+}
+
+TEST(CausalAttention, RefusesMismatchedInputs) {
+  const Tensor a = Tensor::zeros({2, 4, 8}), b = Tensor::zeros({2, 5, 8});
+  EXPECT_THROW(causal_attention(a, b, a, 1.0f), Error);
+  EXPECT_THROW(causal_attention(a, a, a, -1.0f), Error);
+  EXPECT_THROW(causal_attention(Tensor::zeros({4}), Tensor::zeros({4}), Tensor::zeros({4}), 1.0f), Error);
+}
+
+}  // namespace
+}  // namespace folio
