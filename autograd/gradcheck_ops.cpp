@@ -133,6 +133,13 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
   cases.push_back(op("causal_attention", "(B, nh, T, hs) scale 0.7",
                      [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.7f); },
                      [] { return V{leaf({2, 2, 5, 3}, 1), leaf({2, 2, 5, 3}, 2), leaf({2, 2, 5, 3}, 3)}; }));
+  cases.push_back(op("causal_attention_packed", "2 heads of 3, T 5",
+                     [](const V& v) { return causal_attention_packed(v[0], 2, 0.6f); },
+                     [] { return V{leaf({2, 5, 18}, 5)}; }));
+  // The second op's gradient adds to the first's (one op overwrites, the other adds).
+  cases.push_back(op("causal_attention_packed", "input used twice",
+                     [](const V& v) { return add(causal_attention_packed(v[0], 2, 0.6f), causal_attention_packed(v[0], 2, 1.1f)); },
+                     [] { return V{leaf({1, 4, 24}, 6)}; }));
   // One tensor as q, k and v: three contributions into one gradient buffer.
   cases.push_back(op("causal_attention", "q = k = v", [](const V& v) { return causal_attention(v[0], v[0], v[0], 1.1f); },
                      [] { return V{leaf({6, 4}, 4)}; }));

@@ -71,6 +71,10 @@ Tensor causal_softmax(const Tensor& scores, float scale = 1.0f);
 // q, k, v (..., T, hs) -> causal_softmax(q k^T, scale) v (..., T, hs) in one op
 // (ops_causal_attention.cpp): equal to the composition, without computing the masked half.
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale);
+// The same over MultiHead's packed projection, read and written in place (no per-head
+// copies): qkv (B, T, n_head * 3 * hs), head h's key, query and value at h * 3 * hs +
+// {0, hs, 2 * hs} -> (B, T, n_head * hs), the heads' outputs side by side.
+Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale);
 // logits (..., V), targets (one per row, in [0, V)) -> () mean cross-entropy.
 Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
 

@@ -35,11 +35,11 @@ inline vec load(const float* p) {
 inline void store(float* p, vec v) { std::memcpy(p, &v, sizeof v); }
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// c[r * ldc + (0, W)] = sum_{k0 <= k < k1} a[r * ars + k * aks] * b[k * ldb + (0, W)], r < R:
-// the one product of the op, with a read along rows (q, p, ds) or down columns (p^T, ds^T).
-// R = 8 accumulators keep both FMA pipes busy through their 4-cycle latency.
+// c[r * ldc + (0, W)] (+)= sum_{k0 <= k < k1} a[r * ars + k * aks] * b[k * ldb + (0, W)],
+// r < R: the one product of the op, with a read along rows (q, p, ds) or down columns
+// (p^T, ds^T). R = 8 accumulators keep both FMA pipes busy through their latency.
 void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, int64_t k0, int64_t k1, float* c,
-          int64_t ldc) {
+          int64_t ldc, bool add = false) {
   vec acc[R] = {};
   for (int64_t k = k0; k < k1; ++k) {
     const vec bk = load(b + k * ldb);
@@ -48,7 +48,7 @@ void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
     for (int64_t r = 0; r < R; ++r) acc[r] += ak[r * ars] * bk;
   }
 #pragma GCC unroll 8
-  for (int64_t r = 0; r < R; ++r) store(c + r * ldc, acc[r]);
+  for (int64_t r = 0; r < R; ++r) store(c + r * ldc, add ? acc[r] + load(c + r * ldc) : acc[r]);
 }
 
 // A slice's sizes: T queries (= keys) of hs dims, padded to Tp and hsp (multiples of W).
@@ -58,22 +58,43 @@ struct Dims {
   bool padded() const { return Tp != T || hsp != hs; }
 };
 
+// A slice's rows in memory: row t at data + t * ld.
+struct Rows {
+  const float* data;
+  int64_t ld;
+};
+
 // x (T, hs) as (Tp, hsp) with zeros around: x itself when no padding is needed.
-const float* pad(const float* x, float* buffer, const Dims& d) {
+Rows pad(Rows x, float* buffer, const Dims& d) {
   if (!d.padded()) return x;
   std::fill(buffer, buffer + d.Tp * d.hsp, 0.0f);
-  for (int64_t t = 0; t < d.T; ++t) std::copy(x + t * d.hs, x + (t + 1) * d.hs, buffer + t * d.hsp);
-  return buffer;
+  for (int64_t t = 0; t < d.T; ++t) std::copy(x.data + t * x.ld, x.data + t * x.ld + d.hs, buffer + t * d.hsp);
+  return {buffer, d.hsp};
 }
 // x (T, hs) -> xt (hsp, Tp) with zeros around.
-void pad_transposed(const float* x, float* xt, const Dims& d) {
+void pad_transposed(Rows x, float* xt, const Dims& d) {
   if (d.padded()) std::fill(xt, xt + d.hsp * d.Tp, 0.0f);
   for (int64_t c = 0; c < d.hs; ++c)  // contiguous stores: GCC gathers the loads
-    for (int64_t t = 0; t < d.T; ++t) xt[c * d.Tp + t] = x[t * d.hs + c];
+    for (int64_t t = 0; t < d.T; ++t) xt[c * d.Tp + t] = x.data[t * x.ld + c];
 }
-// out (T, hs) = the valid part of xp (Tp, hsp).
-void unpad(const float* xp, float* out, const Dims& d) {
-  for (int64_t t = 0; t < d.T; ++t) std::copy(xp + t * d.hsp, xp + t * d.hsp + d.hs, out + t * d.hs);
+// A slice's output (T, hs), row t at data + t * ld: stored, or added when `add`.
+struct Out {
+  float* data;
+  int64_t ld;
+  bool add;
+};
+// out = the valid part of xp (Tp, hsp).
+void unpad(const float* xp, Out out, const Dims& d) {
+  for (int64_t t = 0; t < d.T; ++t) {
+    const float* src = xp + t * d.hsp;
+    float* dst = out.data + t * out.ld;
+    if (out.add) {
+#pragma omp simd
+      for (int64_t c = 0; c < d.hs; ++c) dst[c] += src[c];
+    } else {
+      std::copy(src, src + d.hs, dst);
+    }
+  }
 }
 
 // Per-thread scratch of one slice: floats for four (Tp, hsp) and one (Tp, Tp) buffers.
@@ -110,48 +131,56 @@ void softmax_visible(float* row, int64_t i, int64_t n, int64_t Tp) {
   kernels::softmax_row(row, row, n, Tp, 1.0f, max_lane(mx));
 }
 
+// Runs `tiles(c, ldc, add)`, which writes a (Tp, hsp) result, into out: in place when
+// no padding is needed, else through buffer.
+template <class Tiles>
+void into(Out out, float* buffer, const Dims& d, Tiles tiles) {
+  if (!d.padded()) return tiles(out.data, out.ld, out.add);
+  tiles(buffer, d.hsp, false);
+  unpad(buffer, out, d);
+}
+
 // One slice forward: p (Tp, Tp) = the causal weights, zero where masked or padded;
-// y (T, hs) = p v. The scores are (scale q) k^T, so that a masked key is a plain -inf
-// (with scale 0, -inf * scale would be NaN).
-void forward_slice(const float* q, const float* k, const float* v, float* p, float* y, float* scratch,
-                   const Dims& d, float scale) {
+// y = p v. The scores are (scale q) k^T, so that a masked key is a plain -inf (with
+// scale 0, -inf * scale would be NaN).
+void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, float* scratch, const Dims& d, float scale) {
   const int64_t Tp = d.Tp, hsp = d.hsp;
   float *kt = scratch, *qs = kt + Tp * hsp, *vbuf = qs + Tp * hsp, *ybuf = vbuf + Tp * hsp;
   pad_transposed(k, kt, d);
   std::fill(qs, qs + Tp * hsp, 0.0f);
   for (int64_t t = 0; t < d.T; ++t)
-    for (int64_t c = 0; c < d.hs; ++c) qs[t * hsp + c] = scale * q[t * d.hs + c];
-  const float* vp = pad(v, vbuf, d);
-  float* yp = d.padded() ? ybuf : y;
+    for (int64_t c = 0; c < d.hs; ++c) qs[t * hsp + c] = scale * q.data[t * q.ld + c];
+  const Rows vp = pad(v, vbuf, d);
   for (int64_t i0 = 0; i0 < Tp; i0 += R) {
     const int64_t n = visible(i0);  // whole vectors: no row has a scalar tail
     for (int64_t j0 = 0; j0 < n; j0 += W) tile(qs + i0 * hsp, hsp, 1, kt + j0, Tp, 0, hsp, p + i0 * Tp + j0, Tp);
     for (int64_t i = i0; i < i0 + R; ++i) {
       float* pi = p + i * Tp;
-      if (i >= d.T) {
-        std::fill(pi, pi + Tp, 0.0f);
-        continue;
-      }
-      softmax_visible(pi, i, n, Tp);
+      if (i < d.T) softmax_visible(pi, i, n, Tp);
+      else std::fill(pi, pi + Tp, 0.0f);
     }
-    for (int64_t c0 = 0; c0 < hsp; c0 += W) tile(p + i0 * Tp, Tp, 1, vp + c0, hsp, 0, n, yp + i0 * hsp + c0, hsp);
   }
-  if (d.padded()) unpad(yp, y, d);
+  into(y, ybuf, d, [&](float* c, int64_t ldc, bool add) {
+    for (int64_t i0 = 0; i0 < Tp; i0 += R)
+      for (int64_t c0 = 0; c0 < hsp; c0 += W)
+        tile(p + i0 * Tp, Tp, 1, vp.data + c0, vp.ld, 0, visible(i0), c + i0 * ldc + c0, ldc, add);
+  });
 }
 
-// One slice backward: dq, dk, dv (T, hs). With dp = dy v^T and D_i = sum_j p_ij dp_ij
+// One slice backward into dq, dk, dv. With dp = dy v^T and D_i = sum_j p_ij dp_ij
 // (= dy_i . y_i), the softmax's backward is ds = p (dp - D); then dq = scale ds k,
 // dk = scale ds^T q, dv = p^T dy.
-void backward_slice(const float* q, const float* k, const float* v, const float* p, const float* dy, float* dq,
-                    float* dk, float* dv, float* scratch, const Dims& d, float scale) {
+void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out dk, Out dv, float* scratch,
+                    const Dims& d, float scale) {
   const int64_t Tp = d.Tp, hsp = d.hsp;
   float *vt = scratch, *qbuf = vt + Tp * hsp, *kbuf = qbuf + Tp * hsp, *dybuf = kbuf + Tp * hsp,
         *out = dybuf + Tp * hsp, *ds = out + Tp * hsp;
   pad_transposed(v, vt, d);
-  const float *qp = pad(q, qbuf, d), *kp = pad(k, kbuf, d), *dyp = pad(dy, dybuf, d);
+  const Rows qp = pad(q, qbuf, d), kp = pad(k, kbuf, d), dyp = pad(dy, dybuf, d);
   for (int64_t i0 = 0; i0 < Tp; i0 += R) {
     const int64_t n = visible(i0);
-    for (int64_t j0 = 0; j0 < n; j0 += W) tile(dyp + i0 * hsp, hsp, 1, vt + j0, Tp, 0, hsp, ds + i0 * Tp + j0, Tp);
+    for (int64_t j0 = 0; j0 < n; j0 += W)
+      tile(dyp.data + i0 * dyp.ld, dyp.ld, 1, vt + j0, Tp, 0, hsp, ds + i0 * Tp + j0, Tp);
     for (int64_t i = i0; i < i0 + R; ++i) {  // p is zero past key i: so is ds
       const float* pi = p + i * Tp;
       float* dsi = ds + i * Tp;
@@ -163,20 +192,43 @@ void backward_slice(const float* q, const float* k, const float* v, const float*
       std::fill(dsi + n, dsi + Tp, 0.0f);
     }
   }
-  float* outp = d.padded() ? out : dq;
-  for (int64_t i0 = 0; i0 < Tp; i0 += R)
-    for (int64_t c0 = 0; c0 < hsp; c0 += W)
-      tile(ds + i0 * Tp, Tp, 1, kp + c0, hsp, 0, visible(i0), outp + i0 * hsp + c0, hsp);
-  if (d.padded()) unpad(out, dq, d);
+  into(dq, out, d, [&](float* c, int64_t ldc, bool add) {
+    for (int64_t i0 = 0; i0 < Tp; i0 += R)
+      for (int64_t c0 = 0; c0 < hsp; c0 += W)
+        tile(ds + i0 * Tp, Tp, 1, kp.data + c0, kp.ld, 0, visible(i0), c + i0 * ldc + c0, ldc, add);
+  });
   // Key j collects from the queries i >= j: columns of ds and p, read from row j0 down.
-  outp = d.padded() ? out : dk;
-  for (int64_t j0 = 0; j0 < Tp; j0 += R)
-    for (int64_t c0 = 0; c0 < hsp; c0 += W) tile(ds + j0, 1, Tp, qp + c0, hsp, j0, Tp, outp + j0 * hsp + c0, hsp);
-  if (d.padded()) unpad(out, dk, d);
-  outp = d.padded() ? out : dv;
-  for (int64_t j0 = 0; j0 < Tp; j0 += R)
-    for (int64_t c0 = 0; c0 < hsp; c0 += W) tile(p + j0, 1, Tp, dyp + c0, hsp, j0, Tp, outp + j0 * hsp + c0, hsp);
-  if (d.padded()) unpad(out, dv, d);
+  into(dk, out, d, [&](float* c, int64_t ldc, bool add) {
+    for (int64_t j0 = 0; j0 < Tp; j0 += R)
+      for (int64_t c0 = 0; c0 < hsp; c0 += W)
+        tile(ds + j0, 1, Tp, qp.data + c0, qp.ld, j0, Tp, c + j0 * ldc + c0, ldc, add);
+  });
+  into(dv, out, d, [&](float* c, int64_t ldc, bool add) {
+    for (int64_t j0 = 0; j0 < Tp; j0 += R)
+      for (int64_t c0 = 0; c0 < hsp; c0 += W)
+        tile(p + j0, 1, Tp, dyp.data + c0, dyp.ld, j0, Tp, c + j0 * ldc + c0, ldc, add);
+  });
+}
+
+// Where the slices live: slice s = (b, h), b < batch, h < heads, reads its q, k and v
+// rows at in(s) (plus each one's base) with row stride in_ld, and its output and the
+// output's gradient at out(s) with row stride out_ld.
+struct Layout {
+  int64_t batch, heads, in_batch, in_head, in_ld, out_batch, out_head, out_ld;
+  int64_t slices() const { return batch * heads; }
+  int64_t in(int64_t s) const { return s / heads * in_batch + s % heads * in_head; }
+  int64_t out(int64_t s) const { return s / heads * out_batch + s % heads * out_head; }
+};
+
+// Slices run in parallel, each with its own scratch.
+template <class Body>
+void each_slice(const Layout& L, const Dims& d, bool parallel, Body body) {
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> scratch(size_t(scratch_size(d)));
+#pragma omp for
+    for (int64_t s = 0; s < L.slices(); ++s) body(s, scratch.data());
+  }
 }
 
 // g (+)= src over n floats: an input's gradient from a buffer computed whole.
@@ -189,6 +241,36 @@ void store_or_add(float* g, bool overwrite, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] += src[i];
 }
 
+// A call's q, k and v (or their gradients'): slice s's at base + L.in(s).
+template <class T>
+struct Bases {
+  T *q, *k, *v;
+};
+
+void forward(Bases<const float> in, float* p, float* y, const Layout& L, const Dims& d, float scale, bool parallel) {
+  each_slice(L, d, parallel, [&](int64_t s, float* scratch) {
+    const int64_t i = L.in(s);
+    forward_slice({in.q + i, L.in_ld}, {in.k + i, L.in_ld}, {in.v + i, L.in_ld}, p + s * d.Tp * d.Tp,
+                  {y + L.out(s), L.out_ld, false}, scratch, d, scale);
+  });
+}
+
+// The gradients have the inputs' layout; `add`: into gradients that hold some already.
+void backward(Bases<const float> in, const float* p, const float* dy, Bases<float> g, bool add, const Layout& L,
+              const Dims& d, float scale, bool parallel) {
+  each_slice(L, d, parallel, [&](int64_t s, float* scratch) {
+    const int64_t i = L.in(s);
+    backward_slice({in.q + i, L.in_ld}, {in.k + i, L.in_ld}, {in.v + i, L.in_ld}, p + s * d.Tp * d.Tp,
+                   {dy + L.out(s), L.out_ld}, {g.q + i, L.in_ld, add}, {g.k + i, L.in_ld, add},
+                   {g.v + i, L.in_ld, add}, scratch, d, scale);
+  });
+}
+
+void check_scale(float scale) {
+  if (!(scale >= 0.0f && std::isfinite(scale)))
+    fail("causal_attention", "scale ", scale, " must be finite and >= 0");
+}
+
 }  // namespace
 
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale) {
@@ -196,49 +278,56 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
     fail("causal_attention", "needs non-empty (..., T, hs) inputs, got q ", q.shape());
   if (k.shape() != q.shape() || v.shape() != q.shape())
     fail("causal_attention", "q ", q.shape(), ", k ", k.shape(), " and v ", v.shape(), " must have one shape");
-  if (!(scale >= 0.0f && std::isfinite(scale)))
-    fail("causal_attention", "scale ", scale, " must be finite and >= 0");
+  check_scale(scale);
   const Dims d(q.size(-2), q.shape().last());
-  const int64_t T = d.T, hs = d.hs, Tp = d.Tp, slices = q.numel() / (T * hs);
+  const int64_t slice = d.T * d.hs, slices = q.numel() / slice;
+  const Layout L{slices, 1, slice, 0, d.hs, slice, 0, d.hs};
+  const bool parallel = q.numel() * d.T >= kParallelGrain;
   Tensor y = Tensor::empty(q.shape());
-  Tensor p = Tensor::empty(Shape{slices, Tp, Tp});  // the weights, padded, for backward
-  const bool parallel = q.numel() * T >= kParallelGrain;
-  {
-    const float *pq = q.data(), *pk = k.data(), *pv = v.data();
-    float *pp = p.data(), *py = y.data();
-#pragma omp parallel if (parallel)
-    {
-      std::vector<float> scratch(size_t(scratch_size(d)));
-#pragma omp for
-      for (int64_t s = 0; s < slices; ++s) {
-        const int64_t o = s * T * hs;
-        forward_slice(pq + o, pk + o, pv + o, pp + s * Tp * Tp, py + o, scratch.data(), d, scale);
-      }
-    }
-  }
+  Tensor p = Tensor::empty(Shape{slices, d.Tp, d.Tp});  // the weights, padded, for backward
+  forward({q.data(), k.data(), v.data()}, p.data(), y.data(), L, d, scale, parallel);
   if (!needs_grad({&q, &k, &v})) return y;
   record(y, "causal_attention", {&q, &k, &v},
-         [sq = q.detach(), sk = k.detach(), sv = v.detach(), p, d, slices, scale, parallel](const Tensor& grad,
-                                                                                         const InputGrads& in) {
-           const int64_t T = d.T, hs = d.hs, Tp = d.Tp, n = slices * T * hs;
+         [sq = q.detach(), sk = k.detach(), sv = v.detach(), p, L, d, scale, parallel](const Tensor& grad,
+                                                                                      const InputGrads& in) {
+           // q, k and v may be one tensor: each gradient whole first, then added in turn.
            Tensor dq = Tensor::empty(sq.shape()), dk = Tensor::empty(sq.shape()), dv = Tensor::empty(sq.shape());
-           const float *pq = sq.data(), *pk = sk.data(), *pv = sv.data(), *pp = p.data(), *g = grad.data();
-           float *gq = dq.data(), *gk = dk.data(), *gv = dv.data();
-#pragma omp parallel if (parallel)
-           {
-             std::vector<float> scratch(size_t(scratch_size(d)));
-#pragma omp for
-             for (int64_t s = 0; s < slices; ++s) {
-               const int64_t o = s * T * hs;
-               backward_slice(pq + o, pk + o, pv + o, pp + s * Tp * Tp, g + o, gq + o, gk + o, gv + o, scratch.data(),
-                              d, scale);
-             }
-           }
-           const float* grads[] = {gq, gk, gv};
+           backward({sq.data(), sk.data(), sv.data()}, p.data(), grad.data(), {dq.data(), dk.data(), dv.data()},
+                    false, L, d, scale, parallel);
+           const Tensor* grads[] = {&dq, &dk, &dv};
            for (size_t i = 0; i < 3; ++i)
-             in.write(i, [src = grads[i], n](float* gx, bool overwrite) { store_or_add(gx, overwrite, src, n); });
+             in.write(i, [src = grads[i]->data(), n = sq.numel()](float* gx, bool overwrite) {
+               store_or_add(gx, overwrite, src, n);
+             });
          },
          {&q, &k, &v});
+  return y;
+}
+
+Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale) {
+  if (qkv.ndim() != 3 || qkv.numel() == 0 || n_head < 1 || qkv.size(2) % (3 * n_head))
+    fail("causal_attention", "packed qkv ", qkv.shape(), " must be non-empty (B, T, n_head * 3 * hs) for n_head ",
+         n_head);
+  check_scale(scale);
+  const int64_t B = qkv.size(0), T = qkv.size(1), W = qkv.size(2), hs = W / (3 * n_head), C = n_head * hs;
+  const Dims d(T, hs);
+  const Layout L{B, n_head, T * W, 3 * hs, W, T * C, hs, C};
+  const bool parallel = qkv.numel() * T >= kParallelGrain;
+  Tensor y = Tensor::empty({B, T, C});
+  Tensor p = Tensor::empty(Shape{B * n_head, d.Tp, d.Tp});  // the weights, padded, for backward
+  const float* x = qkv.data();
+  forward({x + hs, x, x + 2 * hs}, p.data(), y.data(), L, d, scale, parallel);  // a head's k, q, v
+  if (!needs_grad({&qkv})) return y;
+  record(y, "causal_attention_packed", {&qkv},
+         [sx = qkv.detach(), p, L, d, hs, scale, parallel](const Tensor& grad, const InputGrads& in) {
+           // The heads' k, q and v tile each row: every element of the gradient is written once.
+           in.write(0, [&](float* g, bool overwrite) {
+             const float* x = sx.data();
+             backward({x + hs, x, x + 2 * hs}, p.data(), grad.data(), {g + hs, g, g + 2 * hs}, !overwrite, L, d,
+                      scale, parallel);
+           });
+         },
+         {&qkv});
   return y;
 }
 

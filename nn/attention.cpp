@@ -82,6 +82,12 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
 
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights) const {
   const int64_t hs = head_size, stride = 3 * hs;
+  const float scale = 1.0f / std::sqrt(float(hs));
+  // Attention in one op (no masked half computed) when nothing needs the weights themselves.
+  const bool weights_dropped = attn_dropout_->training() && attn_dropout_->p() > 0.0f;
+  const bool fused = !cache && !weights && !weights_dropped;
+  if (fused && !options_.qk_norm && !options_.rotary)  // q, k and v read in place
+    return resid_dropout_->forward(proj->forward(causal_attention_packed(qkv, n_head, scale)));
   // The new positions follow the cached ones: keys are cached as the scores see them.
   const int64_t start = cache ? cache->length() : 0;
   Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, start);  // (B, nh, T, hs)
@@ -102,11 +108,9 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
     cache->k = k = append(cache->k, k);
     cache->v = v = append(cache->v, v);
   }
-  const float scale = 1.0f / std::sqrt(float(hs));
   Tensor y;  // (B, nh, T, hs)
-  const bool weights_dropped = attn_dropout_->training() && attn_dropout_->p() > 0.0f;
-  if (!cache && !weights && !weights_dropped) {
-    y = causal_attention(q, k, v, scale);  // one op, without the masked half (fp32 in both precisions)
+  if (fused) {
+    y = causal_attention(q, k, v, scale);  // fp32 in both precisions: faster than bf16 products here
   } else {
     Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, L+T)
     if (weights) *weights = att;

@@ -53,6 +53,37 @@ TEST(CausalAttention, SameAsCompositionWhenPadded) {
   expect_same_as_composition({2, 19, 16}, 0.0f);  // scale 0: uniform weights over the visible keys
 }
 
+// The packed op against per-head copies (select_heads), the composition, and the heads
+// put side by side again: what MultiHead computes when the weights are asked for.
+void expect_packed_same_as_composition(int64_t B, int64_t T, int64_t n_head, int64_t hs) {
+  const float scale = 1.0f / std::sqrt(float(hs));
+  Result got[2];
+  for (const bool fused : {true, false}) {
+    Rng r(12);
+    Tensor qkv = Tensor::randn({B, T, n_head * 3 * hs}, r).set_requires_grad();
+    const Tensor g = Tensor::randn({B, T, n_head * hs}, r);
+    Tensor y;
+    if (fused) {
+      y = causal_attention_packed(qkv, n_head, scale);
+    } else {
+      const int64_t stride = 3 * hs;
+      const Tensor k = select_heads(qkv, n_head, hs, 0, stride), q = select_heads(qkv, n_head, hs, hs, stride),
+                   v = select_heads(qkv, n_head, hs, 2 * hs, stride);
+      const Tensor heads = matmul(causal_softmax(matmul(q, k, false, true), scale), v);  // (B, nh, T, hs)
+      y = reshape(permute(heads, {0, 2, 1, 3}), {B, T, n_head * hs});
+    }
+    y.backward(g);
+    got[fused ? 0 : 1] = {y.detach(), qkv.grad(), {}, {}};
+  }
+  expect_near(got[0].y, got[1].y, "y");
+  expect_near(got[0].dq, got[1].dq, "dqkv");
+}
+
+TEST(CausalAttention, PackedSameAsComposition) {
+  expect_packed_same_as_composition(2, 64, 4, 32);  // config S
+  expect_packed_same_as_composition(3, 37, 2, 12);  // padded
+}
+
 TEST(CausalAttention, SameOnOneThreadAndTwo) {
   const Shape shape{2, 3, 40, 24};
   set_num_threads(1);
@@ -69,6 +100,8 @@ TEST(CausalAttention, RefusesMismatchedInputs) {
   EXPECT_THROW(causal_attention(a, b, a, 1.0f), Error);
   EXPECT_THROW(causal_attention(a, a, a, -1.0f), Error);
   EXPECT_THROW(causal_attention(Tensor::zeros({4}), Tensor::zeros({4}), Tensor::zeros({4}), 1.0f), Error);
+  EXPECT_THROW(causal_attention_packed(Tensor::zeros({2, 4, 10}), 2, 1.0f), Error);  // 10 is not 2 x 3 x hs
+  EXPECT_THROW(causal_attention_packed(Tensor::zeros({4, 12}), 2, 1.0f), Error);
 }
 
 }  // namespace
