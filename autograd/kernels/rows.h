@@ -20,9 +20,8 @@ inline float row_max(const float* x, int64_t n) {
 
 // y = softmax(scale * x[0, n)) into y[0, n); y[n, width) = 0. n >= 1, scale finite and
 // >= 0: only then is max(x) * scale the largest scaled score, so that no exp overflows.
-// max_x: max(x[0, n)) when the caller has it already.
-inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale, float max_x) {
-  const float mx = max_x * scale;
+inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
+  const float mx = row_max(x, n) * scale;
   float total = 0.0f;
 #pragma omp simd reduction(+ : total)
   for (int64_t j = 0; j < n; ++j) {
@@ -33,9 +32,6 @@ inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, floa
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
   for (int64_t j = n; j < width; ++j) y[j] = 0.0f;
-}
-inline void softmax_row(const float* x, float* y, int64_t n, int64_t width, float scale) {
-  softmax_row(x, y, n, width, scale, row_max(x, n));
 }
 
 struct RowStats {
