@@ -4,6 +4,7 @@
 #include <sstream>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,6 +32,12 @@ template <class... Parts>
 inline void require_positive(const char* where, std::initializer_list<std::pair<const char*, int64_t>> values) {
   for (const auto& [name, v] : values)
     if (v < 1) fail(where, name, " must be positive, got ", v);
+}
+
+// fail(where, ...) unless a softmax scale is finite and >= 0 (NaN fails the comparison).
+inline void require_softmax_scale(const char* where, float scale) {
+  if (!(scale >= 0.0f && scale <= std::numeric_limits<float>::max()))
+    fail(where, "scale ", scale, " must be finite and >= 0");
 }
 
 }  // namespace folio

@@ -62,7 +62,7 @@ void add_reductions(std::vector<GradcheckCase>& cases) {
   auto x = [] { return V{leaf({2, 3, 4}, 1)}; };
   cases.push_back(op("sum", "all", [](const V& v) { return sum(v[0]); }, x));
   // A plain pair, not structured bindings: clang 14 (the fuzz build) cannot capture those.
-  for (const std::pair<int, bool> a : {std::pair{0, false}, {1, false}, {2, false}, {-1, false}, {0, true},
+  for (const std::pair<int, bool>& a : {std::pair{0, false}, {1, false}, {2, false}, {-1, false}, {0, true},
                                        {1, true}, {-1, true}, {-3, true}})
     cases.push_back(op("sum", cat("axis ", a.first, a.second ? " keepdim" : ""),
                        [a](const V& v) { return sum(v[0], a.first, a.second); }, x));

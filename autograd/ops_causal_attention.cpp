@@ -256,16 +256,6 @@ void each_slice(const Layout& L, const Dims& d, bool parallel, Body body) {
   }
 }
 
-// g (+)= src over n floats: an input's gradient from a buffer computed whole.
-void store_or_add(float* g, bool overwrite, const float* src, int64_t n) {
-  if (overwrite) {
-    std::memcpy(g, src, sizeof(float) * size_t(n));
-    return;
-  }
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) g[i] += src[i];
-}
-
 // A call's q, k and v (or their gradients'): slice s's at base + L.in(s).
 template <class T>
 struct Bases {
@@ -291,11 +281,6 @@ void backward(Bases<const float> in, const float* p, const float* dy, Bases<floa
   });
 }
 
-void check_scale(float scale) {
-  if (!(scale >= 0.0f && std::isfinite(scale)))
-    fail("causal_attention", "scale ", scale, " must be finite and >= 0");
-}
-
 }  // namespace
 
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale) {
@@ -303,7 +288,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
     fail("causal_attention", "needs non-empty (..., T, hs) inputs, got q ", q.shape());
   if (k.shape() != q.shape() || v.shape() != q.shape())
     fail("causal_attention", "q ", q.shape(), ", k ", k.shape(), " and v ", v.shape(), " must have one shape");
-  check_scale(scale);
+  require_softmax_scale("causal_attention", scale);
   const Dims d(q.size(-2), q.shape().last());
   const int64_t slice = d.T * d.hs, slices = q.numel() / slice;
   const Layout L{slices, 1, slice, 0, d.hs, slice, 0, d.hs};
@@ -322,7 +307,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
            const Tensor* grads[] = {&dq, &dk, &dv};
            for (size_t i = 0; i < 3; ++i)
              in.write(i, [src = grads[i]->data(), n = sq.numel()](float* gx, bool overwrite) {
-               store_or_add(gx, overwrite, src, n);
+               flat_map(gx, overwrite, n, [](float x) { return x; }, src);
              });
          },
          {&q, &k, &v});
@@ -333,7 +318,7 @@ Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale) {
   if (qkv.ndim() != 3 || qkv.numel() == 0 || n_head < 1 || qkv.size(2) % (3 * n_head))
     fail("causal_attention", "packed qkv ", qkv.shape(), " must be non-empty (B, T, n_head * 3 * hs) for n_head ",
          n_head);
-  check_scale(scale);
+  require_softmax_scale("causal_attention", scale);
   const int64_t B = qkv.size(0), T = qkv.size(1), W = qkv.size(2), hs = W / (3 * n_head), C = n_head * hs;
   const Dims d(T, hs);
   const Layout L{B, n_head, T * W, 3 * hs, W, T * C, hs, C};

@@ -54,21 +54,6 @@ void each(const Broadcast& p, bool parallel, Fn fn) {
   }
 }
 
-// dst[i] (+)= f(in[i]...) for i < n: stored when `store` (a gradient's first
-// contribution, see InputGrads::write, or an output), else added. f takes floats and
-// the arrays come in as arguments: behind a lambda that indexes captured pointers,
-// GCC turns the loads into gathers and the loop runs several times slower.
-template <class F, class... In>
-void flat_map(float* dst, bool store, int64_t n, F f, const In*... in) {
-  if (store) {
-#pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dst[i] = f(in[i]...);
-  } else {
-#pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dst[i] += f(in[i]...);
-  }
-}
-
 // out = f(a, b); backward: ga += da(g, a, b), gb += db(g, a, b), reduced over broadcasts.
 // kSave: the derivatives read a and b, so the node keeps their data. Operands of one
 // shape (a residual add) take flat loops; broadcasting ones walk the strides.

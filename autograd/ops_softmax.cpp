@@ -49,8 +49,7 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
   if (scores.ndim() < 2) fail("causal_softmax", "needs (..., Tq, Tk), got shape ", scores.shape());
   const int64_t tq = scores.size(-2), tk = scores.size(-1);
   if (tq > tk) fail("causal_softmax", "more queries than keys in shape ", scores.shape());
-  if (!(scale >= 0.0f && std::isfinite(scale)))  // NaN fails the comparison
-    fail("causal_softmax", "scale ", scale, " must be finite and >= 0");
+  require_softmax_scale("causal_softmax", scale);
   const int64_t rows = scores.shape().rows(), shift = tk - tq;
   Tensor out = Tensor::empty(scores.shape());
   const float* in = scores.data();
