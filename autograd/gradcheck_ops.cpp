@@ -133,6 +133,13 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
   cases.push_back(op("causal_attention", "(B, nh, T, hs) scale 0.7",
                      [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.7f); },
                      [] { return V{leaf({2, 2, 5, 3}, 1), leaf({2, 2, 5, 3}, 2), leaf({2, 2, 5, 3}, 3)}; }));
+  // Dropout on the weights: the mask is fixed by the seed, so the op stays a function.
+  cases.push_back(op("causal_attention", "dropout 0.4 on the weights",
+                     [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.7f, {0.4f, 17}); },
+                     [] { return V{leaf({2, 2, 5, 3}, 1), leaf({2, 2, 5, 3}, 2), leaf({2, 2, 5, 3}, 3)}; }));
+  cases.push_back(op("causal_attention_packed", "dropout 0.3 on the weights",
+                     [](const V& v) { return causal_attention_packed(v[0], 2, 0.6f, {0.3f, 18}); },
+                     [] { return V{leaf({2, 5, 18}, 5)}; }));
   cases.push_back(op("causal_attention_packed", "2 heads of 3, T 5",
                      [](const V& v) { return causal_attention_packed(v[0], 2, 0.6f); },
                      [] { return V{leaf({2, 5, 18}, 5)}; }));

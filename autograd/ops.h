@@ -68,13 +68,21 @@ Tensor log_softmax(const Tensor& x);
 // j > i + (Tk - Tq), i.e. the tril mask filled with -inf (queries are the last Tq positions).
 // scale must be finite and >= 0.
 Tensor causal_softmax(const Tensor& scores, float scale = 1.0f);
-// q, k, v (..., T, hs) -> causal_softmax(q k^T, scale) v (..., T, hs) in one op
+// Dropout on the attention weights inside the fused ops below: it drops the weights
+// that dropout(weights, p, true, rng) would drop from the composition's (..., T, T)
+// weight tensor when `seed` is that call's draw, rng.next_u64(). p = 0: none.
+struct WeightDropout {
+  float p = 0.0f;
+  uint64_t seed = 0;
+};
+// q, k, v (..., T, hs) -> dropout(causal_softmax(q k^T, scale)) v (..., T, hs) in one op
 // (ops_causal_attention.cpp): equal to the composition, without computing the masked half.
-Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale);
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale, WeightDropout dropout = {});
 // The same over MultiHead's packed projection, read and written in place (no per-head
 // copies): qkv (B, T, n_head * 3 * hs), head h's key, query and value at h * 3 * hs +
-// {0, hs, 2 * hs} -> (B, T, n_head * hs), the heads' outputs side by side.
-Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale);
+// {0, hs, 2 * hs} -> (B, T, n_head * hs), the heads' outputs side by side. The weights
+// are numbered as the composition's (B, n_head, T, T) tensor.
+Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, WeightDropout dropout = {});
 // logits (..., V), targets (one per row, in [0, V)) -> () mean cross-entropy.
 Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
 

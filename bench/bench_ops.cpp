@@ -6,6 +6,9 @@
 //   Attention/<cfg>      q k^T, causal softmax, @ v over (B, nh, T, hs) as three ops;
 //   CausalAttention/<cfg> the same in one op (causal_attention). GFLOP/s of both count
 //                        the composition's six full T x T products (fwd + bwd)
+//   AttentionDropout/<cfg>, CausalAttentionDropout/<cfg>  both with dropout 0.2 on the
+//                        weights (M's and nanoGPT's rate): dropout() between the
+//                        composition's ops, or inside the one op
 //   CrossEntropy/<cfg>   mean cross-entropy over (B*T, 65) logits
 //   AdamW/<cfg>          one AdamW step over the GPT's parameters (one flat buffer)
 //   ClipGradNorm/<cfg>   global-norm clipping of the same gradients
@@ -54,17 +57,18 @@ void BM_LayerNorm(benchmark::State& state, Config c) {
   bytes_counter(state, 5.0 * double(x0.numel()));
 }
 
-void BM_Attention(benchmark::State& state, Config c, bool fused) {
+void BM_Attention(benchmark::State& state, Config c, bool fused, float p = 0.0f) {
   Rng r(3);
   const int64_t hs = c.n_embd / c.n_head;
   const Shape shape{c.batch, c.n_head, c.block, hs};
   const Tensor q0 = Tensor::randn(shape, r), k0 = Tensor::randn(shape, r), v0 = Tensor::randn(shape, r);
   const Tensor g = Tensor::randn(shape, r);
   const float scale = 1.0f / std::sqrt(float(hs));
+  Rng drops(4);
   timed(state, [&] {
     Tensor q = q0.detach().set_requires_grad(), k = k0.detach().set_requires_grad(), v = v0.detach().set_requires_grad();
-    const Tensor y = fused ? causal_attention(q, k, v, scale)
-                           : matmul(causal_softmax(matmul(q, k, false, true), scale), v);
+    const Tensor y = fused ? causal_attention(q, k, v, scale, {p, drops.next_u64()})
+                           : matmul(dropout(causal_softmax(matmul(q, k, false, true), scale), p, true, drops), v);
     y.backward(g);
   });
   state.counters["GFLOP/s"] = benchmark::Counter(6.0 * 2.0 * double(c.batch * c.n_head * c.block * c.block * hs) * 1e-9,
@@ -139,6 +143,8 @@ int main(int argc, char** argv) {
     reg("CausalSoftmax/" + n, [c](benchmark::State& s) { BM_CausalSoftmax(s, c); });
     reg("Attention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false); });
     reg("CausalAttention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
+    reg("AttentionDropout/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false, 0.2f); });
+    reg("CausalAttentionDropout/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true, 0.2f); });
     reg("CrossEntropy/" + n, [c](benchmark::State& s) { BM_CrossEntropy(s, c); });
     reg("AdamW/" + n, [c](benchmark::State& s) { BM_AdamW(s, c); });
     reg("ClipGradNorm/" + n, [c](benchmark::State& s) { BM_ClipGradNorm(s, c); });

@@ -83,11 +83,11 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights) const {
   const int64_t hs = head_size, stride = 3 * hs;
   const float scale = 1.0f / std::sqrt(float(hs));
-  // Attention in one op (no masked half computed) when nothing needs the weights themselves.
-  const bool weights_dropped = attn_dropout_->training() && attn_dropout_->p() > 0.0f;
-  const bool fused = !cache && !weights && !weights_dropped;
+  // Attention in one op (no masked half computed, the weights' dropout inside) when
+  // nothing needs the weights themselves.
+  const bool fused = !cache && !weights;
   if (fused && !options_.qk_norm && !options_.rotary)  // q, k and v read in place
-    return resid_dropout_->forward(proj->forward(causal_attention_packed(qkv, n_head, scale)));
+    return resid_dropout_->forward(proj->forward(causal_attention_packed(qkv, n_head, scale, attn_dropout_->fused())));
   // The new positions follow the cached ones: keys are cached as the scores see them.
   const int64_t start = cache ? cache->length() : 0;
   Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, start);  // (B, nh, T, hs)
@@ -110,7 +110,7 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
   }
   Tensor y;  // (B, nh, T, hs)
   if (fused) {
-    y = causal_attention(q, k, v, scale);  // fp32 in both precisions: faster than bf16 products here
+    y = causal_attention(q, k, v, scale, attn_dropout_->fused());  // fp32 in both precisions: faster here
   } else {
     Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, L+T)
     if (weights) *weights = att;

@@ -58,6 +58,11 @@ class Dropout : public Module {
  public:
   explicit Dropout(float p, std::shared_ptr<Rng> rng = std::make_shared<Rng>(0));
   Tensor forward(const Tensor& x) const { return dropout(x, p_, training(), *rng_); }
+  // The dropout a fused op applies in its place: the same draw from the generator as
+  // forward() makes, and none (p = 0, no draw) when it would be the identity.
+  WeightDropout fused() const {
+    return training() && p_ > 0.0f ? WeightDropout{p_, rng_->next_u64()} : WeightDropout{};
+  }
   float p() const { return p_; }
 
  private:

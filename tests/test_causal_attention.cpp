@@ -13,21 +13,28 @@
 namespace folio {
 namespace {
 
-// What the fused op replaces, and what it is checked against.
-Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, float scale) {
-  return matmul(causal_softmax(matmul(q, k, false, true), scale), v);
+// What the fused op replaces, and what it is checked against. With p > 0 the weights'
+// dropout draws its seed from Rng(kDropSeed); the fused op gets that same draw.
+constexpr uint64_t kDropSeed = 21;
+Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, float scale, float p = 0.0f) {
+  Rng rng(kDropSeed);
+  return matmul(dropout(causal_softmax(matmul(q, k, false, true), scale), p, true, rng), v);
+}
+WeightDropout fused_dropout(float p) {
+  Rng rng(kDropSeed);
+  return {p, rng.next_u64()};
 }
 
 struct Result {
   Tensor y, dq, dk, dv;
 };
 
-Result run(const Shape& shape, float scale, bool fused) {
+Result run(const Shape& shape, float scale, bool fused, float p = 0.0f) {
   Rng r(11);
   Tensor q = Tensor::randn(shape, r).set_requires_grad(), k = Tensor::randn(shape, r).set_requires_grad(),
          v = Tensor::randn(shape, r).set_requires_grad();
   const Tensor g = Tensor::randn(shape, r);
-  Tensor y = fused ? causal_attention(q, k, v, scale) : composed(q, k, v, scale);
+  Tensor y = fused ? causal_attention(q, k, v, scale, fused_dropout(p)) : composed(q, k, v, scale, p);
   y.backward(g);
   return {y.detach(), q.grad(), k.grad(), v.grad()};
 }
@@ -39,8 +46,8 @@ void expect_near(const Tensor& a, const Tensor& b, const char* what) {
   EXPECT_LT(worst, 2e-5) << what << ": largest difference " << worst;
 }
 
-void expect_same_as_composition(const Shape& shape, float scale) {
-  const Result fused = run(shape, scale, true), composed = run(shape, scale, false);
+void expect_same_as_composition(const Shape& shape, float scale, float p = 0.0f) {
+  const Result fused = run(shape, scale, true, p), composed = run(shape, scale, false, p);
   expect_near(fused.y, composed.y, "y");
   expect_near(fused.dq, composed.dq, "dq");
   expect_near(fused.dk, composed.dk, "dk");
@@ -52,6 +59,15 @@ TEST(CausalAttention, SameAsCompositionAtModelShapes) {
   expect_same_as_composition({1, 2, 128, 64}, 0.125f);                  // the 10-minute recipe's T, M's hs
 }
 
+// The weights' dropout inside the op drops what dropout() drops from the composition's
+// weights under the same seed (and scales the rest alike): values and gradients agree.
+TEST(CausalAttention, SameAsCompositionWithDropout) {
+  expect_same_as_composition({2, 4, 64, 32}, 1.0f / std::sqrt(32.0f), 0.2f);
+  expect_same_as_composition({3, 37, 12}, 0.3f, 0.5f);  // padded
+  // With p near 1 almost every weight is dropped: the scale 1 / (1 - p) must still agree.
+  expect_same_as_composition({1, 2, 16, 16}, 0.25f, 0.9f);
+}
+
 TEST(CausalAttention, SameAsCompositionWhenPadded) {
   expect_same_as_composition({3, 37, 12}, 0.3f);  // T and hs not multiples of 16
   expect_same_as_composition({1, 1, 5}, 1.0f);    // one position
@@ -60,7 +76,7 @@ TEST(CausalAttention, SameAsCompositionWhenPadded) {
 
 // The packed op against per-head copies (select_heads), the composition, and the heads
 // put side by side again: what MultiHead computes when the weights are asked for.
-void expect_packed_same_as_composition(int64_t B, int64_t T, int64_t n_head, int64_t hs) {
+void expect_packed_same_as_composition(int64_t B, int64_t T, int64_t n_head, int64_t hs, float p = 0.0f) {
   const float scale = 1.0f / std::sqrt(float(hs));
   struct {
     Tensor y, dqkv;
@@ -71,12 +87,12 @@ void expect_packed_same_as_composition(int64_t B, int64_t T, int64_t n_head, int
     const Tensor g = Tensor::randn({B, T, n_head * hs}, r);
     Tensor y;
     if (fused) {
-      y = causal_attention_packed(qkv, n_head, scale);
+      y = causal_attention_packed(qkv, n_head, scale, fused_dropout(p));
     } else {
       const int64_t stride = 3 * hs;
       const Tensor k = select_heads(qkv, n_head, hs, 0, stride), q = select_heads(qkv, n_head, hs, hs, stride),
                    v = select_heads(qkv, n_head, hs, 2 * hs, stride);
-      const Tensor heads = composed(q, k, v, scale);  // (B, nh, T, hs)
+      const Tensor heads = composed(q, k, v, scale, p);  // (B, nh, T, hs)
       y = reshape(permute(heads, {0, 2, 1, 3}), {B, T, n_head * hs});
     }
     y.backward(g);
@@ -89,6 +105,8 @@ void expect_packed_same_as_composition(int64_t B, int64_t T, int64_t n_head, int
 TEST(CausalAttention, PackedSameAsComposition) {
   expect_packed_same_as_composition(2, 64, 4, 32);  // config S
   expect_packed_same_as_composition(3, 37, 2, 12);  // padded
+  expect_packed_same_as_composition(2, 64, 4, 32, 0.2f);  // weights numbered (B, n_head, T, T)
+  expect_packed_same_as_composition(3, 37, 2, 12, 0.4f);
 }
 
 TEST(CausalAttention, SameOnOneThreadAndTwo) {
@@ -105,6 +123,8 @@ TEST(CausalAttention, SameOnOneThreadAndTwo) {
 TEST(CausalAttention, RefusesMismatchedInputs) {
   const Tensor a = Tensor::zeros({2, 4, 8}), b = Tensor::zeros({2, 5, 8});
   EXPECT_THROW(causal_attention(a, b, a, 1.0f), Error);
+  EXPECT_THROW(causal_attention(a, a, a, 1.0f, {1.0f, 3}), Error);  // dropout p outside [0, 1)
+  EXPECT_THROW(causal_attention_packed(Tensor::zeros({1, 4, 12}), 2, 1.0f, {-0.1f, 3}), Error);
   EXPECT_THROW(causal_attention(a, a, a, -1.0f), Error);
   EXPECT_THROW(causal_attention(Tensor::zeros({4}), Tensor::zeros({4}), Tensor::zeros({4}), 1.0f), Error);
   EXPECT_THROW(causal_attention_packed(Tensor::zeros({2, 4, 10}), 2, 1.0f), Error);  // 10 is not 2 x 3 x hs

@@ -48,6 +48,36 @@ TEST(MultiHead, FastPathEqualsHeadByHead) {
   }
 }
 
+// In training with dropout on the weights, the fused attention (taken when the weights
+// are not asked for) equals the composition (taken when they are): one draw from the
+// shared generator drops the same weights in both. Output and every gradient.
+TEST(MultiHead, FusedDropoutEqualsComposition) {
+  for (const BlockOptions& options : {BlockOptions{}, BlockOptions{.qk_norm = true}}) {  // packed, and not
+    SCOPED_TRACE(::testing::Message() << "qk_norm " << options.qk_norm);
+    Rng init(7);
+    const auto drops = std::make_shared<Rng>(0);
+    MultiHead mh(12, 3, 4, 16, 0.3f, true, init, drops, options);
+    Rng xr(8);
+    const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
+    auto run = [&](bool fused) {
+      mh.zero_grad();
+      drops->reseed(5);
+      Tensor x = x0.clone().set_requires_grad(), weights;
+      Tensor y = fused ? mh.forward(x) : mh.forward(x, &weights);
+      Rng rr(9);
+      sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
+      V grads{y.detach(), x.grad()};
+      for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
+      return grads;
+    };
+    const V fused = run(true), composed = run(false);
+    ASSERT_EQ(fused.size(), composed.size());
+    for (size_t i = 0; i < fused.size(); ++i)
+      for (int64_t j = 0; j < fused[i].numel(); ++j)
+        ASSERT_NEAR(fused[i].data()[j], composed[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+  }
+}
+
 TEST(MultiHead, HeadWeightsAreViewsOfOnePackedMatrix) {
   Rng init(1);
   MultiHead mh(8, 2, 4, 8, 0.0f, false, init);
