@@ -202,7 +202,7 @@ void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, float* scratch, cons
                    const Drop& drop) {
   const int64_t Tp = d.Tp, hsp = d.hsp;
   float *kt = scratch, *qs = kt + Tp * hsp, *vbuf = qs + Tp * hsp, *ybuf = vbuf + Tp * hsp;
-  float* pd = drop.mask ? ybuf + 2 * Tp * hsp : p;
+  float* pd = drop.mask ? scratch + 5 * Tp * hsp : p;  // the (Tp, Tp) part of the scratch
   pad_transposed(k, kt, d);
   std::fill(qs, qs + Tp * hsp, 0.0f);
   for (int64_t t = 0; t < d.T; ++t)
