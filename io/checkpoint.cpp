@@ -1,7 +1,6 @@
 #include "io/checkpoint.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,24 +14,6 @@ namespace {
 
 constexpr const char* kFormat = "folio-gpt-1";
 
-// Limits for values read from a file: generous, but they keep a hostile header
-// from asking for absurd allocations.
-constexpr int64_t kMaxVocab = 1 << 21, kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
-// Training options: the limits TrainConfig::validate() applies, so every config a run
-// accepts (and saves) reads back. Float fields only need to be finite.
-constexpr int64_t kMaxBatch = TrainConfig::kMaxBatch, kMaxIters = TrainConfig::kMaxIters;
-constexpr double kMaxFloat = double(std::numeric_limits<float>::max());
-
-// A decimal uint64 in the one form std::to_string writes: digits only (no sign, no
-// spaces, no trailing text, no leading zero), no overflow. std::stoull alone would
-// take " -1" or "12abc"; "0337" would read back as a number written differently.
-bool parse_u64(const std::string& t, uint64_t& out) {
-  if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos) return false;
-  if (t.size() > 1 && t[0] == '0') return false;
-  const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
-  return ec == std::errc() && p == t.data() + t.size();
-}
-
 // Values read back must be finite: a checkpoint never holds diverged numbers, and a
 // model or optimizer loaded with one would only produce NaN.
 void check_finite(const Tensor& t, const std::string& name, const std::string& where, bool non_negative = false) {
@@ -41,42 +22,6 @@ void check_finite(const Tensor& t, const std::string& name, const std::string& w
     if (!std::isfinite(d[i]) || (non_negative && d[i] < 0.0f))
       fail("checkpoint", where, ": tensor ", name, ": value ", d[i], " at index ", i,
            non_negative ? " (must be finite and >= 0)" : " (must be finite)");
-}
-
-// A value from a file, shown in a message: its JSON text, cut short.
-std::string clip_json(const Json& v) {
-  std::string t = v.dump();
-  if (t.size() > 40) {
-    size_t n = 40;
-    while (n > 0 && (static_cast<unsigned char>(t[n]) & 0xc0) == 0x80) --n;  // on a UTF-8 boundary
-    t = t.substr(0, n) + "...";
-  }
-  return t;
-}
-
-template <class... Parts>
-[[noreturn]] void config_fail(const std::string& where, const Parts&... parts) {
-  throw ConfigError(where, cat(parts...));
-}
-
-const Json& field(const Json& j, const char* key, const std::string& where) {
-  const Json* v = j.find(key);
-  if (!v) config_fail(where, "missing field \"", key, "\"");
-  return *v;
-}
-
-int64_t int_field(const Json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
-  const Json& v = field(j, key, where);
-  if (!v.is_int() || v.as_int() < lo || v.as_int() > hi)
-    config_fail(where, key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
-  return v.as_int();
-}
-
-double number_field(const Json& j, const char* key, double lo, double hi, const std::string& where) {
-  const Json& v = field(j, key, where);
-  if (!v.is_number() || !(v.as_double() >= lo && v.as_double() <= hi))
-    config_fail(where, key, " = ", clip_json(v), " outside [", lo, ", ", hi, "]");
-  return v.as_double();
 }
 
 std::string float_text(float x) {
@@ -130,139 +75,6 @@ void check_format(const SafetensorsFile& f, const std::string& where, const char
 }
 
 }  // namespace
-
-ConfigError::ConfigError(const std::string& where, std::string detail)
-    : Error(cat("[checkpoint] ", where, ": config: ", detail)), detail_(std::move(detail)) {}
-
-
-Json to_json(const nn::GPTConfig& c) {
-  return Json::Object{{"vocab_size", c.vocab_size},
-                      {"block_size", c.block_size},
-                      {"n_layer", c.n_layer},
-                      {"n_head", c.n_head},
-                      {"n_embd", c.n_embd},
-                      {"dropout", double(c.dropout)},
-                      {"bias", c.bias},
-                      {"activation", nn::to_string(c.activation)},
-                      {"seed", std::to_string(c.seed)},
-                      {"pos", nn::to_string(c.pos)},
-                      {"qk_norm", c.qk_norm},
-                      {"zero_init_proj", c.zero_init_proj},
-                      {"logit_softcap", double(c.logit_softcap)},
-                      {"tie_weights", c.tie_weights}};
-}
-
-nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
-  if (!j.is_object()) config_fail(where, "expected a JSON object");
-  nn::GPTConfig c;
-  c.vocab_size = int_field(j, "vocab_size", 1, kMaxVocab, where);
-  c.block_size = int_field(j, "block_size", 1, kMaxBlock, where);
-  c.n_layer = int_field(j, "n_layer", 1, kMaxLayers, where);
-  c.n_head = int_field(j, "n_head", 1, kMaxEmbd, where);
-  c.n_embd = int_field(j, "n_embd", 1, kMaxEmbd, where);
-  c.dropout = float(number_field(j, "dropout", 0.0, 0.999, where));
-  const Json& bias = field(j, "bias", where);
-  if (!bias.is_bool()) config_fail(where, "bias must be true or false");
-  c.bias = bias.as_bool();
-  const Json& act = field(j, "activation", where);
-  const auto activation = act.is_string() ? nn::parse_activation(act.as_string()) : std::nullopt;
-  if (!activation) config_fail(where, "activation must be \"gelu\", \"relu\" or \"relu2\", got ", clip_json(act));
-  c.activation = *activation;
-  if (c.n_embd % c.n_head) config_fail(where, "n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
-  // The model options (issue 14) are optional: a model saved before they existed has
-  // none of them, and is the model their defaults describe.
-  if (const Json* pos = j.find("pos")) {
-    const auto p = pos->is_string() ? nn::parse_positions(pos->as_string()) : std::nullopt;
-    if (!p) config_fail(where, "pos must be \"learned\" or \"rope\", got ", clip_json(*pos));
-    c.pos = *p;
-    if (c.pos == nn::Positions::rope && (c.n_embd / c.n_head) % 2)
-      config_fail(where, "pos \"rope\" needs an even head size, got n_embd / n_head = ", c.n_embd / c.n_head);
-  }
-  for (auto [key, flag] : {std::pair{"qk_norm", &c.qk_norm}, std::pair{"zero_init_proj", &c.zero_init_proj},
-                           std::pair{"tie_weights", &c.tie_weights}})
-    if (const Json* v = j.find(key)) {
-      if (!v->is_bool()) config_fail(where, key, " must be true or false, got ", clip_json(*v));
-      *flag = v->as_bool();
-    }
-  if (j.find("logit_softcap")) c.logit_softcap = float(number_field(j, "logit_softcap", 0.0, kMaxFloat, where));
-  return c;
-}
-
-Json to_json(const TrainConfig& c) {
-  return Json::Object{{"data", c.data},
-                      {"train_fraction", c.train_fraction},
-                      {"batch_size", c.batch_size},
-                      {"max_iters", c.max_iters},
-                      {"warmup_iters", c.warmup_iters},
-                      {"lr_decay_iters", c.lr_decay_iters},
-                      {"eval_interval", c.eval_interval},
-                      {"eval_iters", c.eval_iters},
-                      {"log_interval", c.log_interval},
-                      {"lr", double(c.lr)},
-                      {"min_lr", double(c.min_lr)},
-                      {"weight_decay", double(c.weight_decay)},
-                      {"beta2", double(c.beta2)},
-                      {"grad_clip", double(c.grad_clip)},
-                      {"seed", std::to_string(c.seed)},
-                      {"recipe", c.recipe},
-                      {"dtype", to_string(c.dtype)},
-                      {"max_time", c.max_time},
-                      {"optimizer", to_string(c.optimizer)},
-                      {"muon_lr", double(c.muon_lr)},
-                      {"muon_weight_decay", double(c.muon_weight_decay)}};
-}
-
-TrainConfig train_config_from_json(const Json& j, const std::string& where) {
-  if (!j.is_object()) fail("checkpoint", where, ": train config: expected a JSON object");
-  TrainConfig c;
-  const Json& data = field(j, "data", where);
-  if (!data.is_string()) config_fail(where, "data must be a string");
-  c.data = data.as_string();
-  if (const Json* recipe = j.find("recipe")) {  // absent in runs saved before --config existed
-    if (!recipe->is_string()) config_fail(where, "recipe must be a string");
-    c.recipe = recipe->as_string();
-  }
-  constexpr int64_t big = kMaxIters;
-  c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
-  c.batch_size = int_field(j, "batch_size", 1, kMaxBatch, where);
-  c.max_iters = int_field(j, "max_iters", 0, big, where);  // 0 with a max_time
-  c.warmup_iters = int_field(j, "warmup_iters", 0, big, where);
-  c.lr_decay_iters = int_field(j, "lr_decay_iters", 0, big, where);
-  c.eval_interval = int_field(j, "eval_interval", 1, big, where);
-  c.eval_iters = int_field(j, "eval_iters", 1, big, where);
-  c.log_interval = int_field(j, "log_interval", 1, big, where);
-  // Any finite float (validate() below says what is sensible): the bounds keep the
-  // double -> float conversion defined.
-  c.lr = float(number_field(j, "lr", 0.0, kMaxFloat, where));
-  c.min_lr = float(number_field(j, "min_lr", 0.0, kMaxFloat, where));
-  c.weight_decay = float(number_field(j, "weight_decay", 0.0, kMaxFloat, where));
-  c.beta2 = float(number_field(j, "beta2", 0.0, 1.0, where));
-  c.grad_clip = float(number_field(j, "grad_clip", 0.0, kMaxFloat, where));
-  const Json& seed = field(j, "seed", where);
-  if (!seed.is_string() || !parse_u64(seed.as_string(), c.seed))
-    config_fail(where, "seed must be a decimal string, got ", clip_json(seed));
-  if (const Json* dtype = j.find("dtype")) {  // optional: runs saved before bf16 have none
-    const auto p = dtype->is_string() ? parse_precision(dtype->as_string()) : std::nullopt;
-    if (!p) config_fail(where, "dtype must be \"fp32\" or \"bf16\", got ", clip_json(*dtype));
-    c.dtype = *p;
-  }
-  // Optional: runs saved before time budgets and Muon have none (no budget, AdamW).
-  if (j.find("max_time")) c.max_time = number_field(j, "max_time", 0.0, TrainConfig::kMaxTime, where);
-  if (const Json* opt = j.find("optimizer")) {
-    const auto k = opt->is_string() ? parse_optimizer(opt->as_string()) : std::nullopt;
-    if (!k) config_fail(where, "optimizer must be \"adamw\" or \"muon\", got ", clip_json(*opt));
-    c.optimizer = *k;
-  }
-  if (j.find("muon_lr")) c.muon_lr = float(number_field(j, "muon_lr", 0.0, kMaxFloat, where));
-  if (j.find("muon_weight_decay"))
-    c.muon_weight_decay = float(number_field(j, "muon_weight_decay", 0.0, kMaxFloat, where));
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    fail("checkpoint", where, ": ", e.what());
-  }
-  return c;
-}
 
 std::string model_file(const std::string& path) {
   std::error_code ec;
@@ -351,7 +163,7 @@ TrainState load_state(const std::string& file) {
   s.step = step.as_int();
   s.adamw_steps = adam_steps.as_int();
   const Json best = parse_meta(f, "best_val_loss", file);
-  if (!best.is_number() || !(std::abs(best.as_double()) <= kMaxFloat))
+  if (!best.is_number() || !(std::abs(best.as_double()) <= double(std::numeric_limits<float>::max())))
     fail("checkpoint", file, ": __metadata__.best_val_loss: expected a finite float");
   s.best_val_loss = float(best.as_double());
   s.data_rng = rng_from_json(parse_meta(f, "data_rng", file), "data_rng", file);
@@ -397,32 +209,6 @@ void restore_optimizer(const TrainState& s, Optimizer& optimizer, const std::str
            "hidden matrices have ", muon->momentum().size());
     muon->momentum() = s.muon_momentum;
   }
-}
-
-// What a run will save must read back: the checkpoint reader's limits (json.h,
-// this file) are checked when the run starts, not at its first save.
-void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
-  auto round_trip = [&](const Json& j, auto read) {
-    Json parsed;
-    try {
-      parsed = Json::parse(j.dump());
-    } catch (const Error&) {  // the one free-text field is the corpus path
-      std::string shown;
-      for (const unsigned char c : train.data) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, c < 0x20 || c >= 0x7f ? "\\x%02x" : "%c", c);
-        shown += buf;
-      }
-      fail("config", "--data ", shown, ": the path is not valid UTF-8, so a checkpoint could not record it");
-    }
-    try {
-      read(parsed);
-    } catch (const ConfigError& e) {  // its detail names the field, not the (pretend) file
-      fail("config", e.detail(), " (the limits of a checkpoint)");
-    }
-  };
-  round_trip(to_json(train), [](const Json& j) { train_config_from_json(j, "options"); });
-  if (model) round_trip(to_json(*model), [](const Json& j) { model_config_from_json(j, "options"); });
 }
 
 }  // namespace folio

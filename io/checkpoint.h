@@ -16,28 +16,11 @@
 #include "autograd/error.h"
 #include "data/vocab.h"
 #include "nn/transformer.h"
-#include "io/json.h"
+#include "io/config_json.h"
 #include "train/optimizer.h"
 #include "train/config.h"
 
 namespace folio {
-
-Json to_json(const nn::GPTConfig& c);
-Json to_json(const TrainConfig& c);
-// A config field the readers below refuse. what() names the file, as every Error
-// does: "[checkpoint] <where>: config: <detail>"; detail() is the complaint alone, for
-// a caller checking its own options against the readers' limits (the trainer).
-class ConfigError : public Error {
- public:
-  ConfigError(const std::string& where, std::string detail);
-  const std::string& detail() const { return detail_; }
-
- private:
-  std::string detail_;
-};
-// `where` names the file for error messages; a bad field is a ConfigError.
-nn::GPTConfig model_config_from_json(const Json& j, const std::string& where);
-TrainConfig train_config_from_json(const Json& j, const std::string& where);
 
 struct ModelCheckpoint {
   std::unique_ptr<nn::GPT> model;
@@ -65,10 +48,6 @@ struct TrainState {
 
 void save_state(const std::string& file, const TrainState& state);
 TrainState load_state(const std::string& file);
-// Fails when a run with these options could not save them in a checkpoint that reads
-// back (the reader's limits, a path that is not UTF-8): checked before a run starts.
-// `model` may be null (its shape is not known yet on --resume).
-void check_saveable(const nn::GPTConfig* model, const TrainConfig& train);
 
 // Puts the saved moments (and momentum) into `optimizer`, checking they fit its parameters.
 void restore_optimizer(const TrainState& state, Optimizer& optimizer, const std::string& file);
