@@ -248,8 +248,12 @@ void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out
       vec dot{};
       for (int64_t j0 = 0; j0 < n; j0 += W) dot += load(pdi + j0) * load(dsi + j0);
       const vec D = vec{} + reduce_lanes(dot, kSum);
-      for (int64_t j0 = 0; j0 < n; j0 += W)
-        store(dsi + j0, scale * (load(pdi + j0) * load(dsi + j0) - load(pi + j0) * D));
+      if (pd == p) {  // no dropout: p (dpd - D), one rounding fewer
+        for (int64_t j0 = 0; j0 < n; j0 += W) store(dsi + j0, scale * load(pi + j0) * (load(dsi + j0) - D));
+      } else {
+        for (int64_t j0 = 0; j0 < n; j0 += W)
+          store(dsi + j0, scale * (load(pdi + j0) * load(dsi + j0) - load(pi + j0) * D));
+      }
       std::fill(dsi + n, dsi + Tp, 0.0f);
     }
   }
