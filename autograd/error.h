@@ -34,6 +34,11 @@ inline void require_positive(const char* where, std::initializer_list<std::pair<
     if (v < 1) fail(where, name, " must be positive, got ", v);
 }
 
+// fail(where, ...) unless p is a probability in [0, 1) (a dropout rate; NaN fails).
+inline void require_probability(const char* where, float p) {
+  if (!(p >= 0.0f && p < 1.0f)) fail(where, "probability ", p, " outside [0, 1)");
+}
+
 // fail(where, ...) unless a softmax scale is finite and >= 0 (NaN fails the comparison).
 inline void require_softmax_scale(const char* where, float scale) {
   if (!(scale >= 0.0f && scale <= std::numeric_limits<float>::max()))

@@ -12,7 +12,6 @@
 // Slices run in parallel; each slice's sums run in a fixed order, so the result does
 // not depend on the thread count.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -41,8 +40,8 @@ inline void store(float* p, vec v) { std::memcpy(p, &v, sizeof v); }
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // c[r * ldc + (0, W)] (+)= sum_{k0 <= k < k1} a[r * ars + k * aks] * b[k * ldb + (0, W)],
-// r < R: the one product of the op, with a read along rows (q, p, ds) or down columns
-// (p^T, ds^T). R = 8 accumulators keep both FMA pipes busy through their latency.
+// r < R: the one product of the op, with a read along rows (q, pd, ds, dy) or down
+// columns (pd^T, ds^T). R = 8 accumulators keep both FMA pipes busy through their latency.
 void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, int64_t k0, int64_t k1, float* c,
           int64_t ldc, bool add = false) {
   vec acc[R] = {};
@@ -202,7 +201,7 @@ void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, float* scratch, cons
                    const Drop& drop) {
   const int64_t Tp = d.Tp, hsp = d.hsp;
   float *kt = scratch, *qs = kt + Tp * hsp, *vbuf = qs + Tp * hsp, *ybuf = vbuf + Tp * hsp;
-  float* pd = drop.mask ? scratch + 5 * Tp * hsp : p;  // the (Tp, Tp) part of the scratch
+  float* pd = drop.mask ? scratch + 5 * Tp * hsp : p;  // the first (Tp, Tp) part of the scratch
   pad_transposed(k, kt, d);
   std::fill(qs, qs + Tp * hsp, 0.0f);
   for (int64_t t = 0; t < d.T; ++t)
@@ -248,7 +247,7 @@ void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out
       vec dot{};
       for (int64_t j0 = 0; j0 < n; j0 += W) dot += load(pdi + j0) * load(dsi + j0);
       const vec D = vec{} + reduce_lanes(dot, kSum);
-      if (pd == p) {  // no dropout: p (dpd - D), one rounding fewer
+      if (!drop.mask) {  // pd = p: p (dpd - D), one rounding fewer
         for (int64_t j0 = 0; j0 < n; j0 += W) store(dsi + j0, scale * load(pi + j0) * (load(dsi + j0) - D));
       } else {
         for (int64_t j0 = 0; j0 < n; j0 += W)
@@ -262,7 +261,7 @@ void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out
       for (int64_t c0 = 0; c0 < hsp; c0 += W)
         tile(ds + i0 * Tp, Tp, 1, kp.data + c0, kp.ld, 0, visible(i0), c + i0 * ldc + c0, ldc, add);
   });
-  // Key j collects from the queries i >= j: columns of ds and p, read from row j0 down.
+  // Key j collects from the queries i >= j: columns of ds and pd, read from row j0 down.
   into(dk, out, d, [&](float* c, int64_t ldc, bool add) {
     for (int64_t j0 = 0; j0 < Tp; j0 += R)
       for (int64_t c0 = 0; c0 < hsp; c0 += W)
@@ -312,7 +311,8 @@ struct Call {
   Call(const Layout& L, const Dims& d, float scale, WeightDropout dropout, int64_t numel)
       : L(L), d(d), scale(scale), parallel(numel * d.T >= kParallelGrain) {
     require_softmax_scale("causal_attention", scale);
-    if (dropout.p != 0.0f) mask.emplace(dropout.p, dropout.seed);  // checks p
+    require_probability("causal_attention", dropout.p);
+    if (dropout.p > 0.0f) mask.emplace(dropout.p, dropout.seed);
   }
   Drop drop(int64_t s) const { return {mask ? &*mask : nullptr, s * d.T * d.T}; }
   float* weights(float* p, int64_t s) const { return p + s * d.Tp * d.Tp; }

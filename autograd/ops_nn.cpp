@@ -128,7 +128,7 @@ static void dropout_backward(float* gx, const float* g, int64_t n, kernels::Drop
 }
 
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
-  if (!(p >= 0.0f && p < 1.0f)) fail("dropout", "probability ", p, " outside [0, 1)");
+  require_probability("dropout", p);
   if (!training || p == 0.0f) return x;
   const kernels::DropoutMask mask(p, rng.next_u64());
   const int64_t n = x.numel();

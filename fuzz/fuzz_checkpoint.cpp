@@ -1,5 +1,5 @@
 // libFuzzer target over the checkpoint readers: load_safetensors plus the model and
-// training-state validation of io/checkpoint.cpp. Build and run with
+// training-state validation of io/checkpoint.cpp and io/config_json.cpp. Build and run with
 // scripts/fuzz.sh (clang, -fsanitize=fuzzer,address,undefined).
 #include <unistd.h>
 

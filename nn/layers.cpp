@@ -31,7 +31,7 @@ LayerNorm::LayerNorm(int64_t dim, Arena arena) {
 LayerNorm::LayerNorm(int64_t dim) : LayerNorm(dim, Arena(parameter_count(dim))) {}
 
 Dropout::Dropout(float p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng)) {
-  if (!(p >= 0.0f && p < 1.0f)) fail("dropout", "probability ", p, " outside [0, 1)");
+  require_probability("dropout", p);
 }
 
 }  // namespace folio::nn

@@ -109,12 +109,12 @@ TEST(CausalAttention, PackedSameAsComposition) {
   expect_packed_same_as_composition(3, 37, 2, 12, 0.4f);
 }
 
-TEST(CausalAttention, SameOnOneThreadAndTwo) {
+TEST(CausalAttention, SameOnOneThreadAndTwo) {  // with dropout: each slice numbers its own weights
   const Shape shape{2, 3, 40, 24};
   set_num_threads(1);
-  const Result one = run(shape, 0.2f, true);
+  const Result one = run(shape, 0.2f, true, 0.3f);
   set_num_threads(2);
-  const Result two = run(shape, 0.2f, true);
+  const Result two = run(shape, 0.2f, true, 0.3f);
   set_num_threads(0);
   for (int64_t i = 0; i < one.y.numel(); ++i) ASSERT_EQ(one.y.data()[i], two.y.data()[i]) << i;
   for (int64_t i = 0; i < one.dk.numel(); ++i) ASSERT_EQ(one.dk.data()[i], two.dk.data()[i]) << i;
@@ -125,6 +125,7 @@ TEST(CausalAttention, RefusesMismatchedInputs) {
   EXPECT_THROW(causal_attention(a, b, a, 1.0f), Error);
   EXPECT_THROW(causal_attention(a, a, a, 1.0f, {1.0f, 3}), Error);  // dropout p outside [0, 1)
   EXPECT_THROW(causal_attention_packed(Tensor::zeros({1, 4, 12}), 2, 1.0f, {-0.1f, 3}), Error);
+  EXPECT_THROW(causal_attention(a, a, a, 1.0f, {std::nanf(""), 3}), Error);
   EXPECT_THROW(causal_attention(a, a, a, -1.0f), Error);
   EXPECT_THROW(causal_attention(Tensor::zeros({4}), Tensor::zeros({4}), Tensor::zeros({4}), 1.0f), Error);
   EXPECT_THROW(causal_attention_packed(Tensor::zeros({2, 4, 10}), 2, 1.0f), Error);  // 10 is not 2 x 3 x hs

@@ -118,6 +118,23 @@ TEST(Dropout, IdentityWhenOffOrZero) {
   EXPECT_EQ(half.forward(x).to_vector(), x.to_vector());
 }
 
+// What a fused op gets in forward()'s place: forward()'s one draw when it would drop,
+// and nothing -- no draw, so every later mask stays where it was -- when it would not.
+TEST(Dropout, FusedDrawsAsForwardWould) {
+  const auto rng = std::make_shared<Rng>(3);
+  Dropout on(0.25f, rng), zero(0.0f, rng), off(0.25f, rng);
+  off.eval();
+  const Rng::State before = rng->state();
+  EXPECT_EQ(zero.fused().p, 0.0f);
+  EXPECT_EQ(off.fused().p, 0.0f);
+  EXPECT_EQ(rng->state(), before);
+  const WeightDropout w = on.fused();
+  Rng expected(3);
+  EXPECT_EQ(w.p, 0.25f);
+  EXPECT_EQ(w.seed, expected.next_u64());
+  EXPECT_EQ(rng->state(), expected.state());
+}
+
 TEST(Dropout, KeepsAboutOneMinusPScaled) {
   const float p = 0.3f;
   Dropout d(p, std::make_shared<Rng>(5));

@@ -14,10 +14,7 @@ struct DropoutMask {
   uint32_t threshold;  // element i is dropped when its 32-bit draw < threshold
   float keep_scale;    // 1 / (1 - p): what a kept element is multiplied by
 
-  DropoutMask(float p, uint64_t seed)
-      : seed(seed), threshold(uint32_t(double(p) * 4294967296.0)), keep_scale(1.0f / (1.0f - p)) {
-    if (!(p >= 0.0f && p < 1.0f)) fail("dropout", "probability ", p, " outside [0, 1)");
-  }
+  DropoutMask(float p, uint64_t seed) : seed(seed), threshold(threshold_of(p)), keep_scale(1.0f / (1.0f - p)) {}
 
   // A counter-based hash (splitmix64's finaliser) of the element's index; the loops
   // that call it vectorise (64-bit multiplies of AVX-512DQ).
@@ -26,6 +23,13 @@ struct DropoutMask {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return uint32_t((z ^ (z >> 31)) >> 32) >= threshold;
+  }
+
+ private:
+  // Checked before the conversion: a p outside [0, 1) (or NaN) would overflow it.
+  static uint32_t threshold_of(float p) {
+    require_probability("dropout", p);
+    return uint32_t(double(p) * 4294967296.0);
   }
 };
 
