@@ -19,6 +19,27 @@ GPTConfig tiny_config() {
   return c;
 }
 
+// mh's output for x0, x0's gradient and every parameter's gradient, after a backward
+// from a fixed random weighting of the output; forward(x) runs the path under test.
+template <class Forward>
+V output_and_grads(const MultiHead& mh, const Tensor& x0, Forward forward) {
+  mh.zero_grad();
+  Tensor x = x0.clone().set_requires_grad();
+  Tensor y = forward(x);
+  Rng rr(9);
+  sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
+  V grads{y.detach(), x.grad()};
+  for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
+  return grads;
+}
+
+void expect_all_near(const V& a, const V& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    for (int64_t j = 0; j < a[i].numel(); ++j)
+      ASSERT_NEAR(a[i].data()[j], b[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+}
+
 // The fast MultiHead (one packed projection; QK-norm and rotation over B * n_head)
 // equals running its Head modules one by one: output and every gradient.
 TEST(MultiHead, FastPathEqualsHeadByHead) {
@@ -30,21 +51,8 @@ TEST(MultiHead, FastPathEqualsHeadByHead) {
     MultiHead mh(12, 3, 4, 16, 0.0f, true, init, std::make_shared<Rng>(0), options);
     Rng xr(8);
     const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
-    auto run = [&](bool fast) {
-      mh.zero_grad();
-      Tensor x = x0.clone().set_requires_grad();
-      Tensor y = fast ? mh.forward(x) : mh.forward_heads(x);
-      Rng rr(9);
-      sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
-      V grads{y.detach(), x.grad()};
-      for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
-      return grads;
-    };
-    const V fast = run(true), slow = run(false);
-    ASSERT_EQ(fast.size(), slow.size());
-    for (size_t i = 0; i < fast.size(); ++i)
-      for (int64_t j = 0; j < fast[i].numel(); ++j)
-        ASSERT_NEAR(fast[i].data()[j], slow[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+    expect_all_near(output_and_grads(mh, x0, [&](const Tensor& x) { return mh.forward(x); }),
+                    output_and_grads(mh, x0, [&](const Tensor& x) { return mh.forward_heads(x); }));
   }
 }
 
@@ -59,22 +67,14 @@ TEST(MultiHead, FusedDropoutEqualsComposition) {
     MultiHead mh(12, 3, 4, 16, 0.3f, true, init, drops, options);
     Rng xr(8);
     const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
-    auto run = [&](bool fused) {
-      mh.zero_grad();
+    auto run = [&](bool fused) {  // the same draws for both paths
       drops->reseed(5);
-      Tensor x = x0.clone().set_requires_grad(), weights;
-      Tensor y = fused ? mh.forward(x) : mh.forward(x, &weights);
-      Rng rr(9);
-      sum(mul(y, Tensor::randn(y.shape(), rr))).backward();
-      V grads{y.detach(), x.grad()};
-      for (const Tensor& p : mh.parameters()) grads.push_back(p.grad().clone());
-      return grads;
+      return output_and_grads(mh, x0, [&](const Tensor& x) {
+        Tensor weights;
+        return fused ? mh.forward(x) : mh.forward(x, &weights);
+      });
     };
-    const V fused = run(true), composed = run(false);
-    ASSERT_EQ(fused.size(), composed.size());
-    for (size_t i = 0; i < fused.size(); ++i)
-      for (int64_t j = 0; j < fused[i].numel(); ++j)
-        ASSERT_NEAR(fused[i].data()[j], composed[i].data()[j], 1e-5f) << "tensor " << i << " element " << j;
+    expect_all_near(run(true), run(false));
   }
 }
 
