@@ -2,6 +2,8 @@
 // suite checks that none is missing), with its broadcasting, axes and transposed
 // operands as variants. Shapes are small and odd-sized, so that no two dims match by
 // accident. tests/test_gradcheck.cpp runs every one; `folio gradcheck --op` too.
+#include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +30,13 @@ Tensor leaf(const Shape& shape, uint64_t seed, float stddev = 1.0f) { return ran
 Tensor spaced(int64_t n, float lo, float step) {
   Tensor x = leaf({n}, 1);
   for (int64_t i = 0; i < n; ++i) x.data()[i] = lo + step * float(i);
+  return x;
+}
+
+// A leaf holding `v`, row-major.
+Tensor values(const Shape& shape, std::initializer_list<float> v) {
+  Tensor x = leaf(shape, 1);
+  std::copy(v.begin(), v.end(), x.data());
   return x;
 }
 
@@ -119,6 +128,15 @@ void add_products(std::vector<GradcheckCase>& cases) {
                      [] { return V{leaf({2, 3, 4}, 1), leaf({5, 4}, 2), leaf({5}, 3)}; }));
   cases.push_back(op("linear", "without bias", [](const V& v) { return linear(v[0], v[1]); },
                      [] { return V{leaf({3, 4}, 1), leaf({2, 4}, 2)}; }));
+  // Pre-activations kept away from the ReLU's kink: the bias (-1.5, -0.5, 0.5, 1.5)
+  // outweighs x w^T (small weights), so two outputs pass and two are cut everywhere.
+  cases.push_back(op("linear_relu", "with bias", [](const V& v) { return linear_relu(v[0], v[1], v[2]); },
+                     [] { return V{leaf({2, 3, 5}, 1), leaf({4, 5}, 2, 0.1f), spaced(4, -1.5f, 1.0f)}; }));
+  // Without one: rows of x of one sign each against weight rows of one sign each, so
+  // every pre-activation is at least 0.3 from 0, of either sign.
+  cases.push_back(op("linear_relu", "without bias", [](const V& v) { return linear_relu(v[0], v[1]); }, [] {
+    return V{values({3, 2}, {0.5f, 1.0f, -0.6f, -0.3f, 0.9f, 0.4f}), values({2, 2}, {0.7f, 0.2f, -0.5f, -0.8f})};
+  }));
 }
 
 void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {

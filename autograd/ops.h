@@ -60,6 +60,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
               Precision precision = Precision::fp32);
 // x (..., in) @ w (out, in)^T + b (out) -> (..., out); b may be undefined. Fused bias.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {}, Precision precision = Precision::fp32);
+// relu(linear(x, w, b)) as one op: the ReLU is the product's epilogue, so it costs no
+// pass of its own and the pre-activation is never stored.
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b = {}, Precision precision = Precision::fp32);
 
 // ---- softmax family and losses (ops_softmax.cpp), over the last dim
 Tensor softmax(const Tensor& x);

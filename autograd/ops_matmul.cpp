@@ -15,6 +15,7 @@
 #include "autograd/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace folio {
 namespace {
@@ -188,32 +189,69 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Prec
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, Precision precision) {
+namespace {
+
+// bias's gradient: the column sums of d (rows, N), added.
+void add_column_sums(float* gb, const float* d, int64_t rows, int64_t N) {
+  for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int64_t j = 0; j < N; ++j) gb[j] += d[r * N + j];
+}
+
+// out = x w^T + bias, and with `relu` max(0, out) as the product's last step (a oneDNN
+// post-op: no pass of its own, and no pre-activation tensor to keep, since out > 0
+// tells where the gradient passes).
+Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias, Precision precision,
+                 bool relu) {
   if (x.ndim() < 1 || w.ndim() != 2 || x.shape().last() != w.size(1))
-    fail("linear", "input ", x.shape(), " does not match weight ", w.shape(), " (out, in)");
+    fail(op, "input ", x.shape(), " does not match weight ", w.shape(), " (out, in)");
   if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != w.size(0)))
-    fail("linear", "bias ", bias.shape(), " does not match weight ", w.shape());
+    fail(op, "bias ", bias.shape(), " does not match weight ", w.shape());
   Gemm g;
   g.M = x.shape().rows();
   g.K = w.size(1);
   g.N = w.size(0);
   g.trans_b = true;
+  g.relu = relu;
   Shape out_shape = x.shape();
   out_shape[-1] = g.N;
   Tensor out = Tensor::empty(out_shape);
   matmul_forward(precision, g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
   if (!needs_grad({&x, &w, &bias})) return out;
-  record(out, "linear", {&x, &w, &bias},
-         [sx = x.detach(), sw = w.detach(), g, precision](const Tensor& grad, const InputGrads& in) {
-    matmul_backward(precision, g, sx.data(), sw.data(), grad.data(), in);
-    in.write(2, [&](float* gb) {
-      const float* d = grad.data();
-      for (int64_t r = 0; r < g.M; ++r)
-#pragma omp simd
-        for (int64_t j = 0; j < g.N; ++j) gb[j] += d[r * g.N + j];
-    });
-  }, {&x, &w});
+  g.relu = false;  // the backward's products are plain
+  if (!relu) {
+    record(out, op, {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g, precision](const Tensor& grad,
+                                                                                      const InputGrads& in) {
+      matmul_backward(precision, g, sx.data(), sw.data(), grad.data(), in);
+      in.write(2, [&](float* gb) { add_column_sums(gb, grad.data(), g.M, g.N); });
+    }, {&x, &w});
+    return out;
+  }
+  const Tensor sy = out.detach();
+  record(out, op, {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), sy, g, precision](const Tensor& grad,
+                                                                                        const InputGrads& in) {
+    // The product's gradient: grad where the output is positive (where the ReLU passed
+    // its input), else 0.
+    Tensor dz = Tensor::empty(sy.shape());
+    const float *y = sy.data(), *d = grad.data();
+    float* z = dz.data();
+    const int64_t n = sy.numel();
+#pragma omp parallel for simd if (n >= kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) z[i] = y[i] > 0.0f ? d[i] : 0.0f;
+    matmul_backward(precision, g, sx.data(), sw.data(), z, in);
+    in.write(2, [&](float* gb) { add_column_sums(gb, z, g.M, g.N); });
+  }, {&x, &w, &sy});
   return out;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, Precision precision) {
+  return linear_op("linear", x, w, bias, precision, false);
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& bias, Precision precision) {
+  return linear_op("linear_relu", x, w, bias, precision, true);
 }
 
 }  // namespace folio

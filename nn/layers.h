@@ -27,6 +27,7 @@ class Linear : public Module {
   Linear(const Tensor& tied, bool bias, Arena arena);
   static int64_t parameter_count(int64_t in, int64_t out, bool bias) { return out * in + (bias ? out : 0); }
   Tensor forward(const Tensor& x) const { return linear(x, weight, bias, precision()); }
+  Tensor forward_relu(const Tensor& x) const { return linear_relu(x, weight, bias, precision()); }  // relu(forward(x))
   Tensor weight, bias;  // bias undefined when off
 };
 

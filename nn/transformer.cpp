@@ -44,8 +44,9 @@ FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation ac
                   zero_init_proj) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  const Tensor h = fc->forward(x);
-  const Tensor a = act_ == Activation::gelu ? gelu(h) : act_ == Activation::relu2 ? relu_squared(h) : relu(h);
+  const Tensor a = act_ == Activation::relu    ? fc->forward_relu(x)
+                   : act_ == Activation::relu2 ? relu_squared(fc->forward(x))
+                                               : gelu(fc->forward(x));
   return dropout_->forward(proj->forward(a));
 }
 

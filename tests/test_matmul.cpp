@@ -35,7 +35,7 @@ struct Operands {
 std::string describe(const Gemm& g, size_t element) {
   std::ostringstream s;
   s << "element " << element << " of batch " << g.batch << " M " << g.M << " N " << g.N << " K " << g.K << " ta "
-    << g.trans_a << " tb " << g.trans_b << " bcast " << g.broadcast_a << g.broadcast_b << " acc " << g.accumulate;
+    << g.trans_a << " tb " << g.trans_b << " bcast " << g.broadcast_a << g.broadcast_b << " acc " << g.accumulate << " relu " << g.relu;
   return s.str();
 }
 
@@ -51,19 +51,17 @@ void expect_matches_reference(Gemm g, bool bias) {
 
 TEST(Matmul, OneDnnEqualsReferenceOnRaggedShapes) {
   // M = 1 rows take matmul_row: generation's shapes (a token through a Linear, one
-  // query against 37 cached keys, its weights against the values).
-  const int64_t shapes[][4] = {{1, 1, 1, 1},   {1, 7, 13, 5},   {3, 7, 13, 5},  {4, 1, 9, 17},
-                               {2, 33, 1, 65}, {1, 1, 384, 128}, {4, 1, 37, 32}, {4, 1, 32, 37}};
+  // query against 37 cached keys, its weights against the values). K = 0 is an empty
+  // sum, which oneDNN refuses. The ReLU comes last, after the bias and the old C.
+  const int64_t shapes[][4] = {{1, 1, 1, 1},   {1, 7, 13, 5},    {3, 7, 13, 5},  {4, 1, 9, 17}, {2, 33, 1, 65},
+                               {1, 1, 384, 128}, {4, 1, 37, 32}, {4, 1, 32, 37}, {2, 3, 4, 0}};
   for (auto& s : shapes)
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb)
-        for (int acc = 0; acc < 2; ++acc)
-          for (int bias = 0; bias < 2; ++bias) {
-            Gemm g;
-            g.batch = s[0], g.M = s[1], g.N = s[2], g.K = s[3];
-            g.trans_a = ta, g.trans_b = tb, g.accumulate = acc;
-            expect_matches_reference(g, bias);
-          }
+    for (int layout = 0; layout < 32; ++layout) {
+      Gemm g;
+      g.batch = s[0], g.M = s[1], g.N = s[2], g.K = s[3];
+      g.trans_a = layout & 1, g.trans_b = layout & 2, g.accumulate = layout & 4, g.relu = layout & 16;
+      expect_matches_reference(g, layout & 8);
+    }
 }
 
 TEST(Matmul, BroadcastOperands) {
@@ -190,7 +188,7 @@ TEST(MatmulBf16, ConversionRoundsToNearestEven) {
 TEST(MatmulBf16, ModelShapesMatchReference) {
   struct Case {
     int64_t batch, M, N, K;
-    bool ta, tb, ba, bb, acc, bias;
+    bool ta, tb, ba, bb, acc, bias, relu = false;
   };
   const Case cases[] = {
       {1, 768, 384, 128, false, true, false, false, false, true},    // qkv: x @ W^T (+ b)
@@ -203,11 +201,13 @@ TEST(MatmulBf16, ModelShapesMatchReference) {
       {4, 64, 32, 128, false, true, false, true, false, true},       // batch against a broadcast weight
       {4, 128, 32, 64, true, false, true, false, true, false},       // broadcast A, transposed
       {3, 7, 13, 5, true, true, false, false, true, true},           // ragged, both transposed
+      {1, 768, 512, 128, false, true, false, false, false, true, true},  // fc with its ReLU fused
   };
   for (const Case& c : cases) {
     Gemm g;
     g.batch = c.batch, g.M = c.M, g.N = c.N, g.K = c.K;
     g.trans_a = c.ta, g.trans_b = c.tb, g.broadcast_a = c.ba, g.broadcast_b = c.bb, g.accumulate = c.acc;
+    g.relu = c.relu;
     expect_bf16_matches_reference(g, c.bias);
   }
 }
@@ -215,10 +215,10 @@ TEST(MatmulBf16, ModelShapesMatchReference) {
 TEST(MatmulBf16, EveryLayoutOnRaggedShapes) {
   const int64_t shapes[][4] = {{1, 1, 1, 1}, {3, 7, 13, 5}, {2, 33, 1, 65}};
   for (auto& s : shapes)
-    for (int layout = 0; layout < 32; ++layout) {
+    for (int layout = 0; layout < 64; ++layout) {
       Gemm g;
       g.batch = s[0], g.M = s[1], g.N = s[2], g.K = s[3];
-      g.trans_a = layout & 1, g.trans_b = layout & 2, g.accumulate = layout & 4;
+      g.trans_a = layout & 1, g.trans_b = layout & 2, g.accumulate = layout & 4, g.relu = layout & 32;
       g.broadcast_a = (layout & 24) == 8, g.broadcast_b = (layout & 24) == 16;
       expect_bf16_matches_reference(g, layout & 16 && !(layout & 8));
     }

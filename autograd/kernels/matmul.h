@@ -1,5 +1,5 @@
 #pragma once
-// C[b] (M, N) = op(A[b]) (M, K) @ op(B[b]) (K, N) [+ bias (N)] [+ C[b]], for b < batch.
+// C[b] (M, N) = [relu](op(A[b]) (M, K) @ op(B[b]) (K, N) [+ bias (N)] [+ C[b]]), for b < batch.
 // op(X) is X or, with trans_x, X stored transposed: A as (K, M), B as (N, K).
 // A broadcast operand has no batch dimension: the same matrix serves every b.
 #include <cstdint>
@@ -11,6 +11,7 @@ struct Gemm {
   bool trans_a = false, trans_b = false;
   bool broadcast_a = false, broadcast_b = false;
   bool accumulate = false;  // C += ... instead of C = ...
+  bool relu = false;        // max(0, .) of the result, the last step (a fused activation)
 };
 
 // bfloat16: the top 16 bits of a float (8-bit exponent, 7-bit mantissa). A distinct

@@ -23,7 +23,7 @@ using Dims = memory::dims;
 struct Key {
   int64_t batch, M, N, K;
   int threads;  // oneDNN plans a primitive for the threads it may use
-  bool trans_a, trans_b, broadcast_a, broadcast_b, accumulate, bias, bf16;
+  bool trans_a, trans_b, broadcast_a, broadcast_b, accumulate, relu, bias, bf16;
   bool operator==(const Key&) const = default;
 };
 struct KeyHash {
@@ -31,7 +31,7 @@ struct KeyHash {
     size_t h = 1469598103934665603ULL;
     for (int64_t v : {k.batch, k.M, k.N, k.K, int64_t(k.threads)}) h = (h ^ size_t(v)) * 1099511628211ULL;
     const int flags = k.trans_a | k.trans_b << 1 | k.broadcast_a << 2 | k.broadcast_b << 3 |
-                      k.accumulate << 4 | k.bias << 5 | k.bf16 << 6;
+                      k.accumulate << 4 | k.bias << 5 | k.bf16 << 6 | k.relu << 7;
     return (h ^ size_t(flags)) * 1099511628211ULL;
   }
 };
@@ -70,12 +70,13 @@ Entry make_entry(Context& ctx, const Key& k) {
   const auto b_md = operand(k.broadcast_b ? 1 : k.batch, k.K, k.N, k.trans_b, in);
   const auto c_md = operand(k.batch, k.M, k.N, false);
   const auto bias_md = memory::desc({1, 1, k.N}, memory::data_type::f32, Dims{k.N, k.N, 1});
+  // Post-ops run in order on the product plus bias: the sum adds C's old values, then
+  // the ReLU applies to all of it.
+  dnnl::post_ops ops;
+  if (k.accumulate) ops.append_sum(1.0f);
+  if (k.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   dnnl::primitive_attr attr;
-  if (k.accumulate) {
-    dnnl::post_ops ops;
-    ops.append_sum(1.0f);
-    attr.set_post_ops(ops);
-  }
+  attr.set_post_ops(ops);
   const auto desc = k.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                            : dnnl::matmul::desc(a_md, b_md, c_md);
   Entry e{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine)),
@@ -107,11 +108,13 @@ void run(const Gemm& g0, bool bf16, const void* A, const void* B, float* C, cons
     if (bias)
       for (int64_t i = 0; i < g.batch * g.M; ++i)
         for (int64_t j = 0; j < g.N; ++j) C[i * g.N + j] += bias[j];
+    if (g.relu)
+      for (int64_t i = 0; i < g.batch * g.M * g.N; ++i) C[i] = C[i] > 0.0f ? C[i] : 0.0f;
     return;
   }
   const Key key{g.batch,     g.M,           g.N,           g.K,           num_threads(),
                 g.trans_a,   g.trans_b,     g.broadcast_a, g.broadcast_b, g.accumulate,
-                bias != nullptr, bf16};
+                g.relu,      bias != nullptr, bf16};
   Context& ctx = context();
   auto it = ctx.cache.find(key);
   if (it == ctx.cache.end()) it = ctx.cache.emplace(key, make_entry(ctx, key)).first;

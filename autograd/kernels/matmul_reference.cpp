@@ -16,7 +16,8 @@ void matmul_reference(const Gemm& g, const float* A, const float* B, float* C, c
           const float bkj = g.trans_b ? w[j * K + k] : w[k * N + j];
           acc += double(aik) * double(bkj);
         }
-        c[i * N + j] = float(g.accumulate ? c[i * N + j] + acc : acc);
+        if (g.accumulate) acc += c[i * N + j];
+        c[i * N + j] = float(g.relu && acc < 0.0 ? 0.0 : acc);
       }
   }
 }
