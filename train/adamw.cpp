@@ -31,13 +31,17 @@ void AdamW::step(float lr) {
   const float correction2 = 1.0f - std::pow(b2, float(t_));
   const float step_size = lr / correction1;
   const float inv_sqrt_c2 = 1.0f / std::sqrt(correction2);
+  // One parallel region for all segments: each thread takes its share of every one,
+  // with no barrier between them (a region per segment paid a fork and a join 13 times
+  // for config S's 0.8M parameters). Elementwise, so the result is the same.
+#pragma omp parallel if (int64_t(m_.size()) >= kParallelGrain)
   for (const Segment& s : segments_) {
     const int64_t n = s.numel;
     float* p = s.data;
     const float* g = s.grad;
     float *m = m_.data() + s.offset, *v = v_.data() + s.offset;
     const float decay = s.decay ? 1.0f - lr * config_.weight_decay : 1.0f;
-#pragma omp parallel for simd if (n >= kParallelGrain)
+#pragma omp for simd schedule(static) nowait
     for (int64_t i = 0; i < n; ++i) {
       m[i] = b1 * m[i] + (1.0f - b1) * g[i];
       v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
