@@ -2,8 +2,9 @@
 // suite checks that none is missing), with its broadcasting, axes and transposed
 // operands as variants. Shapes are small and odd-sized, so that no two dims match by
 // accident. tests/test_gradcheck.cpp runs every one; `folio gradcheck --op` too.
-#include <algorithm>
+#include <cmath>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,9 +36,7 @@ Tensor spaced(int64_t n, float lo, float step) {
 
 // A leaf holding `v`, row-major.
 Tensor values(const Shape& shape, std::initializer_list<float> v) {
-  Tensor x = leaf(shape, 1);
-  std::copy(v.begin(), v.end(), x.data());
-  return x;
+  return Tensor::from(shape, std::span(v.begin(), v.size())).set_requires_grad();
 }
 
 std::string trans_label(bool ta, bool tb) {  // " a^T b^T"
@@ -128,14 +127,20 @@ void add_products(std::vector<GradcheckCase>& cases) {
                      [] { return V{leaf({2, 3, 4}, 1), leaf({5, 4}, 2), leaf({5}, 3)}; }));
   cases.push_back(op("linear", "without bias", [](const V& v) { return linear(v[0], v[1]); },
                      [] { return V{leaf({3, 4}, 1), leaf({2, 4}, 2)}; }));
-  // Pre-activations kept away from the ReLU's kink: the bias (-1.5, -0.5, 0.5, 1.5)
-  // outweighs x w^T (small weights), so two outputs pass and two are cut everywhere.
-  cases.push_back(op("linear_relu", "with bias", [](const V& v) { return linear_relu(v[0], v[1], v[2]); },
-                     [] { return V{leaf({2, 3, 5}, 1), leaf({4, 5}, 2, 0.1f), spaced(4, -1.5f, 1.0f)}; }));
+  // Central differences are wrong across the ReLU's kink: every pre-activation is kept
+  // clear of 0 (checked, as a changed Rng would draw others), of both signs.
+  cases.push_back(op("linear_relu", "with bias", [](const V& v) { return linear_relu(v[0], v[1], v[2]); }, [] {
+    V v{leaf({2, 3, 5}, 1), leaf({4, 5}, 2, 0.1f), spaced(4, -1.5f, 1.0f)};
+    NoGradGuard no_grad;
+    for (float z : linear(v[0], v[1], v[2]).to_vector())
+      if (std::abs(z) < 0.05f) fail("gradcheck", "linear_relu's pre-activation ", z, " is too near the kink");
+    return v;
+  }));
   // Without one: rows of x of one sign each against weight rows of one sign each, so
-  // every pre-activation is at least 0.3 from 0, of either sign.
+  // every pre-activation is at least 0.46 from 0.
   cases.push_back(op("linear_relu", "without bias", [](const V& v) { return linear_relu(v[0], v[1]); }, [] {
-    return V{values({3, 2}, {0.5f, 1.0f, -0.6f, -0.3f, 0.9f, 0.4f}), values({2, 2}, {0.7f, 0.2f, -0.5f, -0.8f})};
+    return V{values({4, 2}, {0.5f, 1.0f, -0.6f, -0.3f, 0.9f, 0.4f, -0.4f, -0.9f}),
+             values({3, 2}, {0.7f, 0.2f, -0.5f, -0.8f, 0.6f, 0.9f})};
   }));
 }
 

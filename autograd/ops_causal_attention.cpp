@@ -29,7 +29,7 @@ namespace {
 // A register of 16 floats (GCC/Clang vector extension: one zmm with AVX-512, two ymm
 // with AVX2); slices are padded to multiples of it, so no loop has a scalar tail.
 using vec = float __attribute__((vector_size(64)));
-constexpr int64_t W = 16, R = 8;  // tile: R rows by W columns
+constexpr int64_t W = 16, R = 8;  // tile: R rows by W (or 2 W) columns
 
 inline vec load(const float* p) {
   vec v;
@@ -64,7 +64,7 @@ void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
     }
 }
 
-// Two vectors per row with AVX-512's 32 registers (16 accumulators would spill AVX2's 16).
+// Two vectors per row with AVX-512's 32 registers (with AVX2 a vec is two of its 16).
 #ifdef __AVX512F__
 constexpr int kWide = 2;
 #else

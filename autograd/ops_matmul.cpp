@@ -198,9 +198,8 @@ void add_column_sums(float* gb, const float* d, int64_t rows, int64_t N) {
     for (int64_t j = 0; j < N; ++j) gb[j] += d[r * N + j];
 }
 
-// out = x w^T + bias, and with `relu` max(0, out) as the product's last step (a oneDNN
-// post-op: no pass of its own, and no pre-activation tensor to keep, since out > 0
-// tells where the gradient passes).
+// out = x w^T + bias, with `relu` then max(0, out). The backward reads only out: out > 0
+// is where the ReLU passed its input, so the pre-activation is never kept.
 Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias, Precision precision,
                  bool relu) {
   if (x.ndim() < 1 || w.ndim() != 2 || x.shape().last() != w.size(1))
@@ -218,7 +217,7 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
   Tensor out = Tensor::empty(out_shape);
   matmul_forward(precision, g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
   if (!needs_grad({&x, &w, &bias})) return out;
-  g.relu = false;  // the backward's products are plain
+  g.relu = false;  // the forward's plan, as the backward sees it: the plain product
   if (!relu) {
     record(out, op, {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g, precision](const Tensor& grad,
                                                                                       const InputGrads& in) {
@@ -233,11 +232,8 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
     // The product's gradient: grad where the output is positive (where the ReLU passed
     // its input), else 0.
     Tensor dz = Tensor::empty(sy.shape());
-    const float *y = sy.data(), *d = grad.data();
     float* z = dz.data();
-    const int64_t n = sy.numel();
-#pragma omp parallel for simd if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) z[i] = y[i] > 0.0f ? d[i] : 0.0f;
+    flat_map(z, true, sy.numel(), [](float d, float y) { return y > 0.0f ? d : 0.0f; }, grad.data(), sy.data());
     matmul_backward(precision, g, sx.data(), sw.data(), z, in);
     in.write(2, [&](float* gb) { add_column_sums(gb, z, g.M, g.N); });
   }, {&x, &w, &sy});

@@ -17,7 +17,7 @@ void matmul_reference(const Gemm& g, const float* A, const float* B, float* C, c
           acc += double(aik) * double(bkj);
         }
         if (g.accumulate) acc += c[i * N + j];
-        c[i * N + j] = float(g.relu && acc < 0.0 ? 0.0 : acc);
+        c[i * N + j] = float(!g.relu || acc > 0.0 ? acc : 0.0);  // NaN to 0, as the kernels
       }
   }
 }
