@@ -69,6 +69,31 @@ TEST(AdamW, StepBetweenForwardAndBackwardIsAnError) {
   }
 }
 
+// AdamW's one parallel region gives every thread its share of every segment: the
+// update is the same on one thread and two, on segments above the threading grain
+// (with and without decay) and one below it.
+TEST(AdamW, SameStepOnOneThreadAndTwo) {
+  auto weights_after = [](int threads) {
+    set_num_threads(threads);
+    Rng r(7);
+    nn::NamedParameters params{{"w", Tensor::randn({160, 129}, r).set_requires_grad()},
+                               {"b", Tensor::randn({30001}, r).set_requires_grad()},
+                               {"g", Tensor::randn({7}, r).set_requires_grad()}};
+    AdamW opt(params, {});
+    for (int step = 0; step < 3; ++step) {
+      for (auto& [name, p] : params)
+        for (int64_t i = 0; i < p.numel(); ++i) p.grad_data()[i] = r.normal();
+      opt.step(0.01f);
+    }
+    set_num_threads(0);
+    std::vector<float> all;
+    for (auto& [name, p] : params) all.insert(all.end(), p.data(), p.data() + p.numel());
+    return all;
+  };
+  static_assert(160 * 129 > kParallelGrain && 30001 > kParallelGrain);
+  EXPECT_EQ(weights_after(1), weights_after(2));
+}
+
 TEST(AdamW, ClipGradNorm) {
   Tensor a = Tensor::zeros({2}).set_requires_grad(), b = Tensor::zeros({1}).set_requires_grad();
   a.grad_data()[0] = 3.0f, a.grad_data()[1] = 0.0f, b.grad_data()[0] = 4.0f;  // norm 5
