@@ -218,24 +218,20 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
   matmul_forward(precision, g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
   if (!needs_grad({&x, &w, &bias})) return out;
   g.relu = false;  // the forward's plan, as the backward sees it: the plain product
-  if (!relu) {
-    record(out, op, {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), g, precision](const Tensor& grad,
-                                                                                      const InputGrads& in) {
-      matmul_backward(precision, g, sx.data(), sw.data(), grad.data(), in);
-      in.write(2, [&](float* gb) { add_column_sums(gb, grad.data(), g.M, g.N); });
-    }, {&x, &w});
-    return out;
-  }
-  const Tensor sy = out.detach();
+  const Tensor sy = relu ? out.detach() : Tensor();  // the output, read by the ReLU's backward
   record(out, op, {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), sy, g, precision](const Tensor& grad,
                                                                                         const InputGrads& in) {
-    // The product's gradient: grad where the output is positive (where the ReLU passed
-    // its input), else 0.
-    Tensor dz = Tensor::empty(sy.shape());
-    float* z = dz.data();
-    flat_map(z, true, sy.numel(), [](float d, float y) { return y > 0.0f ? d : 0.0f; }, grad.data(), sy.data());
-    matmul_backward(precision, g, sx.data(), sw.data(), z, in);
-    in.write(2, [&](float* gb) { add_column_sums(gb, z, g.M, g.N); });
+    // The product's gradient: grad, or with the ReLU, grad where the output is positive
+    // (where the ReLU passed its input) and 0 elsewhere.
+    const float* d = grad.data();
+    Tensor masked;
+    if (sy.defined()) {
+      masked = Tensor::empty(sy.shape());
+      flat_map(masked.data(), true, sy.numel(), [](float gi, float y) { return y > 0.0f ? gi : 0.0f; }, d, sy.data());
+      d = masked.data();
+    }
+    matmul_backward(precision, g, sx.data(), sw.data(), d, in);
+    in.write(2, [&](float* gb) { add_column_sums(gb, d, g.M, g.N); });
   }, {&x, &w, &sy});
   return out;
 }

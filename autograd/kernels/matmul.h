@@ -22,6 +22,10 @@ enum class bf16 : uint16_t {};
 void matmul(const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr);
 // The same product from bf16 operands, accumulated and written in fp32 (bias fp32).
 void matmul(const Gemm& g, const bf16* A, const bf16* B, float* C, const float* bias = nullptr);
+// Gemm::relu on a plain loop's result: max(0, c), NaN to 0 as oneDNN's eltwise_relu.
+inline void relu_in_place(float* c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) c[i] = c[i] > 0.0f ? c[i] : 0.0f;
+}
 // M = 1 (one token at a time, in generation): vectorised loops, no oneDNN call.
 // matmul() takes this path by itself.
 void matmul_row(const Gemm& g, const float* A, const float* B, float* C, const float* bias = nullptr);

@@ -108,8 +108,7 @@ void run(const Gemm& g0, bool bf16, const void* A, const void* B, float* C, cons
     if (bias)
       for (int64_t i = 0; i < g.batch * g.M; ++i)
         for (int64_t j = 0; j < g.N; ++j) C[i * g.N + j] += bias[j];
-    if (g.relu)
-      for (int64_t i = 0; i < g.batch * g.M * g.N; ++i) C[i] = C[i] > 0.0f ? C[i] : 0.0f;
+    if (g.relu) relu_in_place(C, g.batch * g.M * g.N);
     return;
   }
   const Key key{g.batch,     g.M,           g.N,           g.K,           num_threads(),

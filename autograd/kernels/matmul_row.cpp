@@ -47,8 +47,7 @@ void matmul_row(const Gemm& g, const float* A, const float* B, float* C, const f
         for (int64_t n = 0; n < N; ++n) c[n] += ak * wk[n];
       }
     }
-    if (g.relu)
-      for (int64_t n = 0; n < N; ++n) c[n] = c[n] > 0.0f ? c[n] : 0.0f;
+    if (g.relu) relu_in_place(c, N);
   }
 }
 
