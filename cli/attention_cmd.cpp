@@ -11,7 +11,7 @@ namespace {
 
 void declare(po::options_description& opts) {
   add_checkpoint(opts);
-  opts.add_options()("prompt", po::value<std::string>()->required(), "text to look at (at most block_size characters)")
+  opts.add_options()("prompt", po::value<std::string>()->required(), "text to look at (at most block_size tokens)")
       ("layer", with_default<int64_t>(-1), "the layer to show (-1: every layer)")
       ("head", with_default<int64_t>(-1), "the head to show (-1: every head)")
       ("format", with_default<std::string>("table"), "table (text, 3 decimals) or svg (heatmaps, layers x heads)")
@@ -35,9 +35,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
   ck->model->eval();
   const nn::GPTConfig& c = ck->model->config();
   const int64_t layer = choice(vm, "layer", c.n_layer), head = choice(vm, "head", c.n_head);
-  const std::vector<int32_t> ids = ck->vocab.encode(vm["prompt"].as<std::string>());
+  const std::vector<int32_t> ids = ck->tokenizer->encode(vm["prompt"].as<std::string>());
   if (ids.empty() || int64_t(ids.size()) > c.block_size)
-    throw UsageError(cat("--prompt has ", ids.size(), " characters; this model reads 1 to block_size = ", c.block_size));
+    throw UsageError(cat("--prompt has ", ids.size(), " tokens; this model reads 1 to block_size = ", c.block_size));
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   return [=] {
     NoGradGuard no_grad;
@@ -45,7 +45,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     std::vector<Tensor> attention;  // per layer (1, n_head, T, T)
     ck->model->forward(ids, 1, T, {}, &attention);
     std::vector<std::string> labels;
-    for (int32_t id : ids) labels.push_back(ck->vocab.decode(std::span(&id, 1)));
+    for (int32_t id : ids) labels.push_back(visible_token(ck->tokenizer->token_bytes(id)));
     std::vector<viz::AttentionMap> maps;
     for (int64_t l = 0; l < c.n_layer; ++l)
       for (int64_t h = 0; h < c.n_head; ++h) {
@@ -72,7 +72,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
 const Command kAttention = {"attention", "show what a model attends to, as tables or an SVG grid",
                             "Runs the model on --prompt and shows the causal attention weights of its\n"
                             "forward pass (after the softmax, as used; no dropout): rows are queries, columns\n"
-                            "keys, labelled with the prompt's characters (\\n: newline, \xE2\x90\xA3: space).",
+                            "keys, labelled with the prompt's tokens (\\n: newline, \xE2\x90\xA3: space, <0xNN>: a byte\n"
+                            "that is part of a character).",
                             declare, prepare};
 
 }  // namespace folio::cli

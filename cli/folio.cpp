@@ -1,4 +1,4 @@
-// folio: train character-level GPTs on a CPU and generate text from them.
+// folio: train small GPTs on a CPU (characters or subwords) and generate text from them.
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -88,11 +88,11 @@ void check_dtype(Precision p) {
 
 namespace {
 
-constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kAttention, &kPlot, &kGradcheck};
+constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck};
 
 void print_usage() {
   std::printf("usage: folio <command> [options]\n\n"
-              "Train small character-level GPT models on a CPU and generate text from them.\n\ncommands:\n");
+              "Train small GPT models on a CPU, on characters or subwords, and generate text from them.\n\ncommands:\n");
   for (const Command* c : kCommands) std::printf("  %-10s %s\n", c->name, c->summary);
   std::printf("\nRun 'folio <command> --help' for the options of a command, 'folio --version'\n"
               "for the version.\n");

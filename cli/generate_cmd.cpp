@@ -14,19 +14,19 @@ void declare(po::options_description& opts) {
   add_checkpoint(opts);
   opts.add_options()("prompt", with_default<std::string>("\n"), "text to continue")
       ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
-      ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "characters to generate per sample")
+      ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "tokens to generate per sample")
       ("num-samples", with_default<int64_t>(1), "independent samples")
       ("temperature", with_default<float>(0.8f), "softmax temperature (> 0)")
-      ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely characters (0: all)")
+      ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely tokens (0: all)")
       ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
       ("seed", with_default<std::string>("1337"), "sampling seed")
-      ("greedy", po::bool_switch(), "always the most likely character (no sampling; --temperature, --top-k, --top-p unused)")
+      ("greedy", po::bool_switch(), "always the most likely token (no sampling; --temperature, --top-k, --top-p unused)")
       ("context-shift", with_default<int64_t>(0),
-       "once the context holds block_size characters, drop this many of the oldest at once and recompute the "
-       "rest (0: block_size/2; 1: slide by one, the model always sees block_size characters but recomputes them "
+       "once the context holds block_size tokens, drop this many of the oldest at once and recompute the "
+       "rest (0: block_size/2; 1: slide by one, the model always sees block_size tokens but recomputes them "
        "for every new one). Models trained with --pos rope roll the cache by one instead and never recompute")
       ("no-kv-cache", po::bool_switch(),
-       "recompute the whole context for every character (slower; the same text, except with --pos rope models, "
+       "recompute the whole context for every token (slower; the same text, except with --pos rope models, "
        "whose rolling cache remembers more than a recompute sees)");
   add_dtype(opts);
   add_threads(opts);
@@ -53,18 +53,22 @@ std::function<int()> prepare(const po::variables_map& vm) {
   auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
   ck->model->eval();
   ck->model->set_precision(dtype);
-  std::vector<int32_t> prompt = ck->vocab.encode(text);
+  std::vector<int32_t> prompt = ck->tokenizer->encode(text);
   return [=] {
     Rng rng(seed);
     for (int64_t s = 0; s < samples; ++s) {
       if (s) std::fputs("\n---------------\n", stdout);
-      const std::string shown = ck->vocab.decode(prompt);  // the prompt, then its continuation
-      std::fwrite(shown.data(), 1, shown.size(), stdout);
+      // The prompt as given, then its continuation, printed a whole character at a time:
+      // a token may carry part of one (a byte-fallback piece).
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      TokenStream stream(*ck->tokenizer);
       generate(*ck->model, prompt, so, rng, [&](int32_t id) {
-        const std::string piece = ck->vocab.decode(std::span(&id, 1));
+        const std::string piece = stream.push(id);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
       });
+      const std::string rest = stream.finish();
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
     }
     std::fputc('\n', stdout);
     return 0;

@@ -25,7 +25,14 @@ struct Option {
   OnResume on_resume;
   std::function<void(po::options_description&, TrainOptions& defaults)> declare;
   std::function<void(const po::variable_value&, TrainOptions& o)> apply;  // may throw UsageError
+  bool from_init = false;  // comes from the --init-from checkpoint: giving it too is an error
 };
+
+// An option a run started --init-from a checkpoint takes from that checkpoint.
+Option from_checkpoint(Option o) {
+  o.from_init = true;
+  return o;
+}
 
 // A value check: nothing, > 0, or >= 0.
 enum class Check { any, positive, non_negative };
@@ -88,27 +95,35 @@ const std::vector<Option>& options() {
       field("config", always, AT(train.recipe),
             "read options from this file (INI style: 'n-layer = 6'); the command line overrides it"),
       field("data", override, AT(train.data), "training text (UTF-8)"),
+      from_checkpoint(field("tokenizer", fixed, AT(train.tokenizer),
+                            "char (one token per character of the text), bpe or unigram (SentencePiece "
+                            "subwords, trained on the training split), or a SentencePiece .model file")),
+      from_checkpoint(field("vocab-size", fixed, AT(train.vocab_size),
+                            "pieces of a bpe or unigram tokenizer (0: 1024)", Check::non_negative)),
+      field("init-from", fixed, AT(train.init_from),
+            "start from this checkpoint's weights, tokenizer and model options (fine-tuning on --data; "
+            "fresh optimizer and schedule; only --dropout may change)"),
       field("out", always, AT(out_dir), "output directory"),
       flag_switch("resume", always, AT(resume), true, "continue the run saved in --out"),
-      field("n-layer", fixed, AT(model.n_layer), "transformer blocks", Check::positive),
-      field("n-head", fixed, AT(model.n_head), "attention heads per block", Check::positive),
-      field("n-embd", fixed, AT(model.n_embd), "embedding width (divisible by --n-head)", Check::positive),
-      field("block-size", fixed, AT(model.block_size), "context length in characters", Check::positive),
+      from_checkpoint(field("n-layer", fixed, AT(model.n_layer), "transformer blocks", Check::positive)),
+      from_checkpoint(field("n-head", fixed, AT(model.n_head), "attention heads per block", Check::positive)),
+      from_checkpoint(field("n-embd", fixed, AT(model.n_embd), "embedding width (divisible by --n-head)", Check::positive)),
+      from_checkpoint(field("block-size", fixed, AT(model.block_size), "context length in tokens", Check::positive)),
       field("dropout", fixed, AT(model.dropout), "dropout probability in [0, 1)"),
-      flag_switch("no-bias", fixed, AT(model.bias), false, "no bias in the Linear layers"),
-      choice("activation", fixed, AT(model.activation), nn::parse_activation,
+      from_checkpoint(flag_switch("no-bias", fixed, AT(model.bias), false, "no bias in the Linear layers")),
+      from_checkpoint(choice("activation", fixed, AT(model.activation), nn::parse_activation,
              [](nn::Activation a) { return nn::to_string(a); }, "relu, gelu or relu2",
-             "feed-forward activation: relu, gelu or relu2 (relu squared)"),
+             "feed-forward activation: relu, gelu or relu2 (relu squared)")),
       // The model options of README's "Model options": each is part of the model.
-      choice("pos", fixed, AT(model.pos), nn::parse_positions, [](nn::Positions p) { return nn::to_string(p); },
+      from_checkpoint(choice("pos", fixed, AT(model.pos), nn::parse_positions, [](nn::Positions p) { return nn::to_string(p); },
              "learned or rope",
              "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; "
-             "needs an even n_embd / n_head)"),
-      flag_switch("qk-norm", fixed, AT(model.qk_norm), true,
-                  "RMS-normalise each head's queries and keys (no weight) before the scores"),
-      flag_switch("zero-init-proj", fixed, AT(model.zero_init_proj), true,
-                  "start the attention and feed-forward output projections at zero"),
-      parsed(
+             "needs an even n_embd / n_head)")),
+      from_checkpoint(flag_switch("qk-norm", fixed, AT(model.qk_norm), true,
+                  "RMS-normalise each head's queries and keys (no weight) before the scores")),
+      from_checkpoint(flag_switch("zero-init-proj", fixed, AT(model.zero_init_proj), true,
+                  "start the attention and feed-forward output projections at zero")),
+      from_checkpoint(parsed(
           "logit-softcap", fixed, AT(model.logit_softcap),
           [](const std::string& s) {
             float v = 0;
@@ -117,9 +132,9 @@ const std::vector<Option>& options() {
               throw UsageError(cat("--logit-softcap must be a number >= 0 (0: off), got '", s, "'"));
             return v;
           },
-          [](float c) { return shown(c); }, "cap the logits smoothly: C * tanh(logits / C) (0: off)"),
-      flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
-                  "the output layer uses the token embedding matrix as its weight"),
+          [](float c) { return shown(c); }, "cap the logits smoothly: C * tanh(logits / C) (0: off)")),
+      from_checkpoint(flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
+                  "the output layer uses the token embedding matrix as its weight")),
       field("batch-size", override, AT(train.batch_size), "sequences per step", Check::positive),
       field("max-iters", override, AT(train.max_iters),
             "training steps (0: no step limit, for a run on --max-time; --max-time without --max-iters means 0)",
@@ -210,6 +225,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (!o.resume && given("max-time") && !given("max-iters") && o.train.max_time > 0) o.train.max_iters = 0;
   if (o.train.max_iters == 0 && o.train.max_time == 0)
     throw UsageError("--max-iters 0 (no step limit) needs a time budget: --max-time SECONDS");
+  if (!o.train.init_from.empty() && !o.resume) {
+    for (const Option& opt : options())
+      if (opt.from_init && given(opt.flag))
+        throw UsageError(cat("--", opt.flag, " comes from the --init-from checkpoint ", o.train.init_from,
+                             " (of the model's options, only --dropout may change)"));
+    o.dropout_given = given("dropout");
+  }
   o.model.seed = o.train.seed;
   o.model.validate();
   o.train.validate();

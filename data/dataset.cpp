@@ -12,30 +12,33 @@
 #include <memory>
 
 #include "autograd/error.h"
+#include "data/vocab.h"
 
 namespace folio {
 namespace {
 
+std::string limit_text(int64_t max_bytes) {
+  return max_bytes == kMaxTextFileBytes ? cat(max_bytes, " (1 GiB) for a text file") : cat(max_bytes, " bytes");
+}
+
 // Refuses what read_file must not read, from the file's stat.
-void check_readable(const std::string& path, const struct stat& st) {
+void check_readable(const std::string& path, const struct stat& st, int64_t max_bytes) {
   if (!S_ISREG(st.st_mode)) {
     const mode_t m = st.st_mode;
     const char* kind = S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
                        : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a special file";
     fail("data", path, ": is ", kind, ", not a regular file");
   }
-  if (st.st_size > kMaxTextFileBytes)
-    fail("data", path, ": ", st.st_size, " bytes, more than the limit of ", kMaxTextFileBytes,
-         " (1 GiB) for a text file");
+  if (st.st_size > max_bytes) fail("data", path, ": ", st.st_size, " bytes, more than the limit of ", limit_text(max_bytes));
 }
 
 }  // namespace
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, int64_t max_bytes) {
   // The type and size come first, from stat: only a regular file is opened at all.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
-  check_readable(path, st);
+  check_readable(path, st, max_bytes);
   // Should the path have become a FIFO since, O_NONBLOCK keeps open from waiting and
   // fstat refuses it. stdio then reads (errno survives, unlike with ifstream).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -47,7 +50,7 @@ std::string read_file(const std::string& path) {
     fail("data", path, ": cannot open (", std::strerror(err), ")");
   }
   if (::fstat(fd, &st) != 0) fail("data", path, ": cannot stat (", std::strerror(errno), ")");
-  check_readable(path, st);
+  check_readable(path, st, max_bytes);
 
   std::string bytes;
   bytes.reserve(size_t(st.st_size));
@@ -56,8 +59,8 @@ std::string read_file(const std::string& path) {
   char chunk[1 << 16];
   size_t got;
   while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) {
-    if (int64_t(bytes.size() + got) > kMaxTextFileBytes)
-      fail("data", path, ": grew past the limit of ", kMaxTextFileBytes, " bytes (1 GiB) for a text file while read");
+    if (int64_t(bytes.size() + got) > max_bytes)
+      fail("data", path, ": grew past the limit of ", limit_text(max_bytes), " while read");
     bytes.append(chunk, got);
   }
   if (std::ferror(f.get())) fail("data", path, ": read error (", std::strerror(errno), ")");
@@ -93,12 +96,58 @@ void sample_batch(std::span<const int32_t> tokens, int64_t B, int64_t T, Rng& rn
   }
 }
 
-Corpus Corpus::load(const std::string& path, double train_fraction) {
-  const std::string bytes = read_file(path);
-  const std::vector<char32_t> text = decode_utf8(bytes, path);
-  Vocab vocab = Vocab::from_text(text);
-  const std::vector<int32_t> tokens = vocab.encode(text);
-  return Corpus{std::move(vocab), split_tokens(tokens, train_fraction), path};
+namespace {
+
+// A file's text and where val starts: at character floor(characters * train_fraction),
+// so that a char corpus splits exactly where its tokens would.
+struct SplitText {
+  std::string bytes;
+  size_t val_at = 0;      // the byte where val starts
+  int64_t val_chars = 0;  // characters from there on
+};
+
+SplitText read_and_split(const std::string& path, double train_fraction) {
+  if (!(train_fraction > 0.0 && train_fraction <= 1.0))
+    fail("data", "train fraction must be in (0, 1], got ", train_fraction);
+  std::string bytes = read_file(path);
+  const size_t characters = decode_utf8(bytes, path).size();  // also checks the UTF-8
+  const size_t train_chars = size_t(std::floor(double(characters) * train_fraction));
+  size_t to_skip = train_chars, at = 0;
+  for (; at < bytes.size(); ++at)  // the first byte of character number train_chars
+    if ((static_cast<unsigned char>(bytes[at]) & 0xC0) != 0x80 && to_skip-- == 0) break;
+  return {std::move(bytes), at, int64_t(characters - train_chars)};
+}
+
+Corpus encode_corpus(const std::string& path, const SplitText& text, std::shared_ptr<const Tokenizer> tokenizer) {
+  const std::string_view all = text.bytes;
+  const size_t val_at = text.val_at;
+  Corpus c;
+  c.path = path;
+  c.train_bytes = int64_t(val_at);
+  c.val_bytes = int64_t(all.size() - val_at);
+  c.val_chars = text.val_chars;
+  try {
+    c.split.train = tokenizer->encode(all.substr(0, val_at));
+    c.split.val = tokenizer->encode(all.substr(val_at));
+  } catch (const Error& e) {
+    fail("data", path, ": ", e.what());
+  }
+  c.tokenizer = std::move(tokenizer);
+  return c;
+}
+
+}  // namespace
+
+Corpus Corpus::load(const std::string& path, double train_fraction, const TokenizerSpec& spec) {
+  const SplitText text = read_and_split(path, train_fraction);
+  const std::string_view all = text.bytes;
+  std::shared_ptr<const Tokenizer> tokenizer =
+      make_tokenizer(spec, all.substr(0, text.val_at), all.substr(text.val_at));
+  return encode_corpus(path, text, std::move(tokenizer));
+}
+
+Corpus Corpus::load(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer) {
+  return encode_corpus(path, read_and_split(path, train_fraction), std::move(tokenizer));
 }
 
 std::string default_corpus_path() { return FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt"; }

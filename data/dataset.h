@@ -1,14 +1,16 @@
 #pragma once
-// From a text file to training batches: read, tokenize with a character Vocab,
-// split into train/val by position, and sample random (B, T) windows.
+// From a text file to training batches: read, split into train/val text by position,
+// tokenize (data/tokenizer.h), and sample random (B, T) windows.
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "autograd/rng.h"
-#include "data/vocab.h"
+#include "data/tokenizer.h"
 
 namespace folio {
 
@@ -21,9 +23,9 @@ constexpr int64_t kMaxTextFileBytes = int64_t(1) << 30;  // 1 GiB
 // be endless and opening a FIFO waits for a writer, so those are refused from their
 // type, before opening. Errors: "[data] <path>: cannot open (<strerror>)",
 // "[data] <path>: is a directory, not a regular file" (or a FIFO, a character
-// device...), "[data] <path>: N bytes, more than the limit of kMaxTextFileBytes (1 GiB)
-// for a text file", "[data] <path>: file is empty".
-std::string read_file(const std::string& path);
+// device...), "[data] <path>: N bytes, more than the limit of M bytes", "[data] <path>:
+// file is empty".
+std::string read_file(const std::string& path, int64_t max_bytes = kMaxTextFileBytes);
 
 struct Split {
   std::vector<int32_t> train, val;
@@ -47,13 +49,22 @@ void sample_batch(std::span<const int32_t> tokens, int64_t B, int64_t T, Rng& rn
 
 // A tokenized, split corpus, ready for the trainer.
 struct Corpus {
-  Vocab vocab;
+  std::shared_ptr<const Tokenizer> tokenizer;
   Split split;
+  int64_t train_bytes = 0, val_bytes = 0;  // UTF-8 bytes of each split's text (bits per byte)
+  int64_t val_chars = 0;                   // characters of the val text (bits per character)
   std::string path;
-  // Reads `path` (an empty file is an error), decodes UTF-8 (errors name the path and
-  // byte offset), builds the vocab from the WHOLE text (so val has no unknown
-  // characters), encodes and splits.
-  static Corpus load(const std::string& path, double train_fraction);
+  // Reads `path` (an empty file is an error), checks its UTF-8 (errors name the path
+  // and byte offset), splits the text at character floor(characters * train_fraction)
+  // and encodes each part with a tokenizer made from `spec` (trained on the training
+  // part only; a char vocabulary also takes val's characters, data/tokenizer.h).
+  static Corpus load(const std::string& path, double train_fraction, const TokenizerSpec& spec);
+  // The same, encoded with `tokenizer` (a checkpoint's): errors name the path.
+  static Corpus load(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer);
+  // Val tokens per byte (per character) of val text: loss per token * this / ln 2 is
+  // bits per byte (per character).
+  double val_tokens_per_byte() const { return double(split.val.size()) / double(std::max<int64_t>(val_bytes, 1)); }
+  double val_tokens_per_char() const { return double(split.val.size()) / double(std::max<int64_t>(val_chars, 1)); }
 };
 
 // The bundled corpus: FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt".

@@ -55,7 +55,7 @@ inline bool finite(const float* p, size_t n, bool non_negative = false) {
 inline void check_model(const ModelCheckpoint& ck) {
   require(ck.model && ck.step >= 0);
   const nn::GPTConfig& c = ck.model->config();
-  require(ck.vocab.size() == c.vocab_size);
+  require(ck.tokenizer && ck.tokenizer->vocab_size() == c.vocab_size);
   require(ck.model->num_parameters() == c.parameter_count());
   for (const auto& [name, p] : ck.model->named_parameters()) require(finite(p.data(), size_t(p.numel())));
   // What was read can be written back and read again to the same config.

@@ -82,15 +82,18 @@ std::string model_file(const std::string& path) {
   return path;
 }
 
-void save_model(const std::string& file, const nn::GPT& model, const Vocab& vocab, int64_t step) {
+void save_model(const std::string& file, const nn::GPT& model, const Tokenizer& tokenizer, int64_t step) {
+  if (tokenizer.vocab_size() != model.config().vocab_size)
+    fail("checkpoint", file, ": the tokenizer has ", tokenizer.vocab_size(), " tokens but the model's vocab_size is ",
+         model.config().vocab_size);
   std::vector<NamedTensor> tensors;
   for (const auto& [name, t] : model.named_parameters()) tensors.push_back({name, t});
-  save_safetensors(file, tensors,
-                   {{"format", "pt"},
+  Metadata metadata{{"format", "pt"},
                     {"folio_format", std::string(kFormat) + "-model"},
-                    {"config", to_json(model.config()).dump()},
-                    {"vocab", vocab.to_utf8()},
-                    {"step", std::to_string(step)}});
+                    {"config", to_json(model.config()).dump()}};
+  for (auto& entry : tokenizer.metadata()) metadata.push_back(std::move(entry));
+  metadata.push_back({"step", std::to_string(step)});
+  save_safetensors(file, tensors, metadata);
 }
 
 ModelCheckpoint load_model(const std::string& path) {
@@ -100,14 +103,10 @@ ModelCheckpoint load_model(const std::string& path) {
   const SafetensorsFile f = load_safetensors(where);
   check_format(f, where, "-model");
   const nn::GPTConfig config = model_config_from_json(parse_meta(f, "config", where), where);
-  try {
-    ck.vocab = Vocab::from_utf8(f.meta("vocab"));
-  } catch (const Error& e) {
-    fail("checkpoint", where, ": __metadata__.vocab: ", e.what());
-  }
-  if (ck.vocab.size() != config.vocab_size)
-    fail("checkpoint", where, ": __metadata__.vocab has ", ck.vocab.size(), " characters but config.vocab_size is ",
-         config.vocab_size);
+  ck.tokenizer = load_tokenizer(f.metadata, where);
+  if (ck.tokenizer->vocab_size() != config.vocab_size)
+    fail("checkpoint", where, ": the tokenizer (", ck.tokenizer->describe(), ") has ", ck.tokenizer->vocab_size(),
+         " tokens but config.vocab_size is ", config.vocab_size);
   const Json step = parse_meta(f, "step", where);
   if (!step.is_int() || step.as_int() < 0) fail("checkpoint", where, ": __metadata__.step: expected an integer >= 0");
   ck.step = step.as_int();

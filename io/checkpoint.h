@@ -1,7 +1,9 @@
 #pragma once
 // Checkpoints. A run directory holds
 //   model.safetensors  weights under their parameter names; __metadata__ has the
-//                      model config (JSON), the vocabulary (UTF-8) and the step.
+//                      model config (JSON), the tokenizer (data/tokenizer.h: a char
+//                      vocabulary as UTF-8 under "vocab", or "tokenizer": "spm" and its
+//                      model in "tokenizer_model") and the step.
 //                      A tied model (tie_weights) holds its one (V, C) matrix once, as
 //                      token_embedding.weight, and no lm_head.weight (lm_head.bias
 //                      stays); a rope model has no position_embedding.weight.
@@ -14,7 +16,7 @@
 #include <string>
 
 #include "autograd/error.h"
-#include "data/vocab.h"
+#include "data/tokenizer.h"
 #include "nn/transformer.h"
 #include "io/config_json.h"
 #include "train/optimizer.h"
@@ -24,7 +26,7 @@ namespace folio {
 
 struct ModelCheckpoint {
   std::unique_ptr<nn::GPT> model;
-  Vocab vocab;
+  std::shared_ptr<const Tokenizer> tokenizer;  // its vocab_size() is the model's
   int64_t step = 0;
   std::string path;  // the .safetensors file it came from
 };
@@ -32,7 +34,7 @@ struct ModelCheckpoint {
 // A run directory means DIR/model.safetensors; a file path is taken as is.
 std::string model_file(const std::string& path);
 
-void save_model(const std::string& file, const nn::GPT& model, const Vocab& vocab, int64_t step);
+void save_model(const std::string& file, const nn::GPT& model, const Tokenizer& tokenizer, int64_t step);
 ModelCheckpoint load_model(const std::string& path);
 
 struct TrainState {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "data/vocab.h"
+
 namespace folio {
 namespace {
 
@@ -143,7 +145,10 @@ Json to_json(const TrainConfig& c) {
                       {"max_time", c.max_time},
                       {"optimizer", to_string(c.optimizer)},
                       {"muon_lr", double(c.muon_lr)},
-                      {"muon_weight_decay", double(c.muon_weight_decay)}};
+                      {"muon_weight_decay", double(c.muon_weight_decay)},
+                      {"tokenizer", c.tokenizer},
+                      {"vocab_size", c.vocab_size},
+                      {"init_from", c.init_from}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -190,6 +195,13 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   if (j.find("muon_lr")) c.muon_lr = float(number_field(j, "muon_lr", 0.0, kMaxFloat, where));
   if (j.find("muon_weight_decay"))
     c.muon_weight_decay = float(number_field(j, "muon_weight_decay", 0.0, kMaxFloat, where));
+  // Optional: runs saved before tokenizers have none (characters, from scratch).
+  for (auto [key, text] : {std::pair{"tokenizer", &c.tokenizer}, std::pair{"init_from", &c.init_from}})
+    if (const Json* v = j.find(key)) {
+      if (!v->is_string()) config_fail(where, key, " must be a string, got ", clip_json(*v));
+      *text = v->as_string();
+    }
+  if (j.find("vocab_size")) c.vocab_size = int_field(j, "vocab_size", 0, kMaxVocab, where);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -205,14 +217,24 @@ void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
     Json parsed;
     try {
       parsed = Json::parse(j.dump());
-    } catch (const Error&) {  // the one free-text field is the corpus path
-      std::string shown;
-      for (const unsigned char c : train.data) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, c < 0x20 || c >= 0x7f ? "\\x%02x" : "%c", c);
-        shown += buf;
+    } catch (const Error&) {  // the free-text fields are paths
+      for (auto [flag, path] : {std::pair{"--data", &train.data}, std::pair{"--tokenizer", &train.tokenizer},
+                                std::pair{"--init-from", &train.init_from}, std::pair{"--config", &train.recipe}}) {
+        std::string shown;
+        bool bad = false;
+        for (const unsigned char c : *path) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, c < 0x20 || c >= 0x7f ? "\\x%02x" : "%c", c);
+          shown += buf;
+          bad |= c >= 0x80;
+        }
+        try {
+          if (bad) decode_utf8(*path, flag);
+        } catch (const Error&) {
+          fail("config", flag, " ", shown, ": the path is not valid UTF-8, so a checkpoint could not record it");
+        }
       }
-      fail("config", "--data ", shown, ": the path is not valid UTF-8, so a checkpoint could not record it");
+      throw;
     }
     try {
       read(parsed);

@@ -6,7 +6,7 @@
 //   state.safetensors  what --resume needs     log.csv, loss.svg  the evaluations
 #include <string>
 
-#include "data/vocab.h"
+#include "data/tokenizer.h"
 #include "io/checkpoint.h"
 #include "nn/transformer.h"
 
@@ -34,7 +34,7 @@ class RunDir {
   // Saves the weights (and the best weights, when `best`) and the state as one
   // commit. `first`: the first save of a fresh run, in a directory that may hold
   // another run's files.
-  void save(const nn::GPT& model, const Vocab& vocab, const TrainState& state, bool best, bool first) const;
+  void save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, bool best, bool first) const;
 
  private:
   std::string file(const char* name) const;

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """Loads a folio checkpoint with numpy alone, runs the model's forward pass, and
 prints its loss on a text exactly as `folio eval` computes it (same split, same
-non-overlapping windows of block_size characters): a second, independent reading of
+non-overlapping windows of block_size tokens): a second, independent reading of
 the safetensors format and of the model, and a start for anyone porting a model out.
+
+A char checkpoint's vocabulary is in its metadata; a SentencePiece one ("tokenizer":
+"spm") carries its model, base64, which Debian's python3-sentencepiece reads.
+--ids FILE takes the tokens of the chosen split as whitespace-separated ids instead
+of tokenizing --data (then nothing but numpy is needed).
 
     python3 scripts/folio_numpy.py --checkpoint runs/x --data data/tinyshakespeare.txt
 """
+import base64
 import argparse
 import json
 import math
@@ -17,7 +23,7 @@ import numpy as np
 
 
 def load(path):
-    """The weights (name -> float32 array), the model config and the vocabulary."""
+    """The weights (name -> float32 array), the model config and the metadata."""
     if os.path.isdir(path):
         path = os.path.join(path, "model.safetensors")
     raw = open(path, "rb").read()
@@ -29,7 +35,23 @@ def load(path):
         assert t["dtype"] == "F32", f"{name}: dtype {t['dtype']}"
         begin, end = t["data_offsets"]
         weights[name] = np.frombuffer(raw[8 + n + begin:8 + n + end], dtype="<f4").reshape(t["shape"])
-    return weights, json.loads(meta["config"]), meta["vocab"]
+    return weights, json.loads(meta["config"]), meta
+
+
+def encoder(meta):
+    """text -> list of token ids, with the checkpoint's tokenizer."""
+    if meta.get("tokenizer", "char") == "spm":
+        import sentencepiece  # Debian: python3-sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_proto=base64.b64decode(meta["tokenizer_model"]))
+        return lambda text: sp.encode(text)
+    index = {c: i for i, c in enumerate(meta["vocab"])}
+
+    def encode(text):
+        missing = sorted(set(text) - set(index))
+        if missing:
+            sys.exit(f"characters not in the model's vocabulary: {missing[:5]}")
+        return [index[c] for c in text]
+    return encode
 
 
 def layer_norm(x, w, b, eps=1e-5):
@@ -109,17 +131,19 @@ def main():
     ap.add_argument("--split", default="val", choices=["val", "train", "all"])
     ap.add_argument("--val-fraction", type=float, default=0.1)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--ids", help="the split's token ids (whitespace-separated), instead of tokenizing --data")
     args = ap.parse_args()
 
-    W, config, vocab = load(args.checkpoint)
-    index = {c: i for i, c in enumerate(vocab)}
-    text = open(args.data, encoding="utf-8").read()
-    missing = sorted(set(text) - set(index))
-    if missing:
-        sys.exit(f"{args.data}: characters not in the model's vocabulary: {missing[:5]}")
-    tokens = np.array([index[c] for c in text], dtype=np.int64)
-    n_train = math.floor(len(tokens) * (1.0 - args.val_fraction))
-    tokens = {"train": tokens[:n_train], "val": tokens[n_train:], "all": tokens}[args.split]
+    W, config, meta = load(args.checkpoint)
+    if args.ids:
+        tokens = np.array([int(t) for t in open(args.ids).read().split()], dtype=np.int64)
+    else:
+        # folio splits the text at character floor(characters * train fraction), then
+        # tokenizes each part on its own.
+        text = open(args.data, encoding="utf-8", newline="").read()
+        n_train = math.floor(len(text) * (1.0 - args.val_fraction))
+        part = {"train": text[:n_train], "val": text[n_train:], "all": text}[args.split]
+        tokens = np.array(encoder(meta)(part), dtype=np.int64)
     T = config["block_size"]
     windows = (len(tokens) - 1) // T
     if windows < 1:
@@ -134,7 +158,7 @@ def main():
         logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
         total -= np.take_along_axis(logp, y[..., None], -1).sum()
     loss = total / (windows * T)
-    print(f"loss {loss:.6f}  bits/char {loss / math.log(2):.4f}  ({windows} windows of {T} characters)")
+    print(f"loss {loss:.6f}  ({windows} windows of {T} tokens)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ build_packages=(
                                  # calls find_package(OpenCL REQUIRED)
   libboost-program-options-dev   # the folio command line
   nlohmann-json3-dev             # the JSON lexer under io/json.cpp (header-only)
+  libsentencepiece-dev           # subword tokenizers (data/spm_tokenizer.cpp)
+  pkg-config                     # how CMake finds SentencePiece (it ships no CMake package)
+  sentencepiece                  # tests: spm_train/spm_encode, the reference for folio's tokens
+  python3-sentencepiece          # tests: scripts/folio_numpy.py on subword checkpoints
   libopenmpi-dev openmpi-bin     # folio train on several processes (mpirun); cmake -DFOLIO_MPI=OFF builds without
   libgtest-dev                   # tests/
   libbenchmark-dev               # bench/

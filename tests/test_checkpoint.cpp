@@ -22,12 +22,12 @@ nn::GPTConfig tiny(int64_t vocab) {
 
 TEST(Checkpoint, ModelRoundTripPreservesEveryTensorAndMetadata) {
   const TempDir dir("roundtrip");
-  const Vocab vocab = Vocab::from_utf8("\n abcé—");
-  nn::GPT model(tiny(vocab.size()));
-  save_model(dir / "model.safetensors", model, vocab, 42);
+  const auto vocab = make_tokenizer({}, "\n abcé—");
+  nn::GPT model(tiny(vocab->vocab_size()));
+  save_model(dir / "model.safetensors", model, *vocab, 42);
   const ModelCheckpoint ck = load_model(dir.path.string());  // a directory means DIR/model.safetensors
   EXPECT_EQ(ck.step, 42);
-  EXPECT_EQ(ck.vocab.chars(), vocab.chars());
+  EXPECT_EQ(ck.tokenizer->metadata(), vocab->metadata());
   EXPECT_EQ(to_json(ck.model->config()).dump(), to_json(model.config()).dump());
   const auto a = model.named_parameters(), b = ck.model->named_parameters();
   ASSERT_EQ(a.size(), b.size());
@@ -41,9 +41,9 @@ TEST(Checkpoint, ModelRoundTripPreservesEveryTensorAndMetadata) {
 // A file written before that split (the kind in "format") still loads.
 TEST(Checkpoint, FormatIsPtAndOlderFilesStillLoad) {
   const TempDir dir("format");
-  const Vocab vocab = Vocab::from_utf8("abc");
-  nn::GPT model(tiny(vocab.size()));
-  save_model(dir / "model.safetensors", model, vocab, 3);
+  const auto vocab = make_tokenizer({}, "abc");
+  nn::GPT model(tiny(vocab->vocab_size()));
+  save_model(dir / "model.safetensors", model, *vocab, 3);
   SafetensorsFile f = load_safetensors(dir / "model.safetensors");
   EXPECT_EQ(f.meta("format"), "pt");
   EXPECT_EQ(f.meta("folio_format"), "folio-gpt-1-model");
@@ -66,12 +66,12 @@ TEST(Checkpoint, FormatIsPtAndOlderFilesStillLoad) {
 // position table (rope).
 TEST(Checkpoint, ModelOptionsRoundTrip) {
   const TempDir dir("options");
-  const Vocab vocab = Vocab::from_utf8("abcdefg");
-  nn::GPTConfig c = tiny(vocab.size());
+  const auto vocab = make_tokenizer({}, "abcdefg");
+  nn::GPTConfig c = tiny(vocab->vocab_size());
   c.pos = nn::Positions::rope, c.qk_norm = true, c.activation = nn::Activation::relu2, c.zero_init_proj = true;
   c.logit_softcap = 15.5f, c.tie_weights = true;
   nn::GPT model(c);
-  save_model(dir / "model.safetensors", model, vocab, 7);
+  save_model(dir / "model.safetensors", model, *vocab, 7);
   const SafetensorsFile f = load_safetensors(dir / "model.safetensors");
   EXPECT_NE(f.find("token_embedding.weight"), nullptr);
   EXPECT_NE(f.find("lm_head.bias"), nullptr);
@@ -109,9 +109,9 @@ TEST(Checkpoint, FilesWithoutTheModelOptionsLoadWithTheDefaults) {
   expect_defaults(old.model->config());
 
   const TempDir dir("no-options");
-  const Vocab vocab = Vocab::from_utf8("abc");
-  nn::GPT model(tiny(vocab.size()));
-  save_model(dir / "model.safetensors", model, vocab, 3);
+  const auto vocab = make_tokenizer({}, "abc");
+  nn::GPT model(tiny(vocab->vocab_size()));
+  save_model(dir / "model.safetensors", model, *vocab, 3);
   SafetensorsFile f = load_safetensors(dir / "model.safetensors");
   Metadata meta = f.metadata;
   for (auto& [k, v] : meta)
@@ -170,7 +170,7 @@ TEST(Checkpoint, BadModelOptionValuesAreClearErrors) {
 class DamagedCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    save_model(good_, model_, Vocab::from_utf8("abc"), 1);
+    save_model(good_, model_, *make_tokenizer({}, "abc"), 1);
     std::ifstream in(good_, std::ios::binary);
     bytes_.assign(std::istreambuf_iterator<char>(in), {});
   }

@@ -52,8 +52,8 @@ TEST(Data, BundledCorpus) {
 }
 
 TEST(Data, CorpusLoadSplitsWholeText) {
-  const Corpus c = Corpus::load(default_corpus_path(), 0.9);
-  EXPECT_EQ(c.vocab.size(), 65);
+  const Corpus c = Corpus::load(default_corpus_path(), 0.9, TokenizerSpec{});
+  EXPECT_EQ(c.tokenizer->vocab_size(), 65);
   EXPECT_EQ(c.split.train.size(), 1003854u);  // floor(1115394 * 0.9)
   EXPECT_EQ(c.split.train.size() + c.split.val.size(), 1115394u);
   EXPECT_EQ(c.path, default_corpus_path());
@@ -61,7 +61,7 @@ TEST(Data, CorpusLoadSplitsWholeText) {
 
 TEST(Data, CorpusLoadNamesPathOnBadUtf8) {
   const TempFile f("bad_utf8.txt", "hello\xFFworld");
-  expect_error([&] { Corpus::load(f.path.string(), 0.9); }, {"[utf8]", f.path.string(), "byte offset 5"});
+  expect_error([&] { Corpus::load(f.path.string(), 0.9, TokenizerSpec{}); }, {"[utf8]", f.path.string(), "byte offset 5"});
 }
 
 // ---- UTF-8 ----
@@ -251,7 +251,7 @@ TEST(Data, ReadFileDirectory) {
 TEST(Data, ReadFileEmpty) {
   const TempFile f("empty.txt", "");
   expect_error([&] { read_file(f.path.string()); }, {"[data] " + f.path.string() + ": file is empty"});
-  expect_error([&] { Corpus::load(f.path.string(), 0.9); }, {"file is empty"});
+  expect_error([&] { Corpus::load(f.path.string(), 0.9, TokenizerSpec{}); }, {"file is empty"});
 }
 
 // A device or a FIFO is refused from its type alone, before it is opened: /dev/zero

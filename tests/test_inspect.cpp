@@ -9,6 +9,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "data/tokenizer.h"
 #include "autograd/error.h"
 #include "io/atomic_file.h"
 #include "train/generate.h"
@@ -68,7 +69,7 @@ TEST(Attention, WeightsFromTheForwardPassAreTheHeadsWeights) {
 
 TEST(Attention, TableShowsLabelsAndThreeDecimals) {
   const viz::AttentionMap map{"layer 0, head 1", 2, {1.0f, 0.0f, 0.25f, 0.75f}};
-  const std::string table = viz::attention_table({"a", "\n"}, map);
+  const std::string table = viz::attention_table({"a", visible_token("\n")}, map);
   EXPECT_EQ(table,
             "layer 0, head 1 (rows: queries, columns: keys)\n"
             "           a    \\n\n"

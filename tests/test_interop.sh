@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/folio_numpy.py (numpy alone) reads a checkpoint and computes the same loss as
-# folio eval, to 1e-4, for a ReLU and a GELU model and for one with every model option
-# (rope, QK-norm, ReLU², zero-initialised projections, a logit soft cap, tied weights):
+# folio eval, to 1e-4, for a ReLU and a GELU model, for one with every model option
+# (rope, QK-norm, ReLU², zero-initialised projections, a logit soft cap, tied weights),
+# and for a SentencePiece BPE model (tokenized by Debian's python3-sentencepiece):
 # the safetensors file is readable by others, and the model in it is the model folio
 # runs.   test_interop.sh FOLIO_BINARY
 set -euo pipefail
@@ -9,6 +10,7 @@ folio=$1
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=/usr/bin/python3  # Debian's, where python3-numpy installs (scripts/setup.sh)
 "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
+"$python" -c "import sentencepiece" 2>/dev/null || { echo "skipped: $python has no sentencepiece"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-interop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 head -c 20000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
@@ -21,13 +23,14 @@ declare -A options=(
   [gelu]="--n-head 2 --max-iters 20 --activation gelu"
   [all-options]="--n-head 1 --max-iters 60 --lr 1e-2 --pos rope --qk-norm --activation relu2 --zero-init-proj
                  --logit-softcap 1 --tie-weights"
+  [bpe]="--n-head 2 --max-iters 20 --tokenizer bpe --vocab-size 400"
 )
-for model in relu gelu all-options; do
+for model in relu gelu all-options bpe; do
   # shellcheck disable=SC2086  # the options are words
   "$folio" train --data "$work/corpus.txt" --out "$work/$model" --n-layer 2 --n-embd 16 \
     --block-size 16 --batch-size 4 --eval-interval 10 --eval-iters 2 ${options[$model]} --quiet --threads 1
   for split in val train; do
-    ours=$("$folio" eval --checkpoint "$work/$model" --data "$work/corpus.txt" --split "$split" --threads 1)
+    ours=$("$folio" eval --checkpoint "$work/$model" --data "$work/corpus.txt" --split "$split" --threads 1 | tail -n 1)
     theirs=$("$python" "$here/scripts/folio_numpy.py" --checkpoint "$work/$model" --data "$work/corpus.txt" \
       --split "$split")
     echo "$model $split: folio: $ours"

@@ -23,6 +23,12 @@ struct TrainConfig {
 
   std::string data;             // corpus path
   std::string recipe;           // the --config file the options came from ("" if none)
+  // How the run's tokenizer was made (data/tokenizer.h: TokenizerSpec): a method
+  // (char, bpe, unigram) or a .model file, and the pieces asked for (0: the default).
+  // Absent from runs saved before there were tokenizers: char.
+  std::string tokenizer = "char";
+  int64_t vocab_size = 0;
+  std::string init_from;        // the checkpoint whose weights the run started from ("" if none)
   double train_fraction = 0.9;
   int64_t batch_size = 12;
   int64_t max_iters = 2000;     // 0: no step limit (then max_time must bound the run)

@@ -42,11 +42,14 @@ Progress::Progress(Options options, bool resume)
     std::ifstream in(o_.log_file);
     std::string header;
     if (std::getline(in, header))
-      columns_ = header.find(",train_s") != std::string::npos ? 8 : header.find(",val_bpc") != std::string::npos ? 7 : 6;
+      columns_ = header.find(",val_bpb") != std::string::npos   ? 9
+                 : header.find(",train_s") != std::string::npos ? 8
+                 : header.find(",val_bpc") != std::string::npos ? 7
+                                                                 : 6;
   }
   log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
-  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s\n" << std::flush;
+  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n" << std::flush;
 }
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
@@ -80,18 +83,20 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
 
 void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds) {
   if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
+  const double bits_per_byte = val * o_.val_tokens_per_byte / std::log(2.0);
   if (log_.is_open()) {
     const double t = elapsed();
     log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
-    if (columns_ >= 7) log_ << ',' << val / std::log(2.0f);
+    if (columns_ >= 7) log_ << ',' << val * o_.val_tokens_per_char / std::log(2.0);
     if (columns_ >= 8) log_ << ',' << train_seconds;
+    if (columns_ >= 9) log_ << ',' << bits_per_byte;
     log_ << '\n' << std::flush;
     curve_.points.push_back({step, train, val, t});
     write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));
   }
   if (o_.quiet) return;
-  std::printf("%sstep %lld: train loss %.4f, val loss %.4f (%.3f bits/char)%s%s\n", live_ ? "\r\033[K" : "",
-              (long long)step, train, val, val / std::log(2.0f), o_.plot_file.empty() ? "" : "  ",
+  std::printf("%sstep %lld: train loss %.4f, val loss %.4f (%.3f bits/byte)%s%s\n", live_ ? "\r\033[K" : "",
+              (long long)step, train, val, bits_per_byte, o_.plot_file.empty() ? "" : "  ",
               o_.plot_file.empty() ? "" : o_.plot_file.c_str());
   std::fflush(stdout);
 }

@@ -5,7 +5,8 @@
 //  - a line per evaluation, naming the loss plot;
 //  - log.csv (a row per evaluation) and loss.svg (the curves), rewritten at every
 //    evaluation so the picture is never behind the log. Its elapsed_s is the wall time
-//    of this process; train_s the training time of the whole run (train/config.h).
+//    of this process; train_s the training time of the whole run (train/config.h);
+//    val_bpc and val_bpb the val loss in bits per character and per byte of text.
 // A quiet run prints nothing but still keeps the log and the plot.
 #include <chrono>
 #include <cstdint>
@@ -22,6 +23,9 @@ class Progress {
     bool quiet = false;
     int64_t max_iters = 0, tokens_per_step = 0, log_interval = 50;  // max_iters 0: none
     double max_time = 0;  // a budget of training seconds; 0: none
+    // Val tokens per byte and per character of val text: the val loss in bits per
+    // byte and per character (data/dataset.h). 1 and 1 for a char model of ASCII text.
+    double val_tokens_per_byte = 1, val_tokens_per_char = 1;
     std::string log_file, plot_file, run_name;  // empty log_file: keep no log (not rank 0)
   };
   // resume: append to the log and extend the plot with the evaluations before.
@@ -37,7 +41,7 @@ class Progress {
  private:
   Options o_;
   bool live_;  // a terminal: redraw one line
-  int columns_ = 8;  // of log.csv: a log begun before val_bpc (7) or train_s (8) goes on without
+  int columns_ = 9;  // of log.csv: a log begun before val_bpc (7), train_s (8) or val_bpb (9) goes on without
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_, window_start_;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <optional>
 
 #include "autograd/error.h"
 #include "autograd/parallel.h"
@@ -39,7 +40,21 @@ void check_splits(const Corpus& corpus, int64_t block_size) {
   for (auto [name, tokens] : {std::pair{"train", &corpus.split.train}, std::pair{"val", &corpus.split.val}})
     if (int64_t(tokens->size()) < block_size + 1)
       fail("data", corpus.path, ": the ", name, " split has ", tokens->size(),
-           " characters, needs at least block_size + 1 = ", block_size + 1);
+           " tokens, needs at least block_size + 1 = ", block_size + 1);
+}
+
+// The model a run --init-from `ck` starts with: its weights and options, but this
+// run's seed (dropout draws) and, when given, dropout.
+std::unique_ptr<nn::GPT> model_from(const ModelCheckpoint& ck, const nn::GPTConfig& given, bool dropout_given) {
+  nn::GPTConfig config = ck.model->config();
+  config.seed = given.seed;
+  if (dropout_given) config.dropout = given.dropout;
+  auto model = std::make_unique<nn::GPT>(config);
+  const Tensor& from = ck.model->flat_parameters();
+  const Tensor& to = model->flat_parameters();
+  std::copy(from.data(), from.data() + from.numel(), to.data());
+  to.mark_modified();
+  return model;
 }
 
 // This rank's sequences of a batch of B: [begin, end).
@@ -73,7 +88,6 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   if (opt_.train.batch_size < dist::size())
     fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch");
-  corpus_ = Corpus::load(opt_.train.data, opt_.train.train_fraction);
   if (opt_.resume) {
     // Rank 0 brings the directory in line with its last commit; the others read it after.
     TrainState st;
@@ -81,8 +95,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     dist::barrier();
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
-    if (ck.vocab.chars() != corpus_.vocab.chars())
-      fail("train", opt_.train.data, ": its vocabulary differs from the checkpoint's in ", ck.path);
+    corpus_ = Corpus::load(opt_.train.data, opt_.train.train_fraction, ck.tokenizer);
     if (st.step != ck.step)
       fail("checkpoint", run_dir_.state_file(), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
     model_ = std::move(ck.model);
@@ -97,10 +110,17 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     data_rng_.set_state(st.data_rng);
     model_->dropout_rng().set_state(st.dropout_rng);
   } else {
-    opt_.model.vocab_size = corpus_.vocab.size();
+    std::optional<ModelCheckpoint> init;
+    if (!opt_.train.init_from.empty()) init = load_model(opt_.train.init_from);
+    corpus_ = init ? Corpus::load(opt_.train.data, opt_.train.train_fraction, init->tokenizer)
+                   : Corpus::load(opt_.train.data, opt_.train.train_fraction,
+                                  TokenizerSpec{opt_.train.tokenizer, opt_.train.vocab_size});
+    std::unique_ptr<nn::GPT> init_model = init ? model_from(*init, opt_.model, opt_.dropout_given) : nullptr;
+    if (init_model) opt_.model = init_model->config();
+    opt_.model.vocab_size = corpus_.tokenizer->vocab_size();
     check_saveable(&opt_.model, opt_.train);
     check_splits(corpus_, opt_.model.block_size);
-    model_ = std::make_unique<nn::GPT>(opt_.model);
+    model_ = init_model ? std::move(init_model) : std::make_unique<nn::GPT>(opt_.model);
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     data_rng_.reseed(opt_.train.seed);
   }
@@ -177,7 +197,7 @@ void Trainer::save(const Losses& losses) {
                       adamw.v(),
                       optimizer_->muon() ? optimizer_->muon()->momentum() : std::vector<float>{},
                       train_seconds_};
-  run_dir_.save(*model_, corpus_.vocab, st, best, first);
+  run_dir_.save(*model_, *corpus_.tokenizer, st, best, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -199,14 +219,19 @@ Trainer::Losses Trainer::run() {
                      .tokens_per_step = tc.batch_size * opt_.model.block_size,
                      .log_interval = tc.log_interval,
                      .max_time = tc.max_time,
+                     .val_tokens_per_byte = corpus_.val_tokens_per_byte(),
+                     .val_tokens_per_char = corpus_.val_tokens_per_char(),
                      .log_file = root ? run_dir_.log_file() : "",
                      .plot_file = root ? run_dir_.plot_file() : "",
                      .run_name = opt_.out_dir},
                     opt_.resume);
   if (!opt_.resume)
-    progress.say(cat("model: ", model_->num_parameters(), " parameters, vocab ", opt_.model.vocab_size, ", training on ",
-                     tc.data, " (", corpus_.split.train.size(), " train / ", corpus_.split.val.size(),
-                     " val characters)", dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
+    progress.say(cat("model: ", model_->num_parameters(), " parameters",
+                     tc.init_from.empty() ? "" : cat(" from ", tc.init_from), ", tokenizer ",
+                     corpus_.tokenizer->describe(), ", training on ", tc.data, " (", corpus_.split.train.size(),
+                     " train / ", corpus_.split.val.size(), " val tokens, ",
+                     std::lround(100.0 * double(corpus_.train_bytes) / double(corpus_.split.train.size())) / 100.0,
+                     " bytes a token)", dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
     progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->momentum().size(),
                      " weights), AdamW on the other ", optimizer_->adamw().m().size()));

@@ -23,11 +23,15 @@ struct TrainOptions {
   // How the threads share a training step: one batch shard each (train/data_parallel.h),
   // or all of them inside each op. Evaluation always runs inside the ops.
   bool data_parallel = true;
+  // A run started --init-from a checkpoint keeps that checkpoint's dropout unless
+  // --dropout was given (the one model option a fine-tuning run may change).
+  bool dropout_given = false;
 };
 
 class Trainer {
  public:
-  // Loads the corpus and builds the model, or (resume) restores both from out_dir.
+  // Loads the corpus and builds the model (with a new tokenizer, or from
+  // train.init_from's weights and tokenizer), or (resume) restores both from out_dir.
   // For a resumed run `options` carries the saved training options, already merged by
   // the caller; the model's config comes from the checkpoint.
   explicit Trainer(TrainOptions options);
@@ -43,7 +47,7 @@ class Trainer {
   Losses run();
 
   const nn::GPT& model() const { return *model_; }
-  const Vocab& vocab() const { return corpus_.vocab; }
+  const Tokenizer& tokenizer() const { return *corpus_.tokenizer; }
   int64_t step() const { return step_; }
   // Seconds spent in training steps, over the whole run (resumes included): evaluations
   // and saves are not counted. On several ranks, rank 0's clock.

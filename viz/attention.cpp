@@ -7,14 +7,6 @@
 
 namespace folio::viz {
 
-std::string visible_label(const std::string& c) {
-  if (c == "\n") return "\\n";
-  if (c == "\t") return "\\t";
-  if (c == "\r") return "\\r";
-  if (c == " ") return "\xE2\x90\xA3";  // U+2423 OPEN BOX
-  return c;
-}
-
 namespace {
 
 // Pads `s` (UTF-8) on the left to `width` characters.
@@ -30,11 +22,11 @@ std::string pad_left(const std::string& s, size_t width) {
 std::string attention_table(const std::vector<std::string>& labels, const AttentionMap& map) {
   constexpr size_t kWidth = 6;
   std::string out = map.title + " (rows: queries, columns: keys)\n" + std::string(kWidth, ' ');
-  for (int64_t k = 0; k < map.T; ++k) out += pad_left(visible_label(labels[k]), kWidth);
+  for (int64_t k = 0; k < map.T; ++k) out += pad_left(labels[k], kWidth);
   out += '\n';
   char cell[32];
   for (int64_t q = 0; q < map.T; ++q) {
-    out += pad_left(visible_label(labels[q]), kWidth);
+    out += pad_left(labels[q], kWidth);
     for (int64_t k = 0; k < map.T; ++k) {
       std::snprintf(cell, sizeof cell, "%*.3f", int(kWidth), double(map.weights[q * map.T + k]));
       out += cell;
@@ -61,9 +53,9 @@ std::string attention_grid_svg(const std::vector<std::string>& labels, const std
     svg.text(x0 + label, y0 + 12, map.title, 13, "start", "font-weight=\"bold\"");
     const double gx = x0 + label, gy = y0 + 22 + label;  // the grid's top-left corner
     for (int64_t k = 0; k < T; ++k)                       // key labels along the top
-      svg.text(gx + cell * (double(k) + 0.5), gy - 4, visible_label(labels[k]), font, "middle");
+      svg.text(gx + cell * (double(k) + 0.5), gy - 4, labels[k], font, "middle");
     for (int64_t q = 0; q < T; ++q) {
-      svg.text(gx - 4, gy + cell * (double(q) + 0.7), visible_label(labels[q]), font, "end");
+      svg.text(gx - 4, gy + cell * (double(q) + 0.7), labels[q], font, "end");
       for (int64_t k = 0; k < T; ++k) {
         const float w = map.weights[q * T + k];
         // Masked cells (keys after the query) in grey: not "attends a little", but "cannot see".

@@ -1,13 +1,13 @@
 #pragma once
 // Pictures of causal attention: a text table for one head, and an SVG grid of heatmaps
-// for many (rows: layers, columns: heads), both labelled with the prompt's characters.
+// for many (rows: layers, columns: heads), both labelled with the prompt's tokens.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace folio::viz {
 
-// One head's weights for a prompt of T characters: T x T, row-major, rows are
+// One head's weights for a prompt of T tokens: T x T, row-major, rows are
 // queries and columns keys (zero above the diagonal).
 struct AttentionMap {
   std::string title;  // "layer 0, head 1"
@@ -15,8 +15,8 @@ struct AttentionMap {
   std::vector<float> weights;
 };
 
-// A character as a label a person can read: "\n" for a newline, "␣" for a space.
-std::string visible_label(const std::string& character);
+// Labels are shown as given: the caller makes them readable (visible_token in
+// data/tokenizer.h writes "␣" for a space and "\n" for a newline).
 
 // The weights with 3 decimals, a header row of keys and a column of queries.
 std::string attention_table(const std::vector<std::string>& labels, const AttentionMap& map);

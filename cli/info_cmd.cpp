@@ -1,0 +1,96 @@
+// folio info: what a checkpoint holds (model, tokenizer, training state), and its
+// tokenizer written out as a file of its own.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "cli/common.h"
+#include "data/dataset.h"
+#include "io/checkpoint.h"
+
+namespace folio::cli {
+namespace {
+
+void declare_info(po::options_description& opts) {
+  add_checkpoint(opts);
+  opts.add_options()("export-tokenizer", po::value<std::string>(),
+                     "write the checkpoint's SentencePiece model to this file (a standard .model, as spm_encode "
+                     "and python3-sentencepiece load)");
+}
+
+void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& state) {
+  const nn::GPTConfig& c = ck.model->config();
+  std::printf("checkpoint   %s\n", ck.path.c_str());
+  std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %s, bias %s, %s\n",
+              (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size,
+              shown(c.dropout).c_str(), c.bias ? "on" : "off", nn::to_string(c.activation));
+  // The model options as the flags that give them (switches only when on).
+  std::printf("options      --pos %s%s%s --logit-softcap %s%s\n", nn::to_string(c.pos), c.qk_norm ? " --qk-norm" : "",
+              c.zero_init_proj ? " --zero-init-proj" : "", shown(c.logit_softcap).c_str(),
+              c.tie_weights ? " --tie-weights" : "");
+  std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
+  const Tokenizer& tok = *ck.tokenizer;
+  std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());
+  if (tok.vocab_size() <= 256) {  // a short vocabulary (characters) is worth seeing whole
+    std::string tokens;
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) tokens += cat(id ? " " : "", visible_token(tok.token_bytes(id)));
+    std::printf("vocabulary   %s\n", tokens.c_str());
+  }
+  std::printf("step         %lld\n", (long long)ck.step);
+  if (!state) return;
+  const TrainConfig& t = state->config;
+  std::printf("best val     %.4f\n", state->best_val_loss);
+  if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
+  if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
+  std::printf("tokenizer    --tokenizer %s --vocab-size %lld\n", shown(t.tokenizer).c_str(), (long long)t.vocab_size);
+  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --max-time %s --seed %llu "
+              "--dtype %s\n",
+              shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
+              (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype));
+  if (state->train_seconds > 0)  // runs saved before it was kept have none
+    std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
+  std::printf("optimizer    --optimizer %s --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld "
+              "--weight-decay %s --beta2 %s --grad-clip %s",
+              to_string(t.optimizer), shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters,
+              (long long)t.lr_decay_iters, shown(t.weight_decay).c_str(), shown(t.beta2).c_str(),
+              shown(t.grad_clip).c_str());
+  if (t.optimizer == OptimizerKind::muon)
+    std::printf(" --muon-lr %s --muon-weight-decay %s", shown(t.muon_lr).c_str(), shown(t.muon_weight_decay).c_str());
+  std::printf("\n");
+  std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
+              (long long)t.eval_iters, (long long)t.log_interval);
+}
+
+std::function<int()> prepare_info(const po::variables_map& vm) {
+  const std::string path = vm["checkpoint"].as<std::string>();
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
+  std::optional<TrainState> state;
+  const std::filesystem::path state_path = std::filesystem::path(ck->path).parent_path() / "state.safetensors";
+  if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) state = load_state(state_path.string());
+  if (vm.count("export-tokenizer")) {
+    const std::optional<std::string> model = ck->tokenizer->export_model();
+    if (!model)
+      throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
+                           " tokenizer, which has no file format of its own (folio info lists its characters)"));
+    const std::string out = vm["export-tokenizer"].as<std::string>();
+    return [=] {
+      write_output(out, *model, cat("the SentencePiece model of ", ck->path, ", ", ck->tokenizer->vocab_size(), " pieces"));
+      return 0;
+    };
+  }
+  return [=] {
+    print_info(*ck, state);
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kInfo = {"info", "config, parameter count and training state of a checkpoint",
+                       "Prints the model config, parameter count, tokenizer (kind, size, fingerprint)\n"
+                       "and training state of a checkpoint (a run directory, or a .safetensors file).\n"
+                       "--export-tokenizer FILE writes its SentencePiece model as a .model file instead.",
+                       declare_info, prepare_info};
+
+}  // namespace folio::cli

@@ -1,0 +1,64 @@
+// folio tokens: how a checkpoint's tokenizer cuts a text, as ids, pieces or a table.
+#include <cstdio>
+
+#include "cli/common.h"
+#include "data/dataset.h"
+#include "io/checkpoint.h"
+
+namespace folio::cli {
+namespace {
+
+void declare(po::options_description& opts) {
+  add_checkpoint(opts);
+  opts.add_options()("text", po::value<std::string>(), "the text to tokenize")
+      ("file", po::value<std::string>(), "tokenize this file instead")
+      ("format", with_default<std::string>("table"),
+       "ids (one line of ids), pieces (one line of the tokens' text, whitespace made visible) or table (a row a "
+       "token: position, id, byte offset and length, piece)");
+}
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "ids" && format != "pieces" && format != "table")
+    throw UsageError(cat("--format must be ids, pieces or table, got '", format, "'"));
+  if (vm.count("text") == vm.count("file")) throw UsageError("give the text to tokenize as --text T or --file F (one of them)");
+  const std::string text = vm.count("text") ? vm["text"].as<std::string>() : read_file(vm["file"].as<std::string>());
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  std::vector<int32_t> ids;
+  try {
+    ids = ck->tokenizer->encode(text);
+  } catch (const Error& e) {
+    throw UsageError(cat(vm.count("text") ? "--text" : vm["file"].as<std::string>(), ": ", e.what()));
+  }
+  return [=] {
+    const Tokenizer& tok = *ck->tokenizer;
+    std::string out;
+    if (format == "table") out = cat(tok.describe(), ": ", ids.size(), " tokens, ", text.size(), " bytes\n",
+                                     "position      id  offset  bytes  piece\n");
+    size_t offset = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string bytes = tok.token_bytes(ids[i]);
+      if (format == "ids") out += cat(i ? " " : "", ids[i]);
+      else if (format == "pieces") out += cat(i ? " " : "", visible_token(bytes));
+      else {
+        char row[64];
+        std::snprintf(row, sizeof row, "%8zu %7d %7zu %6zu  ", i, ids[i], offset, bytes.size());
+        out += row + visible_token(bytes) + "\n";
+      }
+      offset += bytes.size();
+    }
+    if (format != "table") out += "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kTokens = {"tokens", "show how a checkpoint's tokenizer cuts a text",
+                         "Tokenizes --text or --file with the checkpoint's tokenizer and prints the ids,\n"
+                         "the pieces (\xE2\x90\xA3: space, \\n: newline, <0xNN>: a byte that is part of a\n"
+                         "character), or a table of both with each token's byte offset in the text.",
+                         declare, prepare};
+
+}  // namespace folio::cli

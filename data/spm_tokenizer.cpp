@@ -1,0 +1,201 @@
+// The spm tokenizer: SentencePiece subwords (BPE or unigram), trained by folio on the
+// training text or read from a .model file (Debian's spm_train writes one). Checkpoints
+// store the model's serialized bytes, base64 in "tokenizer_model", beside
+// "tokenizer": "spm", so a checkpoint stays one self-contained file.
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cctype>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "autograd/error.h"
+#include "data/base64.h"
+#include "data/dataset.h"
+#include "data/tokenizer_kind.h"
+#include "data/vocab.h"
+
+namespace folio {
+namespace {
+
+namespace spm = sentencepiece;
+
+// A .model file larger than this is not one folio would make (a 256k-piece model is
+// ~5 MB); it is refused before it is read whole.
+constexpr int64_t kMaxModelBytes = int64_t(64) << 20;
+
+class SpmTokenizer final : public Tokenizer {
+ public:
+  // `where` names the source in errors ("[tokenizer] <where>: not a SentencePiece model").
+  SpmTokenizer(std::string model, const std::string& where, const char* tag) : model_(std::move(model)) {
+    const auto status = processor_.LoadFromSerializedProto(model_);
+    if (!status.ok()) fail(tag, where, ": not a SentencePiece model (", status.ToString(), ")");
+    if (processor_.GetPieceSize() < 1 || processor_.GetPieceSize() > TokenizerSpec::kMaxVocab)
+      fail(tag, where, ": ", processor_.GetPieceSize(), " pieces, outside [1, ", TokenizerSpec::kMaxVocab, "]");
+    for (int id = 0; id < processor_.GetPieceSize() && !byte_fallback_; ++id) byte_fallback_ = processor_.IsByte(id);
+  }
+
+  const char* kind() const override { return "spm"; }
+  int vocab_size() const override { return processor_.GetPieceSize(); }
+
+  std::vector<int32_t> encode(std::string_view utf8) const override {
+    decode_utf8(utf8);  // invalid UTF-8 is an error here as for every tokenizer, with its offset
+    std::vector<int> ids;
+    const auto status = processor_.Encode(utf8, &ids);
+    if (!status.ok()) fail("tokenizer", "SentencePiece could not encode the text: ", status.ToString());
+    return {ids.begin(), ids.end()};
+  }
+
+  std::string decode(std::span<const int32_t> ids) const override {
+    std::vector<int> in(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) in[i] = checked(ids[i], i);
+    std::string text;
+    const auto status = processor_.Decode(in, &text);
+    if (!status.ok()) fail("tokenizer", "SentencePiece could not decode: ", status.ToString());
+    return text;
+  }
+
+  // The piece's own bytes: "▁" (U+2581) stands for a space, "<0xNN>" for one byte;
+  // control tokens (<s>, </s>) add nothing and <unk> adds what SentencePiece shows.
+  std::string token_bytes(int32_t id) const override {
+    checked(id, 0);
+    if (processor_.IsByte(id)) return std::string(1, char(std::stoi(processor_.IdToPiece(id).substr(3, 2), nullptr, 16)));
+    if (processor_.IsControl(id)) return "";
+    if (processor_.IsUnknown(id)) return " \xE2\x81\x87 ";
+    std::string piece = processor_.IdToPiece(id), out;
+    for (size_t i = 0; i < piece.size(); ++i)
+      if (piece.compare(i, 3, "\xE2\x96\x81") == 0) out += ' ', i += 2;
+      else out += piece[i];
+    return out;
+  }
+
+  std::string describe() const override {
+    return cat("spm (SentencePiece), ", vocab_size(), " pieces", byte_fallback_ ? ", byte fallback" : "");
+  }
+  TokenizerMetadata metadata() const override {
+    return {{"tokenizer", "spm"}, {"tokenizer_model", base64_encode(model_)}};
+  }
+  std::optional<std::string> export_model() const override { return model_; }
+
+ private:
+  int checked(int32_t id, size_t at) const {
+    if (id < 0 || id >= vocab_size()) fail("tokenizer", "id ", id, " at position ", at, " is outside [0, ", vocab_size(), ")");
+    return id;
+  }
+
+  std::string model_;  // the serialized ModelProto, as a .model file holds it
+  spm::SentencePieceProcessor processor_;
+  bool byte_fallback_ = false;
+};
+
+// The training text as SentencePiece's "sentences": chunks of whole lines (newlines
+// kept, so the model learns them) of at most kChunk bytes; a longer line is cut at a
+// character boundary. SentencePiece drops, with only a warning, any sentence over its
+// max_sentence_length (4192 bytes by default), so no chunk comes near it.
+class Chunks final : public spm::SentenceIterator {
+ public:
+  static constexpr size_t kChunk = 2048;
+  explicit Chunks(std::string_view text) : text_(text) { Next(); }
+  bool done() const override { return done_; }
+  const std::string& value() const override { return chunk_; }
+  spm::util::Status status() const override { return spm::util::Status(); }
+  void Next() override {
+    if (at_ >= text_.size()) {
+      done_ = true;
+      return;
+    }
+    size_t end = std::min(text_.size(), at_ + kChunk);
+    if (end < text_.size()) {
+      const size_t newline = text_.rfind('\n', end - 1);
+      if (newline != std::string_view::npos && newline >= at_) end = newline + 1;
+      else
+        while (end > at_ + 1 && (static_cast<unsigned char>(text_[end]) & 0xC0) == 0x80) --end;  // whole characters
+    }
+    chunk_.assign(text_.substr(at_, end - at_));
+    at_ = end;
+  }
+
+ private:
+  std::string_view text_;
+  size_t at_ = 0;
+  std::string chunk_;
+  bool done_ = false;
+};
+
+// SentencePiece's own messages for the two sizes a text cannot give, as folio's.
+[[noreturn]] void training_failed(const TokenizerSpec& spec, int64_t pieces, const std::string& why) {
+  auto number_after = [&](const char* marker) -> std::string {
+    const size_t at = why.find(marker);
+    if (at == std::string::npos) return "";
+    size_t b = at + std::string_view(marker).size(), e = b;
+    while (e < why.size() && std::isdigit(static_cast<unsigned char>(why[e]))) ++e;
+    return why.substr(b, e - b);
+  };
+  if (const std::string least = number_after(" vs "); why.find("smaller than required_chars") != std::string::npos)
+    fail("tokenizer", "--vocab-size ", pieces, " is too small for this text: ", spec.name, " needs at least ", least,
+         " pieces (256 byte pieces, 3 control tokens and the text's characters)");
+  if (const std::string most = number_after("value <= "); !most.empty())
+    fail("tokenizer", "--vocab-size ", pieces, " is more than ", spec.name, " can make of this text: at most ", most);
+  fail("tokenizer", "SentencePiece could not train a ", spec.name, " model of ", pieces, " pieces: ", why);
+}
+
+std::unique_ptr<Tokenizer> train(const TokenizerSpec& spec, std::string_view train_text, std::string_view) {
+  if (train_text.empty()) fail("tokenizer", "no training text to learn ", spec.name, " pieces from");
+  decode_utf8(train_text, "the training text");  // SentencePiece would take invalid UTF-8 without a word
+  const int64_t pieces = spec.vocab_size ? spec.vocab_size : TokenizerSpec::kDefaultPieces;
+  const std::unordered_map<std::string, std::string> settings = {
+      {"model_type", spec.name},
+      {"vocab_size", std::to_string(pieces)},
+      // Lossless: the text comes back byte for byte, whitespace and code included. The
+      // default normalisation (nmt_nfkc) rewrites characters and whitespace; a dummy
+      // prefix adds a space before every sentence; extra whitespace would be squeezed.
+      {"normalization_rule_name", "identity"},
+      {"add_dummy_prefix", "false"},
+      {"remove_extra_whitespaces", "false"},
+      // Characters too rare to get a piece are spelled as their UTF-8 bytes (256 byte
+      // pieces), so any text encodes; coverage below 1 leaves the rarest to the bytes.
+      {"byte_fallback", "true"},
+      {"character_coverage", "0.9995"},
+      // Numbers are digits, one piece each, rather than arbitrary merged runs.
+      {"split_digits", "true"},
+      // Runs of spaces (code's indentation) may be pieces of their own.
+      {"allow_whitespace_only_pieces", "true"},
+      // A bounded, fixed-seed reservoir sample of the chunks: at most ~200 MB of text
+      // in the trainer's memory however large the corpus.
+      {"input_sentence_size", "100000"},
+      {"shuffle_input_sentence", "true"},
+      {"max_sentence_length", "4192"},
+      {"num_threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))},
+      {"minloglevel", "2"},  // SentencePiece's progress lines would drown folio's
+  };
+  Chunks chunks(train_text);
+  std::string model;
+  const auto status = spm::SentencePieceTrainer::Train(settings, &chunks, &model);
+  if (!status.ok()) training_failed(spec, pieces, status.ToString());
+  return std::make_unique<SpmTokenizer>(std::move(model), "the trained model", "tokenizer");
+}
+
+std::unique_ptr<Tokenizer> load(const TokenizerMetadata& metadata, const std::string& where) {
+  const std::string* text = find_entry(metadata, "tokenizer_model");
+  if (!text) fail("checkpoint", where, ": __metadata__.tokenizer_model is missing (the spm tokenizer's model)");
+  const std::optional<std::string> model = base64_decode(*text);
+  if (!model) fail("checkpoint", where, ": __metadata__.tokenizer_model: not base64");
+  return std::make_unique<SpmTokenizer>(*model, where + ": __metadata__.tokenizer_model", "checkpoint");
+}
+
+std::unique_ptr<Tokenizer> from_file(const std::string& path) {
+  std::string model;
+  try {
+    model = read_file(path, kMaxModelBytes);
+  } catch (const Error& e) {
+    fail("tokenizer", "--tokenizer ", path, ": not bpe, unigram or char, and not a readable .model file: ", e.what());
+  }
+  return std::make_unique<SpmTokenizer>(std::move(model), path, "tokenizer");
+}
+
+}  // namespace
+
+const TokenizerKind kSpmTokenizer = {"spm", {"bpe", "unigram"}, train, load, from_file};
+
+}  // namespace folio

@@ -1,0 +1,170 @@
+#include "data/tokenizer.h"
+
+#include <cstdio>
+
+#include "autograd/error.h"
+#include "data/tokenizer_kind.h"
+
+namespace folio {
+namespace {
+
+// Every kind of tokenizer folio knows. The first is what a checkpoint without a
+// "tokenizer" entry holds.
+constexpr const TokenizerKind* kKinds[] = {&kCharTokenizer, &kSpmTokenizer};
+
+const TokenizerKind* kind_training(std::string_view method) {
+  for (const TokenizerKind* k : kKinds)
+    for (const char* m : k->methods)
+      if (m && method == m) return k;
+  return nullptr;
+}
+
+std::string method_names() {
+  std::string names;
+  for (const TokenizerKind* k : kKinds)
+    for (const char* m : k->methods)
+      if (m) names += cat(names.empty() ? "" : ", ", m);
+  return names;
+}
+
+uint64_t fnv1a(uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// The length of the UTF-8 sequence that `lead` starts, or 0 if it starts none.
+int sequence_length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if (lead < 0xC2) return 0;  // a continuation byte, or an overlong two-byte lead
+  if (lead < 0xE0) return 2;
+  if (lead < 0xF0) return 3;
+  if (lead < 0xF5) return 4;
+  return 0;
+}
+
+bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+// Whether s[0, len) (len = sequence_length(s[0]) bytes, all present) is one valid
+// character: continuation bytes, and no overlong form, surrogate or value past U+10FFFF.
+bool valid_sequence(std::string_view s, int len) {
+  const auto b = [&](int i) { return static_cast<unsigned char>(s[size_t(i)]); };
+  for (int i = 1; i < len; ++i)
+    if (!is_continuation(b(i))) return false;
+  if (len == 3) return !(b(0) == 0xE0 && b(1) < 0xA0) && !(b(0) == 0xED && b(1) >= 0xA0);
+  if (len == 4) return !(b(0) == 0xF0 && b(1) < 0x90) && !(b(0) == 0xF4 && b(1) >= 0x90);
+  return true;
+}
+
+// Splits `bytes` into whole characters and stray bytes, in order: on_char(view) for a
+// valid character, on_byte(b) for a byte that is none. A character cut off at the end
+// is left: the return value is where it starts (bytes.size() when there is none).
+template <class OnChar, class OnByte>
+size_t scan_utf8(std::string_view bytes, OnChar on_char, OnByte on_byte) {
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const int len = sequence_length(static_cast<unsigned char>(bytes[i]));
+    if (len > 0 && i + size_t(len) > bytes.size()) {  // cut off, unless a byte already rules it out
+      bool prefix = true;
+      for (size_t k = i + 1; k < bytes.size(); ++k) prefix = prefix && is_continuation(static_cast<unsigned char>(bytes[k]));
+      if (prefix) return i;
+    }
+    if (len > 0 && i + size_t(len) <= bytes.size() && valid_sequence(bytes.substr(i), len)) {
+      on_char(bytes.substr(i, size_t(len)));
+      i += size_t(len);
+    } else {
+      on_byte(static_cast<unsigned char>(bytes[i]));
+      ++i;
+    }
+  }
+  return i;
+}
+
+constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+}  // namespace
+
+const std::string* find_entry(const TokenizerMetadata& metadata, std::string_view key) {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+std::string Tokenizer::fingerprint() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& [key, value] : metadata()) {
+    h = fnv1a(h, key);
+    h = fnv1a(h, std::string_view("\0", 1));  // so that ("ab", "c") and ("a", "bc") differ
+    h = fnv1a(h, value);
+    h = fnv1a(h, std::string_view("\0", 1));
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
+  return buf;
+}
+
+bool is_tokenizer_method(std::string_view name) { return kind_training(name) != nullptr; }
+
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string_view train_text,
+                                          std::string_view held_out) {
+  if (spec.vocab_size < 0 || spec.vocab_size > TokenizerSpec::kMaxVocab)
+    fail("tokenizer", "--vocab-size ", spec.vocab_size, " outside [1, ", TokenizerSpec::kMaxVocab, "]");
+  if (const TokenizerKind* k = kind_training(spec.name)) return k->train(spec, train_text, held_out);
+  // Not a method: a tokenizer file, read by the first kind that reads files.
+  if (spec.vocab_size != 0)
+    fail("tokenizer", "--vocab-size goes with a method (", method_names(), "), not with the tokenizer file ",
+         spec.name, ", whose size is its own");
+  for (const TokenizerKind* k : kKinds)
+    if (k->from_file) return k->from_file(spec.name);
+  fail("tokenizer", "'", spec.name, "' is neither a method (", method_names(), ") nor a tokenizer file");
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, const std::string& where) {
+  const std::string* name = find_entry(metadata, "tokenizer");
+  if (!name) return kKinds[0]->load(metadata, where);
+  for (const TokenizerKind* k : kKinds)
+    if (*name == k->name) return k->load(metadata, where);
+  std::string known;
+  for (const TokenizerKind* k : kKinds) known += cat(known.empty() ? "" : ", ", k->name);
+  fail("checkpoint", where, ": __metadata__.tokenizer: unknown kind \"", name->substr(0, 40), "\" (this folio reads ",
+       known, ")");
+}
+
+std::string visible_token(std::string_view bytes) {
+  std::string out;
+  auto byte = [&](unsigned char b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", unsigned(b));
+    out += buf;
+  };
+  const size_t cut = scan_utf8(
+      bytes,
+      [&](std::string_view c) {
+        if (c == " ") out += "\xE2\x90\xA3";  // U+2423 OPEN BOX
+        else if (c == "\n") out += "\\n";
+        else if (c == "\t") out += "\\t";
+        else if (c == "\r") out += "\\r";
+        else if (c.size() == 1 && (static_cast<unsigned char>(c[0]) < 0x20 || c[0] == 0x7F)) byte(static_cast<unsigned char>(c[0]));
+        else out += c;
+      },
+      byte);
+  for (size_t i = cut; i < bytes.size(); ++i) byte(static_cast<unsigned char>(bytes[i]));
+  return out;
+}
+
+std::string TokenStream::push(int32_t id) {
+  pending_ += tokenizer_.token_bytes(id);
+  std::string out;
+  const size_t cut = scan_utf8(
+      pending_, [&](std::string_view c) { out += c; }, [&](unsigned char) { out += kReplacement; });
+  pending_.erase(0, cut);
+  return out;
+}
+
+std::string TokenStream::finish() {
+  std::string out;
+  for (size_t i = 0; i < pending_.size(); ++i) out += kReplacement;
+  pending_.clear();
+  return out;
+}
+
+}  // namespace folio

@@ -1,0 +1,100 @@
+#pragma once
+// Between text and the model: a Tokenizer turns UTF-8 text into token ids and back.
+// Everything above data/ sees only ids and a vocabulary size; which tokenizer a run
+// holds is known here and in the checkpoint's metadata, nowhere else.
+//
+// What it holds:
+//   Tokenizer        the interface: encode, decode, one token's bytes, size, a
+//                    description, a fingerprint, and the metadata that stores it
+//   TokenizerSpec    how `folio train --tokenizer` asks for one (a method or a file)
+//   make_tokenizer   trains one (or reads a file) from a spec and a training text
+//   load_tokenizer   reads one back from a checkpoint's metadata
+//   TokenStream      decodes ids one at a time into whole UTF-8 characters
+//
+// The kinds: char (data/char_tokenizer.cpp, the text's characters) and spm
+// (data/spm_tokenizer.cpp, SentencePiece BPE or unigram pieces). A new kind is one
+// file with its TokenizerKind, its test, and one line in tokenizer.cpp's table.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace folio {
+
+using TokenizerMetadata = std::vector<std::pair<std::string, std::string>>;  // checkpoint __metadata__ entries
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual const char* kind() const = 0;  // "char", "spm"
+  virtual int vocab_size() const = 0;
+  // Text that cannot be encoded throws "[tokenizer] ..." naming the first bad
+  // character, its position and how many there are (a char vocabulary; SentencePiece
+  // with byte fallback encodes anything). The text must be valid UTF-8.
+  virtual std::vector<int32_t> encode(std::string_view utf8) const = 0;
+  // The text of the ids; an id outside [0, vocab_size) throws.
+  virtual std::string decode(std::span<const int32_t> ids) const = 0;
+  // The bytes token `id` adds to a stream of text: possibly part of a UTF-8 character
+  // (a byte-fallback piece), or nothing (a control token). decode() of a sequence is
+  // these bytes one after another.
+  virtual std::string token_bytes(int32_t id) const = 0;
+  // One line for people: "char, 65 characters", "spm bpe, 1024 pieces, byte fallback".
+  virtual std::string describe() const = 0;
+  // What a checkpoint stores; load_tokenizer(metadata()) gives the same tokenizer.
+  virtual TokenizerMetadata metadata() const = 0;
+  // The tokenizer as a file in its library's own format (a SentencePiece .model, which
+  // spm_encode and python3-sentencepiece load), or nullopt when it has none.
+  virtual std::optional<std::string> export_model() const { return std::nullopt; }
+  // 16 hex digits (FNV-1a 64 over the metadata): equal for the same tokenizer, on
+  // every machine; what --resume and folio info compare and show.
+  std::string fingerprint() const;
+};
+
+// What `folio train --tokenizer NAME --vocab-size N` asks for: NAME is a method
+// ("char", "bpe", "unigram") or the path of a SentencePiece .model file.
+struct TokenizerSpec {
+  std::string name = "char";
+  int64_t vocab_size = 0;  // pieces for bpe/unigram (0: kDefaultPieces); must be 0 for char and a file
+  static constexpr int64_t kDefaultPieces = 1024;
+  // The largest vocabulary a run accepts: the model's embedding rows and what the
+  // checkpoint reader allows (io/config_json.cpp).
+  static constexpr int64_t kMaxVocab = int64_t(1) << 21;
+};
+
+// Trains the tokenizer `spec` asks for on `train_text`, or reads the file it names.
+// `held_out` is the validation text: a char vocabulary takes its characters too (so
+// val can be encoded at all); nothing else reads it. Errors: "[tokenizer] ...".
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string_view train_text,
+                                          std::string_view held_out = {});
+// From a checkpoint's metadata (all of its entries; the tokenizer picks its own).
+// Metadata without a "tokenizer" entry holds a char vocabulary under "vocab", as every
+// checkpoint did before there were other kinds. `where` names the file in errors.
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, const std::string& where);
+// True when `name` is a training method (char, bpe, unigram), not a file.
+bool is_tokenizer_method(std::string_view name);
+
+// The text of a token for a person: whitespace made visible ("␣" for a space, "\n",
+// "\t", "\r"), and a byte that is not a whole UTF-8 character as <0xNN>.
+std::string visible_token(std::string_view bytes);
+
+// Decodes a stream of ids into text that is always whole UTF-8 characters: a
+// character split across byte-fallback tokens is held until its last byte arrives.
+class TokenStream {
+ public:
+  explicit TokenStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  // The complete characters that `id` finishes (maybe none).
+  std::string push(int32_t id);
+  // What is still held at the end: bytes that never became a character come out as
+  // U+FFFD, one per byte, so the output stays valid UTF-8.
+  std::string finish();
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::string pending_;  // the bytes of an incomplete character
+};
+
+}  // namespace folio

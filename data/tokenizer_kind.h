@@ -1,0 +1,28 @@
+#pragma once
+// What one kind of tokenizer gives tokenizer.cpp's table: how to train it, how to read
+// it back from a checkpoint, and (optionally) how to read it from a file of its own.
+// Only the tokenizer files include this; everything else uses data/tokenizer.h.
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "data/tokenizer.h"
+
+namespace folio {
+
+struct TokenizerKind {
+  const char* name;                     // "tokenizer" in a checkpoint's metadata
+  std::array<const char*, 2> methods;   // --tokenizer names that train it (nullptr: unused)
+  std::unique_ptr<Tokenizer> (*train)(const TokenizerSpec& spec, std::string_view train_text,
+                                      std::string_view held_out);
+  std::unique_ptr<Tokenizer> (*load)(const TokenizerMetadata& metadata, const std::string& where);
+  std::unique_ptr<Tokenizer> (*from_file)(const std::string& path);  // nullptr: none
+};
+
+extern const TokenizerKind kCharTokenizer, kSpmTokenizer;
+
+// The value of `key`, or nullptr.
+const std::string* find_entry(const TokenizerMetadata& metadata, std::string_view key);
+
+}  // namespace folio
