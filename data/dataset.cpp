@@ -128,9 +128,13 @@ Corpus encode_corpus(const std::string& path, const SplitText& text, std::shared
   c.val_chars = text.val_chars;
   try {
     c.split.train = tokenizer->encode(all.substr(0, val_at));
-    c.split.val = tokenizer->encode(all.substr(val_at));
   } catch (const Error& e) {
     fail("data", path, ": ", e.what());
+  }
+  try {
+    c.split.val = tokenizer->encode(all.substr(val_at));
+  } catch (const Error& e) {  // its positions count from the start of val
+    fail("data", path, ": in the val text, which starts at byte ", val_at, ": ", e.what());
   }
   c.tokenizer = std::move(tokenizer);
   return c;

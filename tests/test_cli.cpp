@@ -157,7 +157,8 @@ TEST_F(Cli, DtypeIsSavedWithTheRunAndResumeMayOverrideIt) {
   auto loss = [&](const char* dtype) {
     const Result e = folio("eval --checkpoint " + run_dir() + " --data " + corpus() + " --dtype " + dtype);
     EXPECT_EQ(e.code, 0) << e.err;
-    return e.out.rfind("loss ", 0) == 0 ? std::stod(e.out.substr(5)) : -1.0;
+    const size_t at = e.out.find("\nloss ");  // after the line that says what is evaluated
+    return at != std::string::npos ? std::stod(e.out.substr(at + 6)) : -1.0;
   };
   const double fp32 = loss("fp32"), bf16 = loss("bf16");
   EXPECT_GT(fp32, 0.0);

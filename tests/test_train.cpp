@@ -10,6 +10,7 @@
 #include "autograd/error.h"
 #include "autograd/parallel.h"
 #include "train/generate.h"
+#include "tests/support.h"
 #include "train/trainer.h"
 
 namespace folio {
@@ -20,13 +21,6 @@ void PrintTo(OptimizerKind k, std::ostream* os) { *os << to_string(k); }
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("folio_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 TEST(AdamW, OneStepMatchesHandComputation) {
   nn::NamedParameters params{{"w", Tensor::from({1, 2}, std::vector<float>{1.0f, -2.0f}).set_requires_grad()},
@@ -180,7 +174,8 @@ TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
     EXPECT_EQ(e.detail(), "block_size = 100000 outside [1, 65536]");
     EXPECT_EQ(std::string(e.what()), "[checkpoint] some.safetensors: config: " + e.detail());
   }
-  const fs::path dir = temp_dir("config_limits");
+  const testing::TempDir tmp("config_limits");
+  const fs::path& dir = tmp.path;
   TrainOptions o = tiny_run(dir, 1);
   o.model.block_size = 100000;
   try {
@@ -212,7 +207,8 @@ class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
 TEST_P(TrainerResume, IsBitExact) {
   const std::string tag = std::string(GetParam().data_parallel ? "dp_" : "ops_") + to_string(GetParam().dtype) + "_" +
                           to_string(GetParam().optimizer);
-  const fs::path straight = temp_dir("straight_" + tag), split = temp_dir("split_" + tag);
+  const testing::TempDir straight_dir("straight_" + tag), split_dir("split_" + tag);
+  const fs::path &straight = straight_dir.path, &split = split_dir.path;
   auto run = [&](const fs::path& dir) {
     TrainOptions o = tiny_run(dir, 200);
     o.data_parallel = GetParam().data_parallel;
@@ -265,7 +261,8 @@ INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume,
 // (measured: at most 0.0009) while they fall by more than 0.5 (measured: 0.74).
 TEST(Trainer, Bf16LossTracksFp32) {
   auto losses = [](Precision dtype) {
-    const fs::path dir = temp_dir(std::string("track_") + to_string(dtype));
+    const testing::TempDir tmp(std::string("track_") + to_string(dtype));
+    const fs::path& dir = tmp.path;
     TrainOptions o = tiny_run(dir, 60);
     o.model.dropout = 0.0f;
     o.train.dtype = dtype;
@@ -303,7 +300,8 @@ std::string write_cycle_corpus(const fs::path& dir, const std::string& name, siz
 // On --resume the splits must be long enough for the checkpoint's block_size, not for
 // the one in the options (the command line's default, 64, when not given).
 TEST(Trainer, ResumeChecksTheSplitsAgainstTheCheckpointsBlockSize) {
-  const fs::path dir = temp_dir("resume_block");
+  const testing::TempDir tmp("resume_block");
+  const fs::path& dir = tmp.path;
   auto first_run = [&](int64_t block_size) {
     TrainOptions o = tiny_run(dir, 2);
     o.model.block_size = block_size;
@@ -330,7 +328,7 @@ TEST(Trainer, ResumeChecksTheSplitsAgainstTheCheckpointsBlockSize) {
     Trainer t(too_short);
     ADD_FAILURE() << "resumed a block_size 100 model on an 80-character val split";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("medium.txt: the val split has 80 characters, needs at least "
+    EXPECT_NE(std::string(e.what()).find("medium.txt: the val split has 80 tokens, needs at least "
                                          "block_size + 1 = 101"),
               std::string::npos)
         << e.what();
@@ -340,7 +338,8 @@ TEST(Trainer, ResumeChecksTheSplitsAgainstTheCheckpointsBlockSize) {
 class TrainerLoss : public ::testing::TestWithParam<OptimizerKind> {};
 
 TEST_P(TrainerLoss, Falls) {
-  const fs::path dir = temp_dir(std::string("falls_") + to_string(GetParam()));
+  const testing::TempDir tmp(std::string("falls_") + to_string(GetParam()));
+  const fs::path& dir = tmp.path;
   TrainOptions o = tiny_run(dir, 150);
   o.model.dropout = 0.0f;
   o.train.optimizer = GetParam();

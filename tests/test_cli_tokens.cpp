@@ -1,0 +1,142 @@
+// The folio binary with subword tokenizers: train, generate, eval, info, tokens and
+// fine-tuning (--init-from) end to end, on text that is not English prose.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "data/dataset.h"
+#include "data/vocab.h"
+#include "io/json.h"
+#include "tests/support.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_contains;
+using testing::Result;
+
+class CliTokens : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Code: folio's own sources, with their indentation, braces and comments.
+    std::string code;
+    for (const char* f : {"data/vocab.cpp", "data/dataset.cpp", "io/json.cpp", "io/safetensors.cpp", "autograd/tensor.cpp"})
+      code += read_file(std::string(FOLIO_SOURCE_DIR) + "/" + f);
+    testing::spit(code_file(), code);
+    testing::write_small_corpus(dir_.path / "shakespeare.txt", 30000);
+  }
+  Result folio(const std::string& args) const { return testing::run_folio(testing::words(args), dir_.path); }
+  std::string code_file() const { return dir_ / "code.txt"; }
+  // A short run into `out`; a small model unless it starts --init-from one.
+  std::string small_model(const std::string& out, int iters) const {
+    return " --n-layer 1 --n-head 2 --n-embd 32 --block-size 32" + short_run(out, iters);
+  }
+  std::string short_run(const std::string& out, int iters, int eval_iters = 4) const {
+    return " --out " + (dir_ / out) + " --batch-size 8 --eval-interval 20 --warmup-iters 5 --lr 3e-3 --quiet"
+           " --threads 2 --eval-iters " + std::to_string(eval_iters) + " --max-iters " + std::to_string(iters);
+  }
+  testing::TempDir dir_{"cli_tokens"};
+};
+
+TEST_F(CliTokens, BpeOnCodeEndToEnd) {
+  const Result t = folio("train --tokenizer bpe --vocab-size 1024 --data " + code_file() + small_model("bpe", 40));
+  ASSERT_EQ(t.code, 0) << t.err;
+  const Result i = folio("info --checkpoint " + (dir_ / "bpe"));
+  ASSERT_EQ(i.code, 0) << i.err;
+  expect_contains(i.out, {"tokenizer    spm (SentencePiece), 1024 pieces, byte fallback, fingerprint ",
+                          "--tokenizer bpe --vocab-size 1024"});
+
+  const Result g = folio("generate --checkpoint " + (dir_ / "bpe") + " --prompt 'int main' --max-new-tokens 80");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.out.substr(0, 8), "int main");
+  EXPECT_NO_THROW(decode_utf8(g.out)) << "generate wrote broken UTF-8";
+
+  // eval defaults to the run's own data and split, and says so; --json for scripts.
+  const Result e = folio("eval --checkpoint " + (dir_ / "bpe") + " --json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  const Json j = Json::parse(e.out);
+  EXPECT_EQ(j.find("data")->as_string(), fs::absolute(code_file()).string());
+  EXPECT_EQ(j.find("split")->as_string(), "val");
+  const double loss = j.find("loss")->as_double(), tokens = double(j.find("tokens")->as_int()),
+               bytes = double(j.find("bytes")->as_int());
+  EXPECT_GT(bytes, 2.0 * tokens);  // subwords: several bytes a token
+  EXPECT_NEAR(j.find("bits_per_byte")->as_double(), loss * tokens / bytes / std::log(2.0), 1e-9);
+  EXPECT_LT(loss, std::log(1024.0));  // it learned something in 40 steps
+
+  // The pieces, with whitespace made visible, and ids that decode to the text.
+  const Result p = folio("tokens --checkpoint " + (dir_ / "bpe") + " --text '    return x;' --format pieces");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("\xE2\x90\xA3"), std::string::npos) << p.out;
+  const Result table = folio("tokens --checkpoint " + (dir_ / "bpe") + " --text 'a\tb'");
+  expect_contains(table.out, {"position      id  offset  bytes  piece", "\\t"});
+
+  // A different tokenizer on --resume is refused; the same one passes.
+  const Result r = folio("train --resume --tokenizer unigram" + small_model("bpe", 60));
+  EXPECT_EQ(r.code, 2);
+  expect_contains(r.err, {"--tokenizer"});
+}
+
+// Fine-tuning: a model trained on Shakespeare, started on other text, begins at its
+// own loss on that text (not at ln V, where a fresh model begins).
+TEST_F(CliTokens, InitFromStartsFromTheTrainedModel) {
+  const Result t = folio("train --data " + (dir_ / "shakespeare.txt") + small_model("base", 200));
+  ASSERT_EQ(t.code, 0) << t.err;
+  // More Shakespeare it never saw: the next 20,000 characters of the corpus, less the
+  // few letters the first 30,000 lack (a char vocabulary cannot encode them).
+  const std::string seen = read_file(dir_ / "shakespeare.txt");
+  std::string rest;
+  for (char c : read_file(default_corpus_path()).substr(30000, 20000))
+    if (seen.find(c) != std::string::npos) rest += c;
+  testing::spit(dir_.path / "more.txt", rest);
+  const Result base_on_more =
+      folio("eval --checkpoint " + (dir_ / "base") + " --data " + (dir_ / "more.txt") + " --json");
+  ASSERT_EQ(base_on_more.code, 0) << base_on_more.err;
+  const double expected = Json::parse(base_on_more.out).find("loss")->as_double();
+
+  const Result f = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / "more.txt") +
+                         short_run("tuned", 20, 40));
+  ASSERT_EQ(f.code, 0) << f.err << f.out;
+  std::ifstream log(dir_.path / "tuned" / "log.csv");
+  std::string header, first;
+  std::getline(log, header);
+  std::getline(log, first);  // the evaluation at step 0, before any update
+  const double val0 = std::stod(first.substr(first.find(',', first.find(',') + 1) + 1));
+  EXPECT_LT(val0, std::log(65.0) - 1.0);
+  EXPECT_NEAR(val0, expected, 0.15) << first;
+  expect_contains(folio("info --checkpoint " + (dir_ / "tuned")).out, {"started from --init-from"});
+
+  // The model's options come from the checkpoint; text it cannot encode is named.
+  const Result shape = folio("train --init-from " + (dir_ / "base") + " --n-layer 3 --data " + (dir_ / "more.txt") +
+                             short_run("x", 5));
+  EXPECT_EQ(shape.code, 2);
+  expect_contains(shape.err, {"--n-layer comes from the --init-from checkpoint"});
+  testing::spit(dir_.path / "snow.txt", std::string(1000, 'a') + "\xE2\x98\x83 and \xE2\x98\x83" + std::string(2000, 'b'));
+  const Result snow = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / "snow.txt") +
+                            short_run("y", 5));
+  EXPECT_EQ(snow.code, 2);
+  expect_contains(snow.err, {"snow.txt", "U+2603", "at position 1000", "2 characters of the text are not"});
+  EXPECT_FALSE(fs::exists(dir_.path / "y" / "model.safetensors"));
+}
+
+// A checkpoint file outside any run has no data of its own: eval asks for --data.
+TEST_F(CliTokens, EvalOfALoneCheckpointNeedsData) {
+  ASSERT_EQ(folio("train --data " + (dir_ / "shakespeare.txt") + " --val-fraction 0.3" + small_model("r", 5)).code, 0);
+  const Result e = folio("eval --checkpoint " + (dir_ / "r"));
+  ASSERT_EQ(e.code, 0) << e.err;
+  expect_contains(e.out, {"shakespeare.txt, val split (val: the last 0.3)", "bits/byte", "bits/char"});
+  fs::copy_file(dir_.path / "r" / "best.safetensors", dir_.path / "lone.safetensors");
+  const Result lone = folio("eval --checkpoint " + (dir_ / "lone.safetensors"));
+  EXPECT_EQ(lone.code, 2);
+  expect_contains(lone.err, {"--data is needed", "lone.safetensors"});
+  const Result chars = folio("info --checkpoint " + (dir_ / "r") + " --export-tokenizer " + (dir_ / "x.model"));
+  EXPECT_EQ(chars.code, 2);
+  expect_contains(chars.err, {"--export-tokenizer", "char"});
+  EXPECT_FALSE(fs::exists(dir_.path / "x.model"));
+}
+
+}  // namespace
+}  // namespace folio
