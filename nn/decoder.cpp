@@ -48,7 +48,7 @@ float* Decoder::PanelStore::take(int64_t floats) {
 }
 
 Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, PanelStore& store)
-    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)) {
+    : bias(data_or_null(bias_)), w32(weight.data()), N(weight.size(0)), K(weight.size(1)) {
   const float* w = weight.data();
   if (p == Precision::bf16) {
     w16.resize(N * K);
@@ -83,6 +83,16 @@ void Decoder::Matrix::apply(const float* x, float* y, std::vector<kernels::bf16>
   }
 }
 
+void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch) const {
+  const kernels::Gemm g{.M = M, .N = N, .K = K, .trans_b = true};
+  if (!packed) {
+    scratch.resize(M * K);  // (M, K)
+    kernels::to_bf16(x, scratch.data(), M * K);
+    return kernels::matmul(g, scratch.data(), w16.data(), y, bias);
+  }
+  kernels::matmul(g, x, w32, y, bias);
+}
+
 int64_t Decoder::panel_floats(const GPT& model) {
   if (model.precision() != Precision::fp32) return 0;
   int64_t n = Matrix::panel_floats(model.lm_head->weight);
@@ -91,10 +101,11 @@ int64_t Decoder::panel_floats(const GPT& model) {
   return n;
 }
 
-Decoder::Decoder(const GPT& model)
+Decoder::Decoder(const GPT& model, int64_t streams)
     : model_(model), config_(model.config()), store_(panel_floats(model)),
       lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision(), store_) {
-  const int64_t C = config_.n_embd, cache = config_.block_size * C;  // n_head * head_size == C
+  if (streams < 1) fail("decoder", "streams must be >= 1, got ", streams);
+  const int64_t C = config_.n_embd, cache = streams * config_.block_size * C;  // n_head * head_size == C
   const Precision p = model.precision();
   for (const auto& b : model.blocks) {
     const auto products = block_products(*b);
@@ -103,103 +114,179 @@ Decoder::Decoder(const GPT& model)
                        matrix(0), matrix(1), matrix(2), matrix(3), std::vector<float>(cache),
                        std::vector<float>(cache)});
   }
+  length_.assign(size_t(streams), 0);
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
   ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C);
 }
 
-std::span<const float> Decoder::restart(std::span<const int32_t> ids) {
+std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t stream) {
   const int64_t T = int64_t(ids.size()), hs = config_.n_embd / config_.n_head, block = config_.block_size;
   if (T < 1 || T > block) fail("decoder", "restart with ", T, " tokens; expected 1 to block_size ", block);
+  if (stream < 0 || stream >= streams()) fail("decoder", "stream ", stream, " outside [0, ", streams(), ")");
   NoGradGuard no_grad;
   std::vector<KVCache> caches;
   const Tensor logits = model_.forward_cached(ids, 1, T, caches);  // (1, T, V)
+  const int64_t per_stream = config_.n_head * hs * block;
   for (size_t l = 0; l < layers_.size(); ++l)  // (1, n_head, T, hs) -> keys (n_head, hs, block), values (n_head, block, hs)
     for (int64_t h = 0; h < config_.n_head; ++h) {
       const float* k = caches[l].k.data() + h * T * hs;
-      float* keys = layers_[l].k.data() + h * hs * block;
+      float* keys = layers_[l].k.data() + stream * per_stream + h * hs * block;
       for (int64_t t = 0; t < T; ++t)
         for (int64_t d = 0; d < hs; ++d) keys[d * block + t] = k[t * hs + d];
-      std::memcpy(layers_[l].v.data() + h * block * hs, caches[l].v.data() + h * T * hs, sizeof(float) * T * hs);
+      std::memcpy(layers_[l].v.data() + stream * per_stream + h * block * hs, caches[l].v.data() + h * T * hs,
+                  sizeof(float) * T * hs);
     }
-  length_ = T;
+  length_[size_t(stream)] = T;
   std::memcpy(logits_.data(), logits.data() + (T - 1) * config_.vocab_size, sizeof(float) * config_.vocab_size);
   return logits_;
 }
 
-void Decoder::attend(Layer& L, int64_t pos) {
+void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
   const int64_t nh = config_.n_head, hs = config_.n_embd / nh, block = config_.block_size;
   const int64_t slot = pos % block, keys_seen = std::min(pos + 1, block);
   const float scale = 1.0f / std::sqrt(float(hs));
+  float* att = s.att;
   for (int64_t h = 0; h < nh; ++h) {
-    float *k = qkv_.data() + h * 3 * hs, *q = k + hs, *v = q + hs;  // per head [k; q; v]
-    float *keys = L.k.data() + h * hs * block, *values = L.v.data() + h * block * hs;
+    float *k = qkv + h * 3 * hs, *q = k + hs, *v = q + hs;  // per head [k; q; v]
+    float* keys = L.k.data() + (stream * nh + h) * hs * block;
+    float* values = L.v.data() + (stream * nh + h) * block * hs;
     // q and k as position_query_key() makes them: RMS-normalised, then rotated.
     if (config_.qk_norm) {
       kernels::rms_norm_row(k, k, hs, kRmsNormEps);
       kernels::rms_norm_row(q, q, hs, kRmsNormEps);
     }
-    if (rolls()) {  // into h_, free at this point: [rotated k; rotated q]
-      kernels::rotate_half_row(k, h_.data(), hs / 2, cos_.data(), sin_.data(), 1.0f);
-      kernels::rotate_half_row(q, h_.data() + hs, hs / 2, cos_.data(), sin_.data(), 1.0f);
-      k = h_.data(), q = h_.data() + hs;
+    if (rolls()) {  // into the row's scratch: [rotated k; rotated q]
+      kernels::rotate_half_row(k, s.rot, hs / 2, s.cos, s.sin, 1.0f);
+      kernels::rotate_half_row(q, s.rot + hs, hs / 2, s.cos, s.sin, 1.0f);
+      k = s.rot, q = s.rot + hs;
     }
     for (int64_t d = 0; d < hs; ++d) keys[d * block + slot] = k[d];
     std::memcpy(values + slot * hs, v, sizeof(float) * hs);
     // The scores, a key dimension at a time: sums over the keys side by side, none
     // across a vector. The slots hold positions in rolling order; a softmax and a
     // weighted sum do not care about the order of their terms.
-    for (int64_t j = 0; j < keys_seen; ++j) att_[j] = 0.0f;
+    for (int64_t j = 0; j < keys_seen; ++j) att[j] = 0.0f;
     for (int64_t d = 0; d < hs; ++d) {
       const float qd = q[d], *key_d = keys + d * block;
 #pragma omp simd
-      for (int64_t j = 0; j < keys_seen; ++j) att_[j] += qd * key_d[j];
+      for (int64_t j = 0; j < keys_seen; ++j) att[j] += qd * key_d[j];
     }
-    kernels::softmax_row(att_.data(), att_.data(), keys_seen, keys_seen, scale);
-    float* y = y_.data() + h * hs;  // heads side by side
+    kernels::softmax_row(att, att, keys_seen, keys_seen, scale);
+    float* y = y_heads + h * hs;  // heads side by side
     for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
     for (int64_t j = 0; j < keys_seen; ++j) {
-      const float w = att_[j];
+      const float w = att[j];
 #pragma omp simd
       for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
     }
   }
 }
 
-std::span<const float> Decoder::step(int32_t id) {
-  const int64_t C = config_.n_embd, block = config_.block_size, V = config_.vocab_size, pos = length_;
-  if (pos >= block && !rolls()) fail("decoder", "the cache holds block_size ", block, " positions: restart");
+void Decoder::check_step(int32_t id, int64_t stream) const {
+  const int64_t block = config_.block_size, V = config_.vocab_size;
+  if (stream < 0 || stream >= streams()) fail("decoder", "stream ", stream, " outside [0, ", streams(), ")");
+  if (length_[size_t(stream)] >= block && !rolls())
+    fail("decoder", "the cache holds block_size ", block, " positions: restart");
   if (id < 0 || id >= V) fail("decoder", "token id ", id, " outside the vocabulary of ", V);
+}
+
+void Decoder::embed(int32_t id, int64_t pos, float* x, float* cos, float* sin) const {
+  const int64_t C = config_.n_embd;
   const float* tok = model_.token_embedding->weight.data() + id * C;
   if (model_.position_embedding) {
     const float* where = model_.position_embedding->weight.data() + pos * C;
-    for (int64_t c = 0; c < C; ++c) x_[c] = tok[c] + where[c];
+    for (int64_t c = 0; c < C; ++c) x[c] = tok[c] + where[c];
   } else {
-    std::memcpy(x_.data(), tok, sizeof(float) * C);
-    RotaryTables::row(pos, C / config_.n_head, cos_.data(), sin_.data());
+    std::memcpy(x, tok, sizeof(float) * C);
+    RotaryTables::row(pos, C / config_.n_head, cos, sin);
   }
+}
+
+void Decoder::activate(float* f, int64_t n) const {
+  switch (config_.activation) {
+    case Activation::gelu: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu(f[i]); break;
+    case Activation::relu: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f; break;
+    case Activation::relu2: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f; break;
+  }
+}
+
+void Decoder::softcap(float* logits, int64_t n) const {
+  if (const float cap = config_.logit_softcap; cap > 0.0f)
+    for (int64_t i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] * (1.0f / cap));  // as GPT::head's scale(tanh(scale()))
+}
+
+std::span<const float> Decoder::step(int32_t id, int64_t stream) {
+  check_step(id, stream);
+  const int64_t C = config_.n_embd, pos = length_[size_t(stream)];
+  embed(id, pos, x_.data(), cos_.data(), sin_.data());
+  const RowScratch s{att_.data(), h_.data(), cos_.data(), sin_.data()};  // h_ is free while attending
   for (Layer& L : layers_) {
     kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
     L.qkv.apply(h_.data(), qkv_.data(), x16_);
-    attend(L, pos);
+    attend(L, stream, pos, qkv_.data(), y_.data(), s);
     L.proj.apply(y_.data(), h_.data(), x16_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
     kernels::layer_norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C, kLayerNormEps);
     L.fc.apply(h_.data(), ff_.data(), x16_);
-    switch (config_.activation) {
-      case Activation::gelu: for (float& f : ff_) f = kernels::gelu(f); break;
-      case Activation::relu: for (float& f : ff_) f = f > 0.0f ? f : 0.0f; break;
-      case Activation::relu2: for (float& f : ff_) f = f > 0.0f ? f * f : 0.0f; break;
-    }
+    activate(ff_.data(), 4 * C);
     L.fc2.apply(ff_.data(), h_.data(), x16_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
   }
   kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C,
                           kLayerNormEps);
   lm_head_.apply(h_.data(), logits_.data(), x16_);
-  if (const float cap = config_.logit_softcap; cap > 0.0f)
-    for (float& l : logits_) l = cap * std::tanh(l * (1.0f / cap));  // as GPT::head's scale(tanh(scale()))
-  ++length_;
+  softcap(logits_.data(), config_.vocab_size);
+  ++length_[size_t(stream)];
   return logits_;
+}
+
+void Decoder::ensure_batch(int64_t B) {
+  const int64_t C = config_.n_embd, hs = C / config_.n_head;
+  if (int64_t(bx_.size()) >= B * C) return;
+  bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * 4 * C);
+  blogits_.resize(B * config_.vocab_size), batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
+  bcos_.resize(B * C), bsin_.resize(B * C);
+}
+
+std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids) {
+  const int64_t B = int64_t(ids.size()), C = config_.n_embd, V = config_.vocab_size, hs = C / config_.n_head;
+  if (int64_t(streams.size()) != B) fail("decoder", "step_batch with ", streams.size(), " streams and ", B, " ids");
+  if (B == 0) return {};
+  for (int64_t b = 0; b < B; ++b) {
+    check_step(ids[b], streams[b]);
+    for (int64_t e = 0; e < b; ++e)  // two rows writing one cache position would race
+      if (streams[e] == streams[b]) fail("decoder", "step_batch with stream ", streams[b], " twice");
+  }
+  ensure_batch(B);
+  for (int64_t b = 0; b < B; ++b)
+    embed(ids[b], length_[size_t(streams[b])], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
+  for (Layer& L : layers_) {
+    for (int64_t b = 0; b < B; ++b)
+      kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
+    L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_);  // (B, C) -> (B, 3C)
+    // Each row reads and writes only its own stream's cache and its own scratch.
+#pragma omp parallel for schedule(static) if (B >= 4)
+    for (int64_t b = 0; b < B; ++b) {
+      const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
+                         bsin_.data() + b * C};
+      attend(L, streams[b], length_[size_t(streams[b])], bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
+    }
+    L.proj.apply_rows(by_.data(), bh_.data(), B, x16_);  // (B, C) -> (B, C)
+    for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
+    for (int64_t b = 0; b < B; ++b)
+      kernels::layer_norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C, kLayerNormEps);
+    L.fc.apply_rows(bh_.data(), bff_.data(), B, x16_);  // (B, C) -> (B, 4C)
+    activate(bff_.data(), B * 4 * C);
+    L.fc2.apply_rows(bff_.data(), bh_.data(), B, x16_);  // (B, 4C) -> (B, C)
+    for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
+  }
+  for (int64_t b = 0; b < B; ++b)
+    kernels::layer_norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), model_.ln_f->bias.data(),
+                            bh_.data() + b * C, C, kLayerNormEps);
+  lm_head_.apply_rows(bh_.data(), blogits_.data(), B, x16_);  // (B, C) -> (B, V)
+  softcap(blogits_.data(), B * V);
+  for (int64_t b = 0; b < B; ++b) ++length_[size_t(streams[b])];
+  return {blogits_.data(), size_t(B * V)};
 }
 
 }  // namespace folio::nn

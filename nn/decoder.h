@@ -4,6 +4,12 @@
 // per token: at config S a token costs about as much as reading the weights once.
 // It computes what GPT::forward computes, up to the order of float sums in the
 // products; tests/test_decoder.cpp holds it to forward's logits.
+//
+// A decoder holds one or more streams, each with its own cache and length, sharing
+// the packed weights. step() runs one stream's token as matrix-vector products;
+// step_batch() runs one token of each of several streams as one matrix product per
+// weight matrix (continuous batching, for folio serve): the weights are read once
+// per step for all of them. tests/test_decoder.cpp holds step_batch to step.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,19 +25,25 @@ class Decoder {
   // Copies the model's weights once, in the layout its products read (and as bf16 if
   // the model's precision says so); reads the embeddings and norms in place. The model
   // must outlive the decoder and not change while it decodes.
-  explicit Decoder(const GPT& model);
+  // `streams` caches (each 2 * n_layer * block_size * n_embd floats) share them.
+  explicit Decoder(const GPT& model, int64_t streams = 1);
 
-  // Forgets the cache and runs ids (1 <= size <= block_size) at positions 0.. as one
-  // batched forward, whose keys and values fill the cache. Returns the last
+  // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
+  // as one batched forward, whose keys and values fill the cache. Returns the last
   // position's logits (V), valid until the next call.
-  std::span<const float> restart(std::span<const int32_t> ids);
+  std::span<const float> restart(std::span<const int32_t> ids, int64_t stream = 0);
   // Runs one token at position length() and caches it. Returns its logits (V), valid
   // until the next call. With learned positions, length() < block_size. With rotary
   // positions the cache rolls: the token attends to the last block_size positions
   // (itself included), each key rotated by its own position, so every score sees the
   // true distance between query and key, however long the text.
-  std::span<const float> step(int32_t id);
-  int64_t length() const { return length_; }  // positions run so far (since restart)
+  std::span<const float> step(int32_t id, int64_t stream = 0);
+  // One token for each of B distinct streams (ids[b] into streams[b]) as step() would
+  // run them, with each product done once for all B rows. Returns the logits (B, V),
+  // row b for streams[b], valid until the next call.
+  std::span<const float> step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids);
+  int64_t length(int64_t stream = 0) const { return length_[size_t(stream)]; }  // positions run since restart
+  int64_t streams() const { return int64_t(length_.size()); }
   bool rolls() const { return config_.pos == Positions::rope; }
 
  private:
@@ -60,7 +72,11 @@ class Decoder {
     }
     Matrix(const Tensor& weight, const Tensor& bias, Precision p, PanelStore& store);
     void apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const;
+    // Y (M, N) = X (M, K) W^T [+ bias]: one oneDNN product over the model's own (N, K)
+    // weights (or the bf16 copy), which reads them once for all M rows.
+    void apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch) const;
     const float* bias;
+    const float* w32;  // the model's fp32 weights (N, K), read in place
     int64_t N, K;
     const float* packed = nullptr;   // fp32 products: panels in the store
     std::vector<kernels::bf16> w16;  // bf16 products: the weights rounded, as Linear's (N, K)
@@ -68,19 +84,35 @@ class Decoder {
   struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
     Matrix qkv, proj, fc, fc2;
-    // Keys (n_head, head_size, block_size), transposed for the scores' loop, and values
-    // (n_head, block_size, head_size); position p in slot p % block_size.
-    std::vector<float> k, v;
+    // Per stream: keys (n_head, head_size, block_size), transposed for the scores'
+    // loop, and values (n_head, block_size, head_size); position p in slot p % block_size.
+    std::vector<float> k, v;  // (streams, n_head, head_size, block_size), (streams, n_head, block_size, head_size)
+  };
+  // One row's attention scratch: scores (block_size), rotated [k; q] (2 * head_size),
+  // and the rotary tables of its position (C each).
+  struct RowScratch {
+    float *att, *rot, *cos, *sin;
   };
   static int64_t panel_floats(const GPT& model);  // of all its products (0 for bf16 ones)
-  void attend(Layer& L, int64_t pos);  // qkv_ -> y_, caching this position's key and value
+  // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
+  void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
+  void embed(int32_t id, int64_t pos, float* x, float* cos, float* sin) const;  // token + position -> x (C)
+  void check_step(int32_t id, int64_t stream) const;
+  void activate(float* f, int64_t n) const;  // the feed-forward's activation, in place
+  void softcap(float* logits, int64_t n) const;
+  void ensure_batch(int64_t B);  // the batch scratch holds B rows
   const GPT& model_;
   const GPTConfig& config_;
   PanelStore store_;
   std::vector<Layer> layers_;
   Matrix lm_head_;
-  int64_t length_ = 0;
-  std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_;  // scratch for one token
+  std::vector<int64_t> length_;  // (streams)
+  // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (4C), att_ (block_size),
+  // logits_ (V), cos_, sin_ (C).
+  std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_;
+  // Scratch for step_batch's B rows: bx_, by_, bh_ (B, C), bqkv_ (B, 3C), bff_ (B, 4C),
+  // blogits_ (B, V), batt_ (B, block_size), brot_ (B, 2 * head_size), bcos_, bsin_ (B, C).
+  std::vector<float> bx_, by_, bh_, bqkv_, bff_, blogits_, batt_, brot_, bcos_, bsin_;
   std::vector<kernels::bf16> x16_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "nn/decoder.h"
 #include "support.h"
@@ -57,15 +58,55 @@ TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   }
 }
 
+// step_batch (one product per weight matrix for several streams) against step on a
+// decoder per stream: streams at different positions, in any order, some sitting out
+// a step (as requests join and leave a server's batch).
+class BatchMatchesStep : public ::testing::TestWithParam<DecoderCase> {};
+
+TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
+  const DecoderCase& c = GetParam();
+  nn::GPT gpt(c.config);
+  gpt.eval();
+  gpt.set_precision(c.dtype);
+  NoGradGuard no_grad;
+  const int64_t block = c.config.block_size, V = c.config.vocab_size, S = 3;
+  nn::Decoder batched(gpt, S);
+  std::vector<std::unique_ptr<nn::Decoder>> alone;
+  std::vector<int32_t> next(S);
+  for (int64_t s = 0; s < S; ++s) {
+    std::vector<int32_t> prompt(size_t(s + 1));
+    for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((5 * t + 3 * s + 1) % V);
+    alone.push_back(std::make_unique<nn::Decoder>(gpt));
+    EXPECT_LE(max_diff(batched.restart(prompt, s), alone.back()->restart(prompt)), 1e-6f);
+    next[size_t(s)] = int32_t((s + 2) % V);
+  }
+  for (int64_t step = 0; step + S < block; ++step) {
+    std::vector<int64_t> streams = {2, 0, 1};
+    if (step % 2) streams = {2, 0};  // stream 1 sits this one out
+    std::vector<int32_t> ids;
+    for (int64_t s : streams) ids.push_back(next[size_t(s)]);
+    const auto got = batched.step_batch(streams, ids);
+    ASSERT_EQ(got.size(), streams.size() * size_t(V));
+    for (size_t b = 0; b < streams.size(); ++b) {
+      const int64_t s = streams[b];
+      const auto want = alone[size_t(s)]->step(ids[b]);
+      EXPECT_LE(max_diff(got.subspan(b * V, V), want), c.tol) << "stream " << s << " at step " << step;
+      EXPECT_EQ(batched.length(s), alone[size_t(s)]->length());
+      next[size_t(s)] = int32_t((7 * step + 3 * s + 1) % V);
+    }
+  }
+  expect_error([&] { batched.step_batch(std::vector<int64_t>{0, 0}, std::vector<int32_t>{1, 1}); },
+               {"stream 0 twice"});
+  expect_error([&] { batched.step_batch(std::vector<int64_t>{3}, std::vector<int32_t>{1}); }, {"stream 3 outside"});
+}
+
 const nn::GPTConfig kSmall{.vocab_size = 13, .block_size = 10, .n_layer = 2, .n_head = 2, .n_embd = 16};
 nn::GPTConfig with(nn::GPTConfig c, auto edit) {
   edit(c);
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, DecoderMatchesForward,
-    ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp32, 2e-5f},
+const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp32, 2e-5f},
                       DecoderCase{"gelu_no_bias", with(kSmall, [](auto& c) {
                                     c.activation = nn::Activation::gelu;
                                     c.bias = false;
@@ -82,8 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
                                   }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).
-                      DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f}),
-    [](const auto& info) { return std::string(info.param.name); });
+                      DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f});
+auto case_name = [](const auto& info) { return std::string(info.param.name); };
+INSTANTIATE_TEST_SUITE_P(Configs, DecoderMatchesForward, kCases, case_name);
+INSTANTIATE_TEST_SUITE_P(Configs, BatchMatchesStep, kCases, case_name);
 
 // With rotary positions the cache rolls past block_size. In one layer nothing else
 // carries position, so every step must equal forward over the last block_size tokens.
