@@ -17,7 +17,9 @@ build_packages=(
   ocl-icd-opencl-dev             # only a Recommends of libdnnl-dev, but dnnl-config.cmake
                                  # calls find_package(OpenCL REQUIRED)
   libboost-program-options-dev   # the folio command line
-  nlohmann-json3-dev             # the JSON lexer under io/json.cpp (header-only)
+  nlohmann-json3-dev             # the JSON lexer under io/json.cpp, and folio serve's request and
+                                 # response bodies (header-only)
+  libcpp-httplib-dev             # folio serve's HTTP server (header-only; serve/)
   libsentencepiece-dev           # subword tokenizers (data/spm_tokenizer.cpp)
   pkg-config                     # how CMake finds SentencePiece (it ships no CMake package)
   sentencepiece                  # tests: spm_train/spm_encode, the reference for folio's tokens

@@ -1,0 +1,212 @@
+#include "serve/api.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "autograd/error.h"
+
+namespace folio::serve {
+namespace {
+
+using json = nlohmann::json;
+
+json parse_object(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);  // rejects invalid UTF-8 and lone surrogates in strings
+  } catch (const json::parse_error& e) {
+    const std::string what = e.what();
+    if (what.find("UTF-8") != std::string::npos || what.find("surrogate") != std::string::npos)
+      throw ApiError(400, "the body is not valid UTF-8 JSON: " + what);
+    throw ApiError(400, "the body is not valid JSON: " + what);
+  }
+  if (!j.is_object()) throw ApiError(400, cat("the body must be a JSON object, got ", j.type_name()));
+  return j;
+}
+
+const json* field(const json& j, const char* name) {  // null counts as absent, as OpenAI treats it
+  const auto it = j.find(name);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+[[noreturn]] void bad(const char* name, const std::string& what) { throw ApiError(400, cat(name, " ", what), name); }
+
+double number(const json& j, const char* name, double lo, double hi) {
+  if (!j.is_number()) bad(name, cat("must be a number, got ", j.type_name()));
+  const double v = j.get<double>();
+  if (!(v >= lo && v <= hi)) bad(name, cat("must be in [", lo, ", ", hi, "], got ", j.dump()));
+  return v;
+}
+
+int64_t integer(const json& j, const char* name, int64_t lo, int64_t hi) {
+  if (!j.is_number_integer()) bad(name, cat("must be an integer, got ", j.dump().substr(0, 40)));
+  if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    bad(name, cat("must be in [", lo, ", ", hi, "], got ", j.dump()));
+  const int64_t v = j.get<int64_t>();
+  if (v < lo || v > hi) bad(name, cat("must be in [", lo, ", ", hi, "], got ", v));
+  return v;
+}
+
+std::string text(const json& j, const char* name) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_array() && j.size() == 1 && j[0].is_string()) return j[0].get<std::string>();  // ["text"], as clients may send
+  bad(name, cat("must be a string, got ", j.type_name()));
+}
+
+std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& s, const char* name,
+                                   int64_t max_tokens) {
+  // A char tokenizer makes at most one token per byte; refusing early keeps a huge
+  // prompt from costing an encode.
+  if (std::string_view(tokenizer.kind()) == "char" && int64_t(s.size()) > 4 * max_tokens)
+    bad(name, cat("has ", s.size(), " bytes, more than this server's limit of ", max_tokens, " tokens allows"));
+  std::vector<int32_t> ids;
+  try {
+    ids = tokenizer.encode(s);
+  } catch (const Error& e) {
+    bad(name, cat("cannot be encoded by this model's tokenizer: ", e.what()));
+  }
+  if (ids.empty()) bad(name, "is empty");
+  if (int64_t(ids.size()) > max_tokens)
+    bad(name, cat("has ", ids.size(), " tokens, more than this server's limit of ", max_tokens));
+  return ids;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+  const json j = parse_object(body);
+  CompletionRequest r;
+  const json* p = field(j, "prompt");
+  if (!p) bad("prompt", "is required");
+  r.prompt = encode_prompt(tokenizer, text(*p, "prompt"), "prompt", limits.max_prompt_tokens);
+  r.sample.max_new_tokens = 16;  // OpenAI's default
+  if (const json* v = field(j, "max_tokens")) r.sample.max_new_tokens = integer(*v, "max_tokens", 1, limits.max_tokens);
+  r.sample.temperature = 1.0f;
+  if (const json* v = field(j, "temperature")) {
+    const double t = number(*v, "temperature", 0.0, 2.0);  // OpenAI's range
+    r.sample.greedy = t == 0.0;  // 0: the most likely token every time
+    r.sample.temperature = t == 0.0 ? 1.0f : float(t);
+  }
+  if (const json* v = field(j, "top_p")) {
+    r.sample.top_p = float(number(*v, "top_p", 0.0, 1.0));
+    if (!(r.sample.top_p > 0.0f)) bad("top_p", "must be in (0, 1], got 0");
+  }
+  if (const json* v = field(j, "top_k")) r.sample.top_k = integer(*v, "top_k", 0, tokenizer.vocab_size());
+  if (const json* v = field(j, "seed")) {
+    if (v->is_number_unsigned()) r.seed = v->get<uint64_t>();
+    else r.seed = uint64_t(integer(*v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+    r.has_seed = true;
+  }
+  if (const json* v = field(j, "stop")) {
+    if (v->is_string()) r.stop.push_back(v->get<std::string>());
+    else if (v->is_array() && v->size() <= 4)
+      for (const json& s : *v) {
+        if (!s.is_string()) bad("stop", cat("must hold strings, got ", s.type_name()));
+        r.stop.push_back(s.get<std::string>());
+      }
+    else bad("stop", "must be a string or an array of up to 4 strings");
+    for (const std::string& s : r.stop)
+      if (s.empty()) bad("stop", "must not hold an empty string");
+  }
+  if (const json* v = field(j, "stream")) {
+    if (!v->is_boolean()) bad("stream", cat("must be true or false, got ", v->type_name()));
+    r.stream = v->get<bool>();
+  }
+  if (const json* v = field(j, "n"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+    bad("n", "must be 1: one choice per request");
+  if (const json* v = field(j, "best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+    bad("best_of", "must be 1");
+  if (field(j, "logprobs")) bad("logprobs", "is not supported");
+  if (const json* v = field(j, "echo"); v && !(v->is_boolean() && !v->get<bool>())) bad("echo", "is not supported");
+  r.sample.validate();  // the same rules as folio generate (already met here)
+  return r;
+}
+
+std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+  const json j = parse_object(body);
+  const json* c = field(j, "content");
+  if (!c) bad("content", "is required");
+  if (!c->is_string()) bad("content", cat("must be a string, got ", c->type_name()));
+  if (c->get_ref<const std::string&>().empty()) return {};
+  return encode_prompt(tokenizer, c->get<std::string>(), "content", limits.max_prompt_tokens);
+}
+
+std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer) {
+  const json j = parse_object(body);
+  const json* t = field(j, "tokens");
+  if (!t) bad("tokens", "is required");
+  if (!t->is_array()) bad("tokens", cat("must be an array of token ids, got ", t->type_name()));
+  std::vector<int32_t> ids;
+  for (const json& id : *t) ids.push_back(int32_t(integer(id, "tokens", 0, tokenizer.vocab_size() - 1)));
+  return ids;
+}
+
+std::vector<int32_t> parse_attention(const std::string& body, const Tokenizer& tokenizer, int64_t block_size) {
+  const json j = parse_object(body);
+  if (const json* t = field(j, "tokens")) {
+    if (!t->is_array()) bad("tokens", cat("must be an array of token ids, got ", t->type_name()));
+    if (t->empty() || int64_t(t->size()) > block_size)
+      bad("tokens", cat("has ", t->size(), " ids; this model reads 1 to block_size = ", block_size));
+    std::vector<int32_t> ids;
+    for (const json& id : *t) ids.push_back(int32_t(integer(id, "tokens", 0, tokenizer.vocab_size() - 1)));
+    return ids;
+  }
+  const json* p = field(j, "prompt");
+  if (!p) bad("prompt", "is required (or tokens)");
+  return encode_prompt(tokenizer, text(*p, "prompt"), "prompt", block_size);
+}
+
+std::string completion_json(const std::string& id, int64_t created, const std::string& model,
+                            const std::string& text, const std::string& finish_reason, const Usage& usage) {
+  const json j = {{"id", id},
+                  {"object", "text_completion"},
+                  {"created", created},
+                  {"model", model},
+                  {"choices", {{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}}},
+                  {"usage",
+                   {{"prompt_tokens", usage.prompt_tokens},
+                    {"completion_tokens", usage.completion_tokens},
+                    {"total_tokens", usage.prompt_tokens + usage.completion_tokens}}}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string completion_chunk(const std::string& id, int64_t created, const std::string& model,
+                             const std::string& text, const std::string& finish_reason, const Usage* usage) {
+  json j = {{"id", id},
+            {"object", "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"choices",
+             {{{"text", text},
+               {"index", 0},
+               {"logprobs", nullptr},
+               {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}}}}};
+  if (usage)
+    j["usage"] = {{"prompt_tokens", usage->prompt_tokens},
+                  {"completion_tokens", usage->completion_tokens},
+                  {"total_tokens", usage->prompt_tokens + usage->completion_tokens}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string error_json(const ApiError& e) {
+  std::string type = e.type;
+  if (type.empty()) {
+    switch (e.status) {
+      case 401: type = "authentication_error"; break;
+      case 404: type = "not_found_error"; break;
+      case 503: type = "server_overloaded"; break;
+      case 500: type = "server_error"; break;
+      default: type = "invalid_request_error";
+    }
+  }
+  // dump's replace mode: a message quoting a bad byte stays valid UTF-8
+  const json j = {{"error",
+                   {{"message", e.what()},
+                    {"type", type},
+                    {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+                    {"code", e.status}}}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace folio::serve

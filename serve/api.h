@@ -1,0 +1,67 @@
+#pragma once
+// The JSON shapes of folio serve's API, in OpenAI's completions format where one
+// exists (llama-server's for /tokenize and /detokenize), apart from the HTTP server.
+//
+// What it holds:
+//   ApiError              an error with its HTTP status and OpenAI error type
+//   ApiLimits             what the server allows a request (tokens, prompt length)
+//   CompletionRequest     POST /v1/completions's body, checked field by field
+//   parse_completion      body -> CompletionRequest, or ApiError 400
+//   completion_json       the whole response (stream: false)
+//   completion_chunk      one Server-Sent Events chunk (stream: true)
+//   error_json            {"error": {message, type, param, code}}
+// Nothing here reads or writes a file: a request's fields are data, never paths.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+#include "train/generate.h"
+
+namespace folio::serve {
+
+struct ApiError : std::runtime_error {
+  ApiError(int status, std::string message, std::string param = "", std::string type = "")
+      : std::runtime_error(message), status(status), param(std::move(param)), type(std::move(type)) {}
+  int status;
+  std::string param;  // the request field at fault ("" when none)
+  std::string type;   // "" -> from the status: invalid_request_error, authentication_error, ...
+};
+
+struct ApiLimits {
+  int64_t max_tokens = 1024;         // the largest max_tokens a request may ask for
+  int64_t max_prompt_tokens = 4096;  // the model sees the last block_size of them
+  double max_seconds = 60;           // a request's wall time, queue excluded
+};
+
+struct CompletionRequest {
+  std::vector<int32_t> prompt;  // token ids, non-empty
+  SampleOptions sample;         // max_new_tokens is the request's max_tokens
+  bool has_seed = false;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;  // up to 4, non-empty, valid UTF-8
+  bool stream = false;
+};
+
+// Checks every field it knows (unknown ones are ignored, as OpenAI clients send
+// extras such as "user"). Throws ApiError 400 naming the field.
+CompletionRequest parse_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
+
+// {"content": "text"} -> token ids; {"tokens": [ids]} -> text. ApiError 400 on bad input.
+std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
+std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer);
+// {"prompt": "text"} or {"tokens": [ids]} -> 1 to block_size token ids.
+std::vector<int32_t> parse_attention(const std::string& body, const Tokenizer& tokenizer, int64_t block_size);
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+std::string completion_json(const std::string& id, int64_t created, const std::string& model,
+                            const std::string& text, const std::string& finish_reason, const Usage& usage);
+// finish_reason "" -> null (more to come); the last chunk carries usage.
+std::string completion_chunk(const std::string& id, int64_t created, const std::string& model,
+                             const std::string& text, const std::string& finish_reason, const Usage* usage);
+std::string error_json(const ApiError& e);
+
+}  // namespace folio::serve

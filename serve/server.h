@@ -1,0 +1,55 @@
+#pragma once
+// folio serve's HTTP server: the routes, authentication, limits and errors, over
+// cpp-httplib, with the slots (serve/scheduler.h) behind /v1/completions.
+//
+// Routes: GET / (the page), GET /health, GET /v1/models, POST /v1/completions
+// (stream: Server-Sent Events), POST /tokenize, POST /detokenize, POST /v1/attention.
+// With an API key every route but / and /health wants "Authorization: Bearer KEY".
+// No route reads or writes a file: the page is compiled in, and no request field is
+// ever a path.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "io/checkpoint.h"
+#include "serve/api.h"
+#include "serve/scheduler.h"
+
+namespace folio::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless asked
+  int port = 8080;                 // 0: any free port (tests)
+  std::string api_key;             // empty: no key
+  std::string model_name;          // what /v1/models and responses call the model
+  ApiLimits limits;
+  SchedulerOptions scheduler;
+  size_t max_body = size_t(2) << 20;  // bytes; larger bodies get 413
+  int http_threads = 0;               // connections served at once (0: slots + queue + 32)
+  double shutdown_grace = 5;          // seconds running requests get to finish on stop()
+  int read_timeout = 5;               // seconds a client may stay silent mid-request
+};
+
+class Server {
+ public:
+  Server(const ModelCheckpoint& model, ServerOptions options);
+  ~Server();
+  // Binds the address; returns the port. Throws "[serve] ..." when it cannot.
+  int bind();
+  // Serves until stop(); returns once the listener and the slots have stopped.
+  void listen();
+  // Refuses new requests (503), gives running ones shutdown_grace seconds, cuts the
+  // rest, closes the listener. Safe to call from another thread, more than once.
+  void stop();
+  SchedulerStats stats();
+
+ private:
+  struct Routes;  // keeps httplib.h out of this header
+  std::unique_ptr<Routes> routes_;
+};
+
+// Equal keys, in time that depends on their lengths only, not on where they differ.
+bool same_key(std::string_view a, std::string_view b);
+
+}  // namespace folio::serve
