@@ -88,7 +88,8 @@ void check_dtype(Precision p) {
 
 namespace {
 
-constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck};
+constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck,
+                                        &kServe};
 
 void print_usage() {
   std::printf("usage: folio <command> [options]\n\n"
