@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# folio serve against real clients: curl reads the raw Server-Sent Events, the official
+# openai npm client (v4) makes a completion, a streamed one and an authenticated call,
+# and SIGTERM in the middle of a stream ends it with [DONE] and the server with exit 0.
+# The npm part is skipped (exit 77) where node or npm is absent.
+#   test_serve_clients.sh FOLIO_BINARY
+set -euo pipefail
+folio=$1
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/folio-serve-clients.XXXXXX")
+server=""
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAILED: $*" >&2; [ -f "$work/serve.log" ] && cat "$work/serve.log" >&2; exit 1; }
+
+head -c 20000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
+"$folio" train --data "$work/corpus.txt" --out "$work/run" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 \
+  --batch-size 4 --max-iters 10 --eval-interval 10 --eval-iters 2 --quiet --threads 1
+echo "k3y-$RANDOM" >"$work/key"
+key=$(cat "$work/key")
+
+# Starts folio serve on a free port; sets $server and $base.
+start() {
+  "$folio" serve --checkpoint "$work/run" --port 0 --threads 1 "$@" >"$work/serve.log" 2>&1 &
+  server=$!
+  for _ in $(seq 100); do
+    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/serve.log")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || fail "folio serve did not start"
+  base="http://127.0.0.1:$port"
+}
+
+start --api-key-file "$work/key" --max-tokens 100000 --shutdown-grace 1
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$base/health")" = 200 ] || fail "/health"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$base/v1/models")" = 401 ] || fail "no key: not 401"
+
+# Raw SSE: text/event-stream, data: lines of JSON chunks, then data: [DONE].
+curl -sN -D "$work/headers" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  -d '{"prompt": "ROMEO:", "max_tokens": 20, "stream": true, "seed": 3}' "$base/v1/completions" >"$work/sse"
+grep -qi '^content-type: text/event-stream' "$work/headers" || fail "content type: $(cat "$work/headers")"
+python3 - "$work/sse" <<'PY' || fail "SSE stream: $(cat "$work/sse")"
+import json, sys
+events = [e for e in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if e]
+data = [e[len("data: "):] for e in events if e.startswith("data: ")]
+assert data[-1] == "[DONE]", data[-1]
+chunks = [json.loads(d) for d in data[:-1]]
+assert all(c["object"] == "text_completion" for c in chunks)
+assert chunks[-1]["choices"][0]["finish_reason"] == "length" and chunks[-1]["usage"]["completion_tokens"] == 20
+text = "".join(c["choices"][0]["text"] for c in chunks)
+print(f"curl: {len(chunks)} chunks, {text!r}")
+PY
+
+# SIGTERM while a stream runs: the stream is cut and still ends with [DONE]; exit 0.
+curl -sN -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  -d '{"prompt": "ROMEO:", "max_tokens": 100000, "stream": true}' "$base/v1/completions" >"$work/cut" &
+reader=$!
+for _ in $(seq 100); do [ -s "$work/cut" ] && break; sleep 0.05; done
+kill -TERM "$server"
+code=0
+timeout 10 tail --pid="$server" -f /dev/null || fail "folio serve did not stop within 10 s of SIGTERM"
+wait "$server" || code=$?
+server=""
+wait "$reader" || true
+[ "$code" = 0 ] || fail "folio serve exited $code after SIGTERM"
+tail -c 200 "$work/cut" | grep -q 'data: \[DONE\]' || fail "the cut stream did not end with [DONE]: $(tail -c 300 "$work/cut")"
+echo "SIGTERM: the stream was cut with [DONE], exit 0"
+
+# The official client.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "skipped: the openai npm client needs node and npm, absent here (curl and SIGTERM checks passed)"
+  exit 77
+fi
+npm_dir=${FOLIO_SERVE_NPM_DIR:-$work/npm}
+if [ ! -d "$npm_dir/node_modules/openai" ]; then
+  mkdir -p "$npm_dir"
+  (cd "$npm_dir" && npm install --no-audit --no-fund --silent openai@4 >/dev/null 2>&1) || {
+    echo "skipped: npm could not install openai@4 (is the npm registry reachable?); curl and SIGTERM checks passed"
+    exit 77
+  }
+fi
+start --api-key-file "$work/key"
+NODE_PATH="$npm_dir/node_modules" node "$here/tests/serve_openai_client.mjs" "$base/v1" "$key" || fail "openai client"
+kill -TERM "$server"
+wait "$server" || fail "exit $? after SIGTERM"
+server=""
