@@ -69,7 +69,8 @@ std::shared_ptr<Job> Scheduler::submit(CompletionRequest request) {
   auto job = std::make_shared<Job>(std::move(request));
   {
     std::lock_guard lock(mutex_);
-    if (!accepting_ || int64_t(queue_.size()) >= options_.queue) return nullptr;
+    // Free slots take jobs at once; beyond them, `queue` may wait.
+    if (!accepting_ || int64_t(queue_.size()) >= options_.queue + options_.slots - busy_) return nullptr;
     queue_.push_back(job);
   }
   work_.notify_all();
@@ -120,10 +121,12 @@ bool Scheduler::admit(Slot& slot) {
 }
 
 void Scheduler::release(Slot& slot, const std::string& reason, const std::string& error) {
-  slot.job->finish(reason, error);
-  slot.job.reset();
+  // The slot is counted free before the client hears the end: a client that sends its
+  // next request at once finds it free.
+  const std::shared_ptr<Job> job = std::move(slot.job);
   ++served_;
   --busy_;
+  job->finish(reason, error);
 }
 
 std::span<const float> Scheduler::prefill(Slot& slot, nn::Decoder& decoder, int64_t stream) {
