@@ -48,7 +48,7 @@ float* Decoder::PanelStore::take(int64_t floats) {
 }
 
 Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, PanelStore& store)
-    : bias(data_or_null(bias_)), w32(weight.data()), N(weight.size(0)), K(weight.size(1)) {
+    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)) {
   const float* w = weight.data();
   if (p == Precision::bf16) {
     w16.resize(N * K);
@@ -83,14 +83,53 @@ void Decoder::Matrix::apply(const float* x, float* y, std::vector<kernels::bf16>
   }
 }
 
+namespace {
+
+// R rows of x (R, K) against one panel (K, kPanel) of packed weights: sums (R, kPanel).
+// Each weight is loaded once and used R times while R * kPanel sums stay in
+// registers: the panel streams past once for all R rows.
+template <int R, int64_t P>
+void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][P]) {
+  float acc[R][P] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    const float* w = panel + k * P;
+    for (int r = 0; r < R; ++r) {
+      const float xr = x[r * K + k];
+#pragma omp simd
+      for (int64_t i = 0; i < P; ++i) acc[r][i] += xr * w[i];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int64_t i = 0; i < P; ++i) sums[r][i] = acc[r][i];
+}
+
+}  // namespace
+
 void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch) const {
-  const kernels::Gemm g{.M = M, .N = N, .K = K, .trans_b = true};
-  if (!packed) {
+  if (!packed) {  // bf16: one oneDNN product, as the model's own bf16 products
     scratch.resize(M * K);  // (M, K)
     kernels::to_bf16(x, scratch.data(), M * K);
-    return kernels::matmul(g, scratch.data(), w16.data(), y, bias);
+    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, scratch.data(), w16.data(), y, bias);
   }
-  kernels::matmul(g, x, w32, y, bias);
+  // Panel by panel; within a panel, rows four at a time. A panel (K * kPanel floats)
+  // is read from memory for the first four rows and from cache for the rest.
+  for (int64_t p = 0; p * kPanel < N; ++p) {
+    const float* w = packed + p * K * kPanel;
+    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
+    float sums[4][kPanel];
+    for (int64_t r0 = 0; r0 < M; r0 += 4) {
+      const int64_t rows = std::min<int64_t>(4, M - r0);
+      const float* xr = x + r0 * K;
+      switch (rows) {
+        case 4: panel_rows<4>(w, xr, K, sums); break;
+        case 3: panel_rows<3>(w, xr, K, sums); break;
+        case 2: panel_rows<2>(w, xr, K, sums); break;
+        default: panel_rows<1>(w, xr, K, sums); break;
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i) y[(r0 + r) * N + first + i] = sums[r][i] + (bias ? bias[first + i] : 0.0f);
+    }
+  }
 }
 
 int64_t Decoder::panel_floats(const GPT& model) {
@@ -264,8 +303,6 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
     L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_);  // (B, C) -> (B, 3C)
-    // Each row reads and writes only its own stream's cache and its own scratch.
-#pragma omp parallel for schedule(static) if (B >= 4)
     for (int64_t b = 0; b < B; ++b) {
       const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
                          bsin_.data() + b * C};

@@ -72,11 +72,12 @@ class Decoder {
     }
     Matrix(const Tensor& weight, const Tensor& bias, Precision p, PanelStore& store);
     void apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const;
-    // Y (M, N) = X (M, K) W^T [+ bias]: one oneDNN product over the model's own (N, K)
-    // weights (or the bf16 copy), which reads them once for all M rows.
+    // Y (M, N) = X (M, K) W^T [+ bias], reading the weights once for all M rows: the
+    // panels four rows at a time (fp32), or one oneDNN product (bf16). One thread: a
+    // server's other threads need the other cores, and an OpenMP team that waits for
+    // a descheduled member costs more than the product on a busy machine.
     void apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch) const;
     const float* bias;
-    const float* w32;  // the model's fp32 weights (N, K), read in place
     int64_t N, K;
     const float* packed = nullptr;   // fp32 products: panels in the store
     std::vector<kernels::bf16> w16;  // bf16 products: the weights rounded, as Linear's (N, K)

@@ -3,6 +3,7 @@
 #include <optional>
 #include <random>
 
+#include "autograd/parallel.h"
 #include "nn/decoder.h"
 #include "serve/stop_filter.h"
 
@@ -165,6 +166,10 @@ void Scheduler::advance(Slot& slot, std::span<const float> logits) {
 }
 
 void Scheduler::run_batched() {
+  // One thread decodes every slot: an OpenMP team per step (prefill's products) stalls
+  // whenever one of its threads is descheduled, which on a loaded machine cost whole
+  // seconds a request (measured). The thread count is this thread's own.
+  set_num_threads(1);
   nn::Decoder decoder(*model_.model, options_.slots);
   const int64_t V = model_.model->config().vocab_size;
   std::vector<int64_t> streams;  // (B): the slots in this step
@@ -215,6 +220,7 @@ void Scheduler::run_batched() {
 }
 
 void Scheduler::run_alone(int64_t s) {
+  set_num_threads(1);  // the slots' threads are the parallelism
   nn::Decoder decoder(*model_.model);
   Slot& slot = *slots_[size_t(s)];
   for (;;) {
