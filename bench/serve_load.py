@@ -7,7 +7,8 @@
 
 load: for each N, a fresh `folio serve`, N clients that each stream completions
 back to back (max_tokens tokens each) until the time is up. Reports aggregate
-tokens/s, p50/p99 time to first token and between tokens, errors, 503s, RSS.
+tokens/s, p50/p99 time to first token and of the time per token after it (each
+request's mean, as events may carry several tokens), errors, 503s, RSS.
 soak: mixed clients (streamed and whole completions, tokenize, attention), some
 killed at random mid-stream, for --seconds; then checks that /health shows no busy
 slot and nothing queued, and prints RSS over time.
@@ -66,7 +67,7 @@ def stream_once(port, body, stats, lock, kill_after=None):
                 stats["status"][r.status] = stats["status"].get(r.status, 0) + 1
             c.close()
             return
-        buf, last, first, gaps, events, tokens, done = b"", None, None, [], 0, 0, False
+        buf, last, first, t_first, events, tokens, done = b"", None, None, None, 0, 0, False
         while not done:
             chunk = r.read1(65536)
             if not chunk:
@@ -87,8 +88,7 @@ def stream_once(port, body, stats, lock, kill_after=None):
                 events += 1
                 if first is None:
                     first = now - t0
-                else:
-                    gaps.append(now - last)
+                    t_first = now
                 last = now
                 if kill_after is not None and events >= kill_after:
                     c.sock.shutdown(socket.SHUT_RDWR)
@@ -103,7 +103,10 @@ def stream_once(port, body, stats, lock, kill_after=None):
                 stats["tokens"] += tokens
                 if first is not None:
                     stats["ttft"].append(first)
-                stats["gaps"].extend(gaps)
+                if tokens > 1 and first is not None:
+                    # per token after the first, for this request: several tokens may
+                    # arrive in one event when the client reads slower than they come
+                    stats["gaps"].append((last - t_first) / (tokens - 1))
             else:
                 stats["errors"] += 1
     except Exception as e:  # a refused or broken connection is an error
