@@ -110,7 +110,7 @@ SplitText read_and_split(const std::string& path, double train_fraction) {
   if (!(train_fraction > 0.0 && train_fraction <= 1.0))
     fail("data", "train fraction must be in (0, 1], got ", train_fraction);
   std::string bytes = read_file(path);
-  const size_t characters = decode_utf8(bytes, path).size();  // also checks the UTF-8
+  const size_t characters = count_utf8(bytes, path);  // also checks the UTF-8
   const size_t train_chars = size_t(std::floor(double(characters) * train_fraction));
   size_t to_skip = train_chars, at = 0;
   for (; at < bytes.size(); ++at)  // the first byte of character number train_chars
