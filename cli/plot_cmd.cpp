@@ -28,7 +28,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   const std::string out = vm["out"].as<std::string>();
   return [=] {
-    write_output(out, viz::loss_plot_svg(curves), cat(curves.size(), " runs"));
+    write_output(out, viz::loss_plot_svg(curves), plural(int64_t(curves.size()), "run"));
     return 0;
   };
 }
