@@ -1,6 +1,7 @@
 #include "io/run_dir.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -103,15 +104,32 @@ void RunDir::check_usable() const {
   std::error_code ec;
   fs::path p = fs::absolute(dir, ec);
   if (ec) fail("train", dir, ": cannot use as the output directory (", ec.message(), ")");
+  const fs::path wanted = p;
   for (; !p.empty(); p = p.parent_path()) {
     const fs::file_status st = fs::status(p, ec);
     if (fs::exists(st)) {
       if (!fs::is_directory(st))
         fail("train", dir, ": cannot create the output directory (", p.string(), " is not a directory)");
+      // The nearest existing directory must take new entries: a read-only mount, a
+      // directory of another user, or /proc would otherwise fail only at the first
+      // save. A probe directory (removed at once) asks the file system itself, which
+      // permission bits cannot (root passes them, /proc refuses root).
+      const fs::path probe = p / cat(".folio-probe.", ::getpid());
+      if (::mkdir(probe.c_str(), 0700) != 0)
+        fail("train", dir, ": cannot ", p == wanted ? "write into" : "create", " the output directory (",
+             p.string(), " takes no new entries: ", std::error_code(errno, std::generic_category()).message(), ")");
+      ::rmdir(probe.c_str());
       return;
     }
     if (p == p.parent_path()) return;
   }
+}
+
+bool RunDir::holds_run() const {
+  std::error_code ec;
+  for (const std::string& f : {model_file(), best_file(), state_file(), log_file()})
+    if (fs::exists(f, ec)) return true;
+  return false;
 }
 
 void RunDir::create(bool fresh) const {
