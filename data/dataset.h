@@ -56,7 +56,8 @@ struct Corpus {
   static Corpus load(const std::string& path, double train_fraction);
 };
 
-// The bundled corpus: FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt".
+// The bundled corpus: installed, share/folio/tinyshakespeare.txt beside the running
+// binary's bin/; for a binary of the build tree, the source tree's data/. "" if none.
 std::string default_corpus_path();
 
 }  // namespace folio
