@@ -173,6 +173,10 @@ void keep_last(std::vector<po::option>& parsed, const po::options_description& o
   for (size_t i = 0; i < parsed.size(); ++i) last[parsed[i].string_key] = i;
   std::vector<po::option> kept;
   for (size_t i = 0; i < parsed.size(); ++i) {
+    if (parsed[i].unregistered || parsed[i].string_key.empty()) {  // a bare word: reported after
+      kept.push_back(parsed[i]);
+      continue;
+    }
     const po::option_description* d = options.find_nothrow(parsed[i].string_key, false);
     if (!d || d->semantic()->is_composing() || last[parsed[i].string_key] == i) kept.push_back(parsed[i]);
   }
@@ -207,6 +211,7 @@ void read_config_file(const std::string& path, const Command& command, const po:
     if (eq == std::string::npos)
       throw UsageError(cat(where, "expected a line such as 'max-iters = 5000', got '", line, "'"));
     const std::string name = trimmed(line.substr(0, eq)), value = trimmed(line.substr(eq + 1));
+    if (name.empty()) throw UsageError(cat(where, "expected a name before '=', got '", line, "'"));
     if (!options.find_nothrow(name, false) || name == "config" || name == "help")
       throw UsageError(cat(where, "unknown option '", name, "'", did_you_mean(name, options)));
     parsed.emplace_back(name, std::vector<std::string>{value});

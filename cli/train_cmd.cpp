@@ -329,9 +329,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("the run's text ", o.train.data, " (its saved --data) cannot be found from here: give --data "
                          "PATH with --resume"));
   const TrainConfig& tc = o.train;
-  if (tc.max_iters > 0 && tc.warmup_iters >= tc.max_iters)
+  const bool schedule_given = !o.resume || given("warmup-iters") || given("max-iters");  // else said before
+  if (schedule_given && tc.max_iters > 0 && tc.warmup_iters >= tc.max_iters)
     warn(cat("--warmup-iters ", tc.warmup_iters, " is not shorter than the run (--max-iters ", tc.max_iters,
              "): the learning rate never reaches --lr"));
+  // Built first: its checks of the text and the checkpoint come before anything else.
+  auto trainer = std::make_shared<Trainer>(o);
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;
@@ -345,7 +348,6 @@ std::function<int()> prepare(const po::variables_map& vm) {
         return 0;
       };
   }
-  auto trainer = std::make_shared<Trainer>(o);
   return [trainer, o, step = saved_state.step, schedule_note] {
     if (o.resume && !o.quiet && dist::is_root()) {
       std::printf("resuming %s from step %lld (of %s) on %s\n", o.out_dir.c_str(), (long long)step,

@@ -273,7 +273,7 @@ TEST(CrashSafety, AClosedProgressPipeStopsTheRunLikeSigterm) {
 // warmup_iters: the lr climbs by 1e6 / warmup_iters per step (1: at once).
 Result run_diverging(const TempDir& d, const std::string& corpus, const std::string& run, const char* warmup_iters,
                      const char* lr = "1e6") {
-  Args args = tiny_train(corpus, run, 100000);
+  Args args = tiny_train(corpus, run, 100000000);  // the weights blow up long before, even in a warm-up
   set_option(args, "--lr", lr);
   set_option(args, "--warmup-iters", warmup_iters);
   set_option(args, "--lr-decay-iters", "0");
