@@ -50,6 +50,9 @@ po::typed_value<T>* with_default(const T& v) {
 // Writes `text` to standard output, or (a path given) to that file, atomically, and
 // says so: "wrote PATH (what)".
 void write_output(const std::string& path, const std::string& text, const std::string& what);
+// Refuses (exit 2, before the run) an output file write_output could not write: its
+// directory missing, a directory in its place, or a directory that takes no files.
+void check_output_file(const std::string& path, const char* flag);
 
 // "folio: warning: <line>" on stderr (rank 0 only): a setting that works but makes
 // little sense.

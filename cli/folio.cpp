@@ -1,5 +1,9 @@
 // folio: train character-level GPTs on a CPU and generate text from them.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstdio>
@@ -45,6 +49,25 @@ std::string shown(const std::string& s) {  // quoted only when it has to be
     quote |= c == ' ' || c == '\n' || c == '\t' || c == '"' || c == '\\';
   }
   return quote ? '"' + out + '"' : out;
+}
+
+void check_output_file(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;  // standard output
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError(cat("--", flag, " ", path, ": is a directory, not a file"));
+  const fs::path parent = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(parent, ec))
+    throw UsageError(cat("--", flag, " ", path, ": ", parent.string(), " is not an existing directory"));
+  // The file is written next to itself and renamed (write_file_atomic): ask the
+  // directory itself, as permission bits cannot (root passes them, /proc refuses root).
+  const fs::path probe = parent / cat(".folio-probe.", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw UsageError(cat("--", flag, " ", path, ": cannot write in ", parent.string(), " (",
+                         std::error_code(errno, std::generic_category()).message(), ")"));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void write_output(const std::string& path, const std::string& text, const std::string& what) {

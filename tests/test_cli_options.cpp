@@ -163,6 +163,17 @@ TEST_F(CliOptions, VersionCommandAndSingularCounts) {
   testing::expect_contains(p.out, {"(1 run)"});
 }
 
+// An output file that cannot be written is bad input found before the work, as an
+// unusable --out of train is (exit 2), not a failure after it (exit 1).
+TEST_F(CliOptions, AnUnwritableOutputFileIsExitTwo) {
+  const std::string run = trained_run();
+  for (const std::string& out : {std::string("/proc/folio.svg"), dir_ / "nope/plot.svg", dir_.path.string()}) {
+    const Result r = folio("plot " + run + " --out " + out);
+    EXPECT_EQ(r.code, 2) << out << "\n" << r.err;
+    EXPECT_NE(r.err.find("--out " + out), std::string::npos) << r.err;
+  }
+}
+
 // More threads than cores works, but says it only slows the run down.
 TEST_F(CliOptions, ThreadsAboveTheCoreCountWarn) {
   const Result r = folio("gradcheck --op add --threads 1000");
