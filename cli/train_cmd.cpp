@@ -367,9 +367,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
 const Command kTrain = {
     "train", "train a model on a text file (default: the bundled tiny Shakespeare)",
     "Trains a GPT on --data and writes DIR/model.safetensors, DIR/best.safetensors,\n"
-    "DIR/state.safetensors and DIR/log.csv into --out DIR. --resume continues the\n"
-    "run in DIR exactly where it stopped (with its saved options; options given on\n"
-    "the command line override the training options, e.g. a larger --max-iters).\n"
+    "DIR/state.safetensors and DIR/log.csv into --out DIR; a DIR that holds a run is\n"
+    "refused unless --overwrite. --resume continues the run in DIR where it stopped\n"
+    "(with its saved options; options given on the command line override the training\n"
+    "options, e.g. a larger --max-iters, which keeps the cosine's horizon; a change of\n"
+    "the learning rate at that step is a warning). Ctrl-C or SIGTERM saves and exits\n"
+    "130 or 143.\n"
     "--max-time SECONDS stops the run after the step where its training time (the\n"
     "steps, not the evaluations) reaches SECONDS; given without --max-iters, it is\n"
     "the only limit and the cosine decays over it.",
