@@ -101,7 +101,7 @@ using enum OnResume;
 
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
-      field("config", always, AT(train.recipe),
+      field("config", override, AT(train.recipe),
             "read options from this file (INI style: 'n-layer = 6'); the command line overrides it"),
       field("data", override, AT(train.data), "training text (UTF-8)"),
       field("out", always, AT(out_dir), "output directory"),
@@ -216,7 +216,7 @@ std::string in_flags(std::string msg, const po::variables_map& vm, const TrainOp
   size_t first_at = std::string::npos;
   std::string first;
   for (const Option& opt : options()) {
-    if (opt.on_resume == always || std::string(opt.flag) == "data") continue;
+    if (opt.on_resume == always || std::string(opt.flag) == "data" || std::string(opt.flag) == "config") continue;
     std::string field = opt.flag;
     std::replace(field.begin(), field.end(), '-', '_');
     for (size_t at = msg.find(field); at != std::string::npos; at = msg.find(field, at + 1))

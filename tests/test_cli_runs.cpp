@@ -137,6 +137,15 @@ TEST_F(CliRuns, LogStaysInStepWithTheCheckpointAcrossResumes) {
   EXPECT_GT(cell(r[3], 5), 1000.0) << r[3];  // elapsed_s goes on from the first process's
 }
 
+// The recipe a run came from is saved with it, and a resume keeps saying so.
+TEST_F(CliRuns, ResumeKeepsTheRecipeOfTheRun) {
+  const std::string recipe = dir_ / "recipe.ini";
+  std::ofstream(recipe) << "n-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\neval-iters = 1\n";
+  ASSERT_EQ(folio("train --config " + recipe + " --data " + corpus_ + " --out " + run_ + " --max-iters 2 --quiet").code, 0);
+  ASSERT_EQ(folio("train --out " + run_ + " --resume --max-iters 4 --quiet").code, 0);
+  testing::expect_contains(folio("info --checkpoint " + run_).out, {"recipe       --config " + recipe, "step         4"});
+}
+
 // An output directory that cannot be written is bad input (exit 2, before anything
 // starts), whatever makes it so.
 TEST_F(CliRuns, AnUnusableOutIsExitTwo) {
