@@ -185,7 +185,8 @@ std::string did_you_mean(std::string name, const po::options_description& option
   std::string best;
   size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
   for (const auto& o : options.options())
-    if (const size_t d = edit_distance(name, o->long_name()); d < best_distance) best_distance = d, best = o->long_name();
+    if (const size_t d = edit_distance(name, o->long_name()); d < best_distance)
+      best_distance = d, best = o->long_name();
   return best.empty() ? "" : cat(" (did you mean --", best, "?)");
 }
 

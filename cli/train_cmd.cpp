@@ -212,7 +212,9 @@ void declare(po::options_description& desc) {
 // value came from when the person did not type it there.
 std::string in_flags(std::string msg, const po::variables_map& vm, const TrainOptions& o) {
   if (msg.starts_with("[config] ")) msg.erase(0, 9);
-  auto word = [&](size_t i) { return i < msg.size() && (std::isalnum((unsigned char)msg[i]) || msg[i] == '_' || msg[i] == '-'); };
+  auto word = [&](size_t i) {
+    return i < msg.size() && (std::isalnum((unsigned char)msg[i]) || msg[i] == '_' || msg[i] == '-');
+  };
   size_t first_at = std::string::npos;
   std::string first;
   for (const Option& opt : options()) {
@@ -233,17 +235,17 @@ std::string in_flags(std::string msg, const po::variables_map& vm, const TrainOp
   return msg;
 }
 
-// --resume: the options given that differ from the run's, checked against what was
-// saved. A fixed option (the model, the optimizer, the seed) may be repeated, not
-// changed. A longer run keeps its cosine: the horizon was --max-iters, and is pinned
-// to it unless --lr-decay-iters is given. Any other change of the learning rate at the
-// step the run resumes from is said in one line.
-std::string three_digits(float v) {
+std::string three_digits(float v) {  // a learning rate in a message
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", double(v));
   return buf;
 }
 
+// --resume: the options given that differ from the run's, checked against what was
+// saved. A fixed option (the model, the optimizer, the seed) may be repeated, not
+// changed. A longer run keeps its cosine: the horizon was --max-iters, and is pinned
+// to it unless --lr-decay-iters is given. Any other change of the learning rate at the
+// step the run resumes from is said in one line.
 // Returns a line to print about the schedule ("" for none).
 std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const TrainState& saved_state) {
   auto given = [&](const char* flag) { return vm.count(flag) && !vm[flag].defaulted(); };
@@ -266,7 +268,8 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   TrainConfig& tc = o.train;
   const TrainConfig& before = saved.train;
   std::string note;
-  if (tc.max_iters != before.max_iters && before.lr_decay_iters == 0 && before.max_iters > 0 && !given("lr-decay-iters")) {
+  const bool horizon_was_max_iters = before.lr_decay_iters == 0 && before.max_iters > 0;
+  if (tc.max_iters != before.max_iters && horizon_was_max_iters && !given("lr-decay-iters")) {
     tc.lr_decay_iters = before.max_iters;
     if (tc.max_iters > before.max_iters)
       note = cat("the cosine keeps the run's horizon of ", before.max_iters, " steps (the lr stays at --min-lr ",

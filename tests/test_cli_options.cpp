@@ -24,7 +24,8 @@ class CliOptions : public ::testing::Test {
     const std::string run = dir_ / "run";
     if (!fs::exists(run)) {
       const Result t = folio("train --data " + corpus_ + " --out " + run +
-                             " --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --max-iters 2 --eval-iters 1 --quiet");
+                             " --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --max-iters 2 --eval-iters 1"
+                             " --quiet");
       EXPECT_EQ(t.code, 0) << t.err;
     }
     return run;

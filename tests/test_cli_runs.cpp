@@ -141,9 +141,11 @@ TEST_F(CliRuns, LogStaysInStepWithTheCheckpointAcrossResumes) {
 TEST_F(CliRuns, ResumeKeepsTheRecipeOfTheRun) {
   const std::string recipe = dir_ / "recipe.ini";
   std::ofstream(recipe) << "n-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\neval-iters = 1\n";
-  ASSERT_EQ(folio("train --config " + recipe + " --data " + corpus_ + " --out " + run_ + " --max-iters 2 --quiet").code, 0);
+  const Result t = folio("train --config " + recipe + " --data " + corpus_ + " --out " + run_ + " --max-iters 2 --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
   ASSERT_EQ(folio("train --out " + run_ + " --resume --max-iters 4 --quiet").code, 0);
-  testing::expect_contains(folio("info --checkpoint " + run_).out, {"recipe       --config " + recipe, "step         4"});
+  const Result info = folio("info --checkpoint " + run_);
+  testing::expect_contains(info.out, {"recipe       --config " + recipe, "step         4"});
 }
 
 // An output directory that cannot be written is bad input (exit 2, before anything

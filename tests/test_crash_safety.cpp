@@ -213,7 +213,8 @@ TEST_P(StopSignal, SavesACheckpointAndExitsWithTheSignalsCode) {
   const std::string err = slurp(d / "train.err");
   const int64_t step = number_after(err, "at step ");
   ASSERT_GT(step, 0) << err;
-  EXPECT_NE(err.find(std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM")), std::string::npos) << err;
+  const std::string by = std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
+  EXPECT_NE(err.find(by), std::string::npos) << err;
   EXPECT_NE(err.find("checkpoint saved in " + run), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   expect_loadable(d, run);

@@ -51,7 +51,8 @@ void EtaEstimate::step_done(double now, bool evaluated) {
 
 double EtaEstimate::seconds_left(int64_t steps_left, int64_t evals_left) const {
   if (steps_ == 0) return 0.0;
-  return step_sum_ / double(steps_) * double(steps_left) + (evals_ ? eval_sum_ / double(evals_) : 0.0) * double(evals_left);
+  const double per_eval = evals_ ? eval_sum_ / double(evals_) : 0.0;
+  return step_sum_ / double(steps_) * double(steps_left) + per_eval * double(evals_left);
 }
 
 std::string fit_fields(const std::vector<Field>& fields, size_t width) {
