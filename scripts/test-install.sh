@@ -20,7 +20,8 @@ grep -qE '^ +step +0\.2990 +0\.8040$' "$work/out.txt" || { echo "test-install: w
 # path of the build machine.
 mv "$work/prefix" "$work/moved"
 corpus="$work/moved/share/folio/tinyshakespeare.txt"
-"$work/moved/bin/folio" train --help | grep -qF -- "--data arg (=$corpus)" ||
+help=$("$work/moved/bin/folio" train --help)  # not piped into grep -q, which may close the pipe early
+grep -qF -- "--data arg (=$corpus)" <<<"$help" ||
   { echo "test-install: the installed folio does not default to $corpus" >&2; exit 1; }
 "$work/moved/bin/folio" train --out "$work/run" --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 --batch-size 2 \
   --max-iters 1 --warmup-iters 0 --eval-iters 1 --quiet
