@@ -123,6 +123,13 @@ TEST_F(CliOptions, GenerateSaysWhatCheckpointItExpects) {
   const Result none = testing::run_folio({"generate"}, dir_.path);  // ./out: the default, absent
   EXPECT_EQ(none.code, 2);
   testing::expect_contains(none.err, {"no --checkpoint given", "--checkpoint RUN_DIR"});
+  // Every command that reads a checkpoint says the same.
+  for (const testing::Args& args : std::vector<testing::Args>{
+           {"eval"}, {"info"}, {"tokens", "--text", "a"}, {"attention", "--prompt", "a"}}) {
+    const Result r = testing::run_folio(args, dir_.path);
+    EXPECT_EQ(r.code, 2) << args[0];
+    testing::expect_contains(r.err, {"no --checkpoint given"});
+  }
   const Result missing = folio("generate --checkpoint " + (dir_ / "nope"));
   EXPECT_EQ(missing.code, 2);
   testing::expect_contains(missing.err, {"--checkpoint " + (dir_ / "nope") + ": no such file or directory"});
