@@ -31,7 +31,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   const std::string format = vm["format"].as<std::string>();
   if (format != "table" && format != "svg") throw UsageError(cat("--format must be table or svg, got '", format, "'"));
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->eval();
   const nn::GPTConfig& c = ck->model->config();
   const int64_t layer = choice(vm, "layer", c.n_layer), head = choice(vm, "head", c.n_head);
@@ -39,6 +39,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (ids.empty() || int64_t(ids.size()) > c.block_size)
     throw UsageError(cat("--prompt has ", ids.size(), " tokens; this model reads 1 to block_size = ", c.block_size));
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  if (!out.empty()) check_output_file(out, "out");
   return [=] {
     NoGradGuard no_grad;
     const int64_t T = int64_t(ids.size());
@@ -62,7 +63,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
         text += viz::attention_table(labels, maps[m]);
       }
     }
-    write_output(out, text, cat(maps.size(), " heads"));
+    write_output(out, text, plural(int64_t(maps.size()), "head"));
     return 0;
   };
 }

@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "autograd/error.h"
@@ -49,11 +50,25 @@ po::typed_value<T>* with_default(const T& v) {
 // Writes `text` to standard output, or (a path given) to that file, atomically, and
 // says so: "wrote PATH (what)".
 void write_output(const std::string& path, const std::string& text, const std::string& what);
+// Refuses (exit 2, before the run) an output file write_output could not write: its
+// directory missing, a directory in its place, or a directory that takes no files.
+void check_output_file(const std::string& path, const char* flag);
+
+// "folio: warning: <line>" on stderr (rank 0 only): a setting that works but makes
+// little sense.
+void warn(const std::string& line);
+// "1 run", "2 runs".
+std::string plural(int64_t n, const char* noun);
+
+// The options whose value came from the --config file (the command line wins over it).
+std::set<std::string>& config_file_options();
 
 // Options several commands take, declared here once.
 void add_threads(po::options_description& options);     // --threads N
 void apply_threads(const po::variables_map& vm);         // sets the thread count
 void add_checkpoint(po::options_description& options);  // --checkpoint PATH
+// --checkpoint's value, refused (naming it and what was expected) when nothing is there.
+std::string checkpoint_option(const po::variables_map& vm);
 void add_dtype(po::options_description& options);       // --dtype fp32|bf16
 Precision dtype_option(const std::string& text);         // parses --dtype's value
 // Refuses bf16 where the CPU lacks AVX512-BF16: oneDNN would emulate it, slower than fp32.

@@ -79,7 +79,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const bool json = vm["json"].as<bool>();
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->set_precision(dtype);
   auto text = std::make_shared<Text>(text_to_evaluate(vm, *ck));
   return [=] {

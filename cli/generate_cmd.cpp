@@ -1,4 +1,5 @@
 // folio generate: write text from a checkpoint, streaming it as it is sampled.
+#include <cmath>
 #include <cstdio>
 
 #include "cli/common.h"
@@ -12,7 +13,8 @@ namespace {
 void declare(po::options_description& opts) {
   const SampleOptions d;
   add_checkpoint(opts);
-  opts.add_options()("prompt", with_default<std::string>("\n"), "text to continue")
+  opts.add_options()("prompt", with_default<std::string>("\n"), "text to continue; \\n, \\t, \\\" and \\\\ stand for a "
+                     "newline, a tab, a quote and a backslash, as the default shows")
       ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
       ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "tokens to generate per sample")
       ("num-samples", with_default<int64_t>(1), "independent samples")
@@ -32,8 +34,25 @@ void declare(po::options_description& opts) {
   add_threads(opts);
 }
 
-std::function<int()> prepare(const po::variables_map& vm) {
-  apply_threads(vm);
+// --prompt with its escapes replaced: the ones shown() writes in --help ("\n" is the
+// default), so that what the help shows can be typed back. Any other backslash stays.
+std::string unescaped(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char next = i + 1 < s.size() ? s[i + 1] : '\0';
+    if (s[i] == '\\' && (next == 'n' || next == 't' || next == '"' || next == '\\')) {
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The sampling options, each checked under the flag's name (SampleOptions::validate
+// checks them again for the library's callers).
+SampleOptions sample_options(const po::variables_map& vm) {
   SampleOptions so;
   so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
   so.temperature = vm["temperature"].as<float>();
@@ -42,15 +61,31 @@ std::function<int()> prepare(const po::variables_map& vm) {
   so.kv_cache = !vm["no-kv-cache"].as<bool>();
   so.greedy = vm["greedy"].as<bool>();
   so.context_shift = vm["context-shift"].as<int64_t>();
+  if (so.max_new_tokens < 0) throw UsageError(cat("--max-new-tokens must be >= 0, got ", so.max_new_tokens));
+  if (!(so.temperature > 0.0f && std::isfinite(so.temperature)))
+    throw UsageError(cat("--temperature must be > 0, got ", so.temperature,
+                         " (for the most likely character every time: --greedy)"));
+  if (so.top_k < 0) throw UsageError(cat("--top-k must be >= 0 (0: off), got ", so.top_k));
+  if (!(so.top_p > 0.0f && so.top_p <= 1.0f)) throw UsageError(cat("--top-p must be in (0, 1], got ", so.top_p));
+  if (so.context_shift < 0)
+    throw UsageError(cat("--context-shift must be >= 0 (0: block_size / 2), got ", so.context_shift));
   so.validate();
+  return so;
+}
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  apply_threads(vm);
+  const SampleOptions so = sample_options(vm);
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
   const int64_t samples = positive<int64_t>(vm, "num-samples");
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
+  if (vm.count("prompt-file") && !vm["prompt"].defaulted())
+    throw UsageError("--prompt and --prompt-file both give the prompt: use one of them");
   const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
-                                                   : vm["prompt"].as<std::string>();
+                                                   : unescaped(vm["prompt"].as<std::string>());
   if (text.empty()) throw UsageError("the prompt is empty");
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(vm["checkpoint"].as<std::string>()));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->eval();
   ck->model->set_precision(dtype);
   std::vector<int32_t> prompt = ck->tokenizer->encode(text);
@@ -78,8 +113,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
 }  // namespace
 
 const Command kGenerate = {"generate", "write text from a checkpoint",
-                           "Samples text from a checkpoint (--checkpoint: a run directory or a .safetensors\n"
-                           "file) after a prompt, and writes it to standard output as it is produced.",
+                           "Samples text from a checkpoint after a prompt, and writes it to standard output\n"
+                           "as it is produced. --checkpoint RUN uses the run's latest weights\n"
+                           "(RUN/model.safetensors); --checkpoint RUN/best.safetensors, those with the lowest\n"
+                           "validation loss.",
                            declare, prepare};
 
 }  // namespace folio::cli

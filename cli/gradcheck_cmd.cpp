@@ -24,11 +24,12 @@ void declare(po::options_description& opts) {
       ("threads", with_default<int>(1), "threads inside the ops (0: all cores)");
 }
 
-// The names of `cases`, each once, in registry order.
+// The names of `cases`, each once, in the order of their first check (a name's checks
+// need not be adjacent in the registry).
 std::vector<std::string> names_of(const std::vector<GradcheckCase>& cases) {
   std::vector<std::string> names;
   for (const GradcheckCase& c : cases)
-    if (names.empty() || names.back() != c.name) names.push_back(c.name);
+    if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
   return names;
 }
 

@@ -63,7 +63,7 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
 }
 
 std::function<int()> prepare_info(const po::variables_map& vm) {
-  const std::string path = vm["checkpoint"].as<std::string>();
+  const std::string path = checkpoint_option(vm);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
   std::optional<TrainState> state;
   const std::filesystem::path state_path = std::filesystem::path(ck->path).parent_path() / "state.safetensors";
@@ -74,6 +74,7 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
       throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
                            " tokenizer, which has no file format of its own (folio info lists its characters)"));
     const std::string out = vm["export-tokenizer"].as<std::string>();
+    check_output_file(out, "export-tokenizer");
     return [=] {
       write_output(out, *model, cat("the SentencePiece model of ", ck->path, ", ", ck->tokenizer->vocab_size(), " pieces"));
       return 0;

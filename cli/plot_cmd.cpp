@@ -27,8 +27,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
     curves.push_back(viz::read_loss_log(log.string(), name));
   }
   const std::string out = vm["out"].as<std::string>();
+  check_output_file(out, "out");
   return [=] {
-    write_output(out, viz::loss_plot_svg(curves), cat(curves.size(), " runs"));
+    write_output(out, viz::loss_plot_svg(curves), plural(int64_t(curves.size()), "run"));
     return 0;
   };
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "autograd/error.h"
@@ -110,7 +111,7 @@ SplitText read_and_split(const std::string& path, double train_fraction) {
   if (!(train_fraction > 0.0 && train_fraction <= 1.0))
     fail("data", "train fraction must be in (0, 1], got ", train_fraction);
   std::string bytes = read_file(path);
-  const size_t characters = decode_utf8(bytes, path).size();  // also checks the UTF-8
+  const size_t characters = count_utf8(bytes, path);  // also checks the UTF-8
   const size_t train_chars = size_t(std::floor(double(characters) * train_fraction));
   size_t to_skip = train_chars, at = 0;
   for (; at < bytes.size(); ++at)  // the first byte of character number train_chars
@@ -154,6 +155,17 @@ Corpus Corpus::load(const std::string& path, double train_fraction, std::shared_
   return encode_corpus(path, read_and_split(path, train_fraction), std::move(tokenizer));
 }
 
-std::string default_corpus_path() { return FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt"; }
+std::string default_corpus_path() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const fs::path installed = exe.parent_path() / FOLIO_DATA_FROM_BIN / "tinyshakespeare.txt";
+  if (fs::is_regular_file(installed, ec)) return installed.lexically_normal().string();
+  // A binary of the build tree (folio, the tests) reads the source tree's copy.
+  const fs::path build = fs::path(FOLIO_BUILD_DIR).lexically_normal();
+  const auto [end, _] = std::mismatch(build.begin(), build.end(), exe.begin(), exe.end());
+  return end == build.end() ? FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt" : "";
+}
 
 }  // namespace folio

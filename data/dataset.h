@@ -67,7 +67,8 @@ struct Corpus {
   double val_tokens_per_char() const { return double(split.val.size()) / double(std::max<int64_t>(val_chars, 1)); }
 };
 
-// The bundled corpus: FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt".
+// The bundled corpus: installed, share/folio/tinyshakespeare.txt beside the running
+// binary's bin/; for a binary of the build tree, the source tree's data/. "" if none.
 std::string default_corpus_path();
 
 }  // namespace folio

@@ -40,7 +40,7 @@ class SpmTokenizer final : public Tokenizer {
   int vocab_size() const override { return processor_.GetPieceSize(); }
 
   std::vector<int32_t> encode(std::string_view utf8) const override {
-    decode_utf8(utf8);  // invalid UTF-8 is an error here as for every tokenizer, with its offset
+    count_utf8(utf8);  // invalid UTF-8 is an error here as for every tokenizer, with its offset
     std::vector<int> ids;
     const auto status = processor_.Encode(utf8, &ids);
     if (!status.ok()) fail("tokenizer", "SentencePiece could not encode the text: ", status.ToString());
@@ -142,7 +142,7 @@ class Chunks final : public spm::SentenceIterator {
 
 std::unique_ptr<Tokenizer> train(const TokenizerSpec& spec, std::string_view train_text, std::string_view) {
   if (train_text.empty()) fail("tokenizer", "no training text to learn ", spec.name, " pieces from");
-  decode_utf8(train_text, "the training text");  // SentencePiece would take invalid UTF-8 without a word
+  count_utf8(train_text, "the training text");  // SentencePiece would take invalid UTF-8 without a word
   const int64_t pieces = spec.vocab_size ? spec.vocab_size : TokenizerSpec::kDefaultPieces;
   const std::unordered_map<std::string, std::string> settings = {
       {"model_type", spec.name},

@@ -51,16 +51,19 @@ void append_utf8(std::string& out, char32_t c) {
   }
 }
 
-std::vector<char32_t> decode_utf8(std::string_view bytes, std::string_view source) {
-  std::vector<char32_t> out;
-  out.reserve(bytes.size());  // an upper bound: at least one byte per code point
+namespace {
+
+// Calls on_code_point(c) for every code point of `bytes`, in order; invalid UTF-8
+// throws as decode_utf8 documents.
+template <class OnCodePoint>
+void for_each_code_point(std::string_view bytes, std::string_view source, OnCodePoint on_code_point) {
   const size_t n = bytes.size();
   size_t i = 0;
   auto bad = [&](size_t at, const std::string& why) { invalid_utf8(source, at, why); };
   while (i < n) {
     const auto lead = static_cast<unsigned char>(bytes[i]);
     if (lead < 0x80) {  // ASCII, the common case
-      out.push_back(lead);
+      on_code_point(char32_t(lead));
       ++i;
       continue;
     }
@@ -84,10 +87,24 @@ std::vector<char32_t> decode_utf8(std::string_view bytes, std::string_view sourc
     if (cp < kMin[len]) bad(i, "overlong encoding of " + u_plus(cp));
     if (is_surrogate(cp)) bad(i, "surrogate " + u_plus(cp));
     if (cp > kMaxCodePoint) bad(i, "code point above U+10FFFF");
-    out.push_back(cp);
+    on_code_point(cp);
     i += len;
   }
+}
+
+}  // namespace
+
+std::vector<char32_t> decode_utf8(std::string_view bytes, std::string_view source) {
+  std::vector<char32_t> out;
+  out.reserve(bytes.size());  // an upper bound: at least one byte per code point
+  for_each_code_point(bytes, source, [&](char32_t c) { out.push_back(c); });
   return out;
+}
+
+size_t count_utf8(std::string_view bytes, std::string_view source) {
+  size_t count = 0;
+  for_each_code_point(bytes, source, [&](char32_t) { ++count; });
+  return count;
 }
 
 std::string encode_utf8(std::span<const char32_t> cps) {

@@ -15,6 +15,9 @@ namespace folio {
 // "[utf8] <source>: invalid UTF-8 at byte offset N (<reason>)", N being the offset of
 // the first byte of the bad sequence.
 std::vector<char32_t> decode_utf8(std::string_view bytes, std::string_view source = "text");
+// The number of code points, checking the UTF-8 as decode_utf8 does, without holding
+// them (a gigabyte of text would take four as code points).
+size_t count_utf8(std::string_view bytes, std::string_view source = "text");
 // Encodes code points as UTF-8; a surrogate or a value above U+10FFFF throws "[utf8] ...".
 // Appends the UTF-8 bytes of code point c (valid: not a surrogate, <= U+10FFFF).
 void append_utf8(std::string& out, char32_t c);

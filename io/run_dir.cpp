@@ -1,6 +1,8 @@
 #include "io/run_dir.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -103,15 +105,42 @@ void RunDir::check_usable() const {
   std::error_code ec;
   fs::path p = fs::absolute(dir, ec);
   if (ec) fail("train", dir, ": cannot use as the output directory (", ec.message(), ")");
+  const fs::path wanted = p;
   for (; !p.empty(); p = p.parent_path()) {
     const fs::file_status st = fs::status(p, ec);
     if (fs::exists(st)) {
       if (!fs::is_directory(st))
         fail("train", dir, ": cannot create the output directory (", p.string(), " is not a directory)");
+      // It must take new entries: a read-only mount, a directory of another user, or
+      // /proc would otherwise fail only at the first save. An existing output
+      // directory is asked through its permissions and mount (a probe would touch a
+      // run that must stay as it is); for the one the output directory is to be made
+      // in, a probe directory (removed at once) asks the file system itself, which
+      // permission bits cannot (root passes them, /proc refuses root).
+      int err = 0;
+      if (p == wanted) {
+        struct statvfs vfs {};
+        if (::access(p.c_str(), W_OK | X_OK) != 0) err = errno;
+        else if (::statvfs(p.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) err = EROFS;
+      } else if (const fs::path probe = p / cat(".folio-probe.", ::getpid()); ::mkdir(probe.c_str(), 0700) == 0) {
+        ::rmdir(probe.c_str());
+      } else {
+        err = errno;
+      }
+      if (err)
+        fail("train", dir, ": cannot ", p == wanted ? "write into" : "create", " the output directory (",
+             p.string(), " takes no new entries: ", std::error_code(err, std::generic_category()).message(), ")");
       return;
     }
     if (p == p.parent_path()) return;
   }
+}
+
+bool RunDir::holds_run() const {
+  std::error_code ec;
+  for (const std::string& f : {model_file(), best_file(), state_file(), log_file()})
+    if (fs::exists(f, ec)) return true;
+  return false;
 }
 
 void RunDir::create(bool fresh) const {

@@ -22,9 +22,12 @@ class RunDir {
   std::string log_file() const { return file("log.csv"); }
   std::string plot_file() const { return file("loss.svg"); }
 
-  // Fails, before anything is written, if the path cannot become a directory (it or
-  // its nearest existing ancestor is something else).
+  // Fails, before anything is written, if the path cannot become a directory we can
+  // write into (it or its nearest existing ancestor is something else, or refuses
+  // new entries).
   void check_usable() const;
+  // The directory holds the files of a run (a weights file, the state or the log).
+  bool holds_run() const;
   // Creates the directory; for a fresh run, also removes the temp files of writers
   // that were killed mid-save.
   void create(bool fresh) const;

@@ -308,8 +308,11 @@ SafetensorsFile load_safetensors(const std::string& path) {
   read_exact(path, f.fd, prefix, 8, 0);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(prefix[i]) << (8 * i);
-  if (n > size - 8) bad(path, "header length: ", n, " exceeds file size ", size, " minus the 8-byte length");
-  if (n > kMaxHeader) bad(path, "header length: ", n, " exceeds the limit of ", kMaxHeader, " bytes");
+  // A length beyond the file is what any other file (a log.csv, a text) gives: say so.
+  constexpr const char* kOther =
+      " (not a safetensors file? It starts with an 8-byte little-endian header length, then a JSON header)";
+  if (n > size - 8) bad(path, "header length: ", n, " exceeds file size ", size, " minus the 8-byte length", kOther);
+  if (n > kMaxHeader) bad(path, "header length: ", n, " exceeds the limit of ", kMaxHeader, " bytes", kOther);
   std::string text(n, '\0');
   read_exact(path, f.fd, text.data(), n, 8);
 

@@ -15,4 +15,18 @@ cmake --build "$work/example" -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
 # The last query sees every key: the seed notebook's SelfAttention output for "step".
 grep -qE '^ +step +0\.2990 +0\.8040$' "$work/out.txt" || { echo "test-install: wrong output for 'step'" >&2; exit 1; }
 "$work/prefix/bin/folio" --version
-echo "test-install: the installed folio builds and runs examples/attention"
+# The bundled corpus is installed, and found beside bin/ (the default --data) even in a
+# moved prefix; without it, folio train asks for --data instead of failing to open a
+# path of the build machine.
+mv "$work/prefix" "$work/moved"
+corpus="$work/moved/share/folio/tinyshakespeare.txt"
+help=$("$work/moved/bin/folio" train --help)  # not piped into grep -q, which may close the pipe early
+grep -qF -- "--data arg (=$corpus)" <<<"$help" ||
+  { echo "test-install: the installed folio does not default to $corpus" >&2; exit 1; }
+"$work/moved/bin/folio" train --out "$work/run" --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 --batch-size 2 \
+  --max-iters 1 --warmup-iters 0 --eval-iters 1 --quiet
+rm "$corpus"
+code=0; "$work/moved/bin/folio" train --out "$work/run2" 2>"$work/err" || code=$?
+[[ $code == 2 ]] && grep -q -- "give --data FILE" "$work/err" ||
+  { echo "test-install: without its corpus, folio train exited $code: $(cat "$work/err")" >&2; exit 1; }
+echo "test-install: the installed folio builds and runs examples/attention, and trains on its installed corpus"

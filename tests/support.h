@@ -109,14 +109,16 @@ inline std::string write_small_corpus(const fs::path& file, size_t chars = 30000
   return file.string();
 }
 
-// A child running folio. stdout/stderr go to out_file/err_file ("" = /dev/null).
+// A child running folio. stdout/stderr go to out_file/err_file ("" = /dev/null); it runs
+// in `cwd` (empty: the test's own working directory).
 struct Child {
   pid_t pid = -1;
   std::string out_file, err_file;
 };
 
 inline Child spawn_folio(const Args& args, const std::string& out_file, const std::string& err_file,
-                         const std::vector<std::string>& extra_env = {}) {
+                         const std::vector<std::string>& extra_env = {}, const fs::path& cwd = {}) {
+  const std::string dir = cwd.string();
   std::vector<std::string> all{FOLIO_BINARY};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -143,6 +145,7 @@ inline Child spawn_folio(const Args& args, const std::string& out_file, const st
     const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int in = ::open("/dev/null", O_RDONLY);
     if (o < 0 || e < 0 || in < 0) ::_exit(127);
+    if (!dir.empty() && ::chdir(dir.c_str()) != 0) ::_exit(127);
     ::dup2(in, 0);
     ::dup2(o, 1);
     ::dup2(e, 2);
@@ -195,11 +198,11 @@ struct Result {
 
 // Runs folio to completion (killed after timeout_s), capturing stdout and stderr.
 inline Result run_folio(const Args& args, const fs::path& scratch, double timeout_s = 300,
-                        const std::vector<std::string>& extra_env = {}) {
+                        const std::vector<std::string>& extra_env = {}, const fs::path& cwd = {}) {
   static int counter = 0;
   const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const std::string out = (scratch / ("stdout_" + tag)).string(), err = (scratch / ("stderr_" + tag)).string();
-  const Child c = spawn_folio(args, out, err, extra_env);
+  const Child c = spawn_folio(args, out, err, extra_env, cwd);
   Result r;
   r.exit = wait_child(c.pid, timeout_s);
   r.code = r.exit.code;

@@ -144,7 +144,7 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--lr", "nan"}, {"lr", "nan"}},
       {{"train", "--out", out, "--lr", "0"}, {"lr", "0"}},
       {{"train", "--out", out, "--lr", "1e39"}, {"--lr", "1e39"}},              // not a float
-      {{"train", "--out", out, "--min-lr", "1", "--lr", "0.1"}, {"min_lr", "1"}},
+      {{"train", "--out", out, "--min-lr", "1", "--lr", "0.1"}, {"--min-lr", "1"}},
       {{"train", "--out", out, "--beta2", "1"}, {"beta2", "1"}},
       {{"train", "--out", out, "--val-fraction", "1.5"}, {"--val-fraction", "1.5"}},
       {{"train", "--out", out, "--activation", "tanh"}, {"--activation", "tanh", "relu2"}},
@@ -163,22 +163,22 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--muon-weight-decay", "-0.1"}, {"--muon-weight-decay", "-0.1"}},
       {{"train", "--out", out, "--max-time", "-1"}, {"--max-time", "-1"}},
       {{"train", "--out", out, "--max-time", "ten"}, {"--max-time", "ten"}},
-      {{"train", "--out", out, "--max-time", "1e12"}, {"max_time", "1e+12"}},
+      {{"train", "--out", out, "--max-time", "1e12"}, {"--max-time", "1e+12"}},
       {{"train", "--out", out, "--max-iters", "0"}, {"--max-iters 0", "--max-time"}},
       {{"train", "--out", out, "stray"}, {"unexpected argument 'stray'"}},
       // Beyond what a checkpoint may hold: refused at the start, not at the first save.
-      {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"batch_size", "2000000"}},
+      {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"--batch-size", "2000000"}},
       {{"train", "--data", corpus, "--out", out, "--n-layer", "300"}, {"n_layer", "300", "limits of a checkpoint"}},
       {{"train", "--out", out, "--seed", "-1"}, {"--seed", "-1"}},
       {{"generate", "--checkpoint", at("run"), "--temperature", "0"}, {"temperature", "0"}},
       {{"generate", at("run")}, {"unexpected argument", at("run")}},  // a run given without --checkpoint
       {{"generate", "--checkpoint", at("run"), "--temperature", "-1"}, {"temperature", "-1"}},
-      {{"generate", "--checkpoint", at("run"), "--top-p", "0"}, {"top_p", "0"}},
-      {{"generate", "--checkpoint", at("run"), "--top-p", "1.5"}, {"top_p", "1.5"}},
-      {{"generate", "--checkpoint", at("run"), "--top-k", "-2"}, {"top_k", "-2"}},
+      {{"generate", "--checkpoint", at("run"), "--top-p", "0"}, {"--top-p", "0"}},
+      {{"generate", "--checkpoint", at("run"), "--top-p", "1.5"}, {"--top-p", "1.5"}},
+      {{"generate", "--checkpoint", at("run"), "--top-k", "-2"}, {"--top-k", "-2"}},
       // generate has no --block-size (the checkpoint fixes it; a longer prompt keeps
       // its last block_size characters): its size option is --max-new-tokens.
-      {{"generate", "--checkpoint", at("run"), "--max-new-tokens", "-1"}, {"max_new_tokens", "-1"}},
+      {{"generate", "--checkpoint", at("run"), "--max-new-tokens", "-1"}, {"--max-new-tokens", "-1"}},
       {{"generate", "--checkpoint", at("run"), "--num-samples", "0"}, {"--num-samples", "0"}},
       {{"generate", "--checkpoint", at("run"), "--prompt", ""}, {"prompt is empty"}},
       {{"eval", "--checkpoint", at("run"), "--split", "bogus"}, {"--split", "bogus"}},
@@ -213,8 +213,8 @@ TEST_F(BadInput, Files) {
       {{"train", "--resume", "--out", at("run"), "--data", at("other_vocab.txt")}, {"other_vocab.txt", "vocabulary"}},
       {{"train", "--resume", "--out", at("fp16_state")}, {"fp16_state/state.safetensors", "dtype", "fp16"}},
       // Checkpoints that are not whole, or whose header lies.
-      {{"generate", "--checkpoint", at("missing")}, {"missing", "cannot open"}},
-      {{"generate", "--checkpoint", at("empty_dir")}, {"empty_dir/model.safetensors", "cannot open"}},
+      {{"generate", "--checkpoint", at("missing")}, {"missing", "no such file or directory"}},
+      {{"generate", "--checkpoint", at("empty_dir")}, {"empty_dir", "holds no model.safetensors"}},
       {{"generate", "--checkpoint", "/dev/null"}, {"/dev/null", "not a regular file"}},
       {{"generate", "--checkpoint", at("corpus.txt")}, {"corpus.txt", "header length"}},
       {{"info", "--checkpoint", at("truncated.safetensors")}, {"truncated.safetensors"}},

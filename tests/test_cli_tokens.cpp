@@ -122,6 +122,19 @@ TEST_F(CliTokens, InitFromStartsFromTheTrainedModel) {
   EXPECT_FALSE(fs::exists(dir_.path / "y" / "model.safetensors"));
 }
 
+// A subword run resumes exactly: 20 + 20 steps write the weights 40 straight steps write
+// (the tokenizer comes back from the checkpoint, not from a new training).
+TEST_F(CliTokens, BpeRunResumesExactly) {
+  // One cosine over 40 steps for both (the first half stops at 20 but decays over 40).
+  const std::string bpe = " --tokenizer bpe --vocab-size 400 --lr-decay-iters 40 --data " + (dir_ / "shakespeare.txt");
+  ASSERT_EQ(folio("train" + bpe + small_model("straight", 40)).code, 0);
+  ASSERT_EQ(folio("train" + bpe + small_model("split", 20)).code, 0);
+  const Result r = folio("train --resume --max-iters 40 --quiet --threads 2 --out " + (dir_ / "split"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(testing::slurp(dir_.path / "split" / "model.safetensors") ==
+              testing::slurp(dir_.path / "straight" / "model.safetensors"));
+}
+
 // A checkpoint file outside any run has no data of its own: eval asks for --data.
 TEST_F(CliTokens, EvalOfALoneCheckpointNeedsData) {
   ASSERT_EQ(folio("train --data " + (dir_ / "shakespeare.txt") + " --val-fraction 0.3" + small_model("r", 5)).code, 0);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -189,15 +190,18 @@ TEST(CrashSafety, ResumeDropsASaveCutShortBeforeItsCommit) {
   expect_resume_ends_as(cut, straight, d);
 }
 
-// Ctrl-C or SIGTERM: the run finishes its step, evaluates, saves, says where, and exits
-// 0 (the checkpoint is complete and resumable: an orderly stop, as the README says).
+// Ctrl-C or SIGTERM: the run finishes its step, evaluates, saves, says where on stderr
+// (under --quiet too), and exits 128 + the signal, as a shell expects of a program a
+// signal stopped. The checkpoint is complete and resumable.
 class StopSignal : public ::testing::TestWithParam<int> {};
 
-TEST_P(StopSignal, SavesACheckpointAndExitsZero) {
+TEST_P(StopSignal, SavesACheckpointAndExitsWithTheSignalsCode) {
   const int sig = GetParam();
   TempDir d(sig == SIGINT ? "crash_sigint" : "crash_sigterm");
   const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
-  const Child c = spawn_folio(tiny_train(corpus, run, 1000000), d / "train.out", d / "train.err");
+  Args args = tiny_train(corpus, run, 1000000);
+  if (sig == SIGTERM) args.push_back("--quiet");
+  const Child c = spawn_folio(args, d / "train.out", d / "train.err");
   for (const char* f : {"state.safetensors", "model.safetensors", "best.safetensors"})
     ASSERT_TRUE(wait_for_file(d.path / "run" / f, c.pid, 120)) << f << ": " << slurp(d / "train.err");
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -205,12 +209,14 @@ TEST_P(StopSignal, SavesACheckpointAndExitsZero) {
   const Exit x = wait_child(c.pid, 60);
   ASSERT_FALSE(x.timed_out) << strsignal(sig) << " did not stop training";
   EXPECT_TRUE(x.exited) << "killed by signal " << x.signal;
-  EXPECT_EQ(x.code, 0) << slurp(d / "train.err");
-  EXPECT_EQ(slurp(d / "train.err"), "");
-  const std::string out = slurp(d / "train.out");
-  const int64_t step = number_after(out, "interrupted at step ");
-  ASSERT_GT(step, 0) << out;
-  EXPECT_NE(out.find("checkpoint saved in " + run), std::string::npos) << out;
+  EXPECT_EQ(x.code, 128 + sig) << slurp(d / "train.err");
+  const std::string err = slurp(d / "train.err");
+  const int64_t step = number_after(err, "at step ");
+  ASSERT_GT(step, 0) << err;
+  const std::string by = std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
+  EXPECT_NE(err.find(by), std::string::npos) << err;
+  EXPECT_NE(err.find("checkpoint saved in " + run), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   expect_loadable(d, run);
   EXPECT_EQ(load_model(run).step, step);
   EXPECT_EQ(load_state(run + "/state.safetensors").step, step);
@@ -222,6 +228,42 @@ TEST_P(StopSignal, SavesACheckpointAndExitsZero) {
 INSTANTIATE_TEST_SUITE_P(CrashSafety, StopSignal, ::testing::Values(SIGINT, SIGTERM),
                          [](const auto& info) { return info.param == SIGINT ? "Sigint" : "Sigterm"; });
 
+// `folio train | head`: the reader of the progress goes away. The run stops as on
+// SIGTERM (saved, exit 128 + SIGPIPE) instead of dying between a log row and its save,
+// and the log never runs ahead of the checkpoint.
+TEST(CrashSafety, AClosedProgressPipeStopsTheRunLikeSigterm) {
+  TempDir d("crash_sigpipe");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  const std::string fifo = d / "progress";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // First, so that the child's open does not wait; not inherited, or the child would be a reader too.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  const Child c = spawn_folio(tiny_train(corpus, run, 1000000), fifo, d / "train.err");
+  std::string seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (seen.find("step 4:") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    char buf[4096];
+    const ssize_t n = ::read(reader, buf, sizeof buf);
+    if (n > 0) seen.append(buf, size_t(n));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::close(reader);  // as head does once it has its lines
+  ASSERT_NE(seen.find("step 4:"), std::string::npos) << seen << slurp(d / "train.err");
+  const Exit x = wait_child(c.pid, 60);
+  ASSERT_FALSE(x.timed_out) << "a closed pipe did not stop training";
+  ASSERT_TRUE(x.exited) << "killed by signal " << x.signal;
+  EXPECT_EQ(x.code, 128 + SIGPIPE) << slurp(d / "train.err");
+  EXPECT_NE(slurp(d / "train.err").find("interrupted by SIGPIPE"), std::string::npos) << slurp(d / "train.err");
+  expect_loadable(d, run);
+  const int64_t step = load_model(run).step;
+  EXPECT_EQ(load_state(run + "/state.safetensors").step, step);
+  std::ifstream log(run + "/log.csv");
+  std::string line, last;
+  while (std::getline(log, line)) last = line;
+  EXPECT_EQ(std::stoll(last), step) << "the log's last row is not the checkpoint's step";
+}
+
 // A learning rate that makes the weights overflow: training stops with exit code 1
 // and one line naming the step, and the checkpoint on disk is the last one whose
 // evaluation was finite (never one saved from a NaN evaluation or with a non-finite
@@ -232,7 +274,7 @@ INSTANTIATE_TEST_SUITE_P(CrashSafety, StopSignal, ::testing::Values(SIGINT, SIGT
 // warmup_iters: the lr climbs by 1e6 / warmup_iters per step (1: at once).
 Result run_diverging(const TempDir& d, const std::string& corpus, const std::string& run, const char* warmup_iters,
                      const char* lr = "1e6") {
-  Args args = tiny_train(corpus, run, 100000);
+  Args args = tiny_train(corpus, run, 100000000);  // the weights blow up long before, even in a warm-up
   set_option(args, "--lr", lr);
   set_option(args, "--warmup-iters", warmup_iters);
   set_option(args, "--lr-decay-iters", "0");

@@ -84,4 +84,9 @@ float Schedule::at(int64_t step, double seconds) const {
   return float(min_lr + coeff * (lr - min_lr));
 }
 
+Schedule schedule_of(const TrainConfig& tc) {
+  return {tc.lr, tc.min_lr, tc.warmup_iters, tc.lr_decay_iters ? tc.lr_decay_iters : tc.max_iters,
+          tc.schedule_follows_time() ? tc.max_time : 0.0};
+}
+
 }  // namespace folio

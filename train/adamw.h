@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "train/config.h"
 
 namespace folio {
 
@@ -59,5 +60,8 @@ struct Schedule {
   double decay_seconds = 0;
   float at(int64_t step, double seconds = 0) const;
 };
+
+// The schedule a run's options give (a decay horizon of 0 means max_iters, or max_time).
+Schedule schedule_of(const TrainConfig& tc);
 
 }  // namespace folio

@@ -1,11 +1,14 @@
 #include "train/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <limits>
+#include <sstream>
 
 #include "autograd/error.h"
 #include "io/atomic_file.h"
@@ -14,6 +17,19 @@ namespace folio {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+std::string fixed(float v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, double(v));
+  return buf;
+}
+std::string scientific(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", double(v));
+  return buf;
+}
+}  // namespace
+
 std::string duration_text(double s) {
   char buf[32];
   const int t = int(s + 0.5);
@@ -21,6 +37,68 @@ std::string duration_text(double s) {
   else std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
   return buf;
 }
+
+void EtaEstimate::step_done(double now, bool evaluated) {
+  if (started_) {
+    const double gap = now - last_;
+    // A gap with an evaluation: the evaluation's cost is what it adds to a step.
+    if (evaluated && steps_ > 0) eval_sum_ += std::max(0.0, gap - step_sum_ / double(steps_)), ++evals_;
+    else if (!evaluated) step_sum_ += gap, ++steps_;
+  }
+  started_ = true;
+  last_ = now;
+}
+
+double EtaEstimate::seconds_left(int64_t steps_left, int64_t evals_left) const {
+  if (steps_ == 0) return 0.0;
+  const double per_eval = evals_ ? eval_sum_ / double(evals_) : 0.0;
+  return step_sum_ / double(steps_) * double(steps_left) + per_eval * double(evals_left);
+}
+
+std::string fit_fields(const std::vector<Field>& fields, size_t width) {
+  int keep_rank = 0;
+  for (const Field& f : fields) keep_rank = std::max(keep_rank, f.rank);
+  for (;; --keep_rank) {
+    std::string line;
+    for (const Field& f : fields)
+      if (f.rank <= keep_rank && !f.text.empty()) line += (line.empty() ? "" : "  ") + f.text;
+    if (line.size() < width || keep_rank == 0) return line.substr(0, std::max<size_t>(width, 1) - 1);
+  }
+}
+
+int terminal_columns(int fd) {
+  winsize ws{};
+  return ::ioctl(fd, TIOCGWINSZ, &ws) == 0 ? int(ws.ws_col) : 0;
+}
+
+namespace {
+
+// Drops the rows of `log_file` past `step`, and returns the wall seconds of its last
+// remaining row (0 with none). A damaged row is kept: the plot says what is wrong.
+double cut_log_to(const std::string& log_file, int64_t step) {
+  std::ifstream in(log_file);
+  std::string header, line, kept;
+  if (!std::getline(in, header)) return 0;
+  bool cut = false;
+  double elapsed = 0;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    int64_t row_step = 0;
+    std::string cell;
+    if (row >> row_step && row_step > step) {
+      cut = true;
+      continue;
+    }
+    for (int column = 0; std::getline(row, cell, ','); ++column)  // the row after its step
+      if (column == 5) elapsed = std::strtod(cell.c_str(), nullptr);  // elapsed_s
+    kept += line + '\n';
+  }
+  in.close();
+  if (cut) write_file_atomic(log_file, header + '\n' + kept);
+  return elapsed;
+}
+
+}  // namespace
 
 Progress::Progress(Options options, bool resume)
     : o_(std::move(options)),
@@ -31,6 +109,7 @@ Progress::Progress(Options options, bool resume)
   curve_.name = o_.run_name;
   if (o_.log_file.empty()) return;
   if (resume && std::filesystem::exists(o_.log_file)) {
+    elapsed_before_ = cut_log_to(o_.log_file, o_.resume_step);
     try {  // the evaluations before the resume, so the plot shows the whole run
       curve_ = viz::read_loss_log(o_.log_file, o_.run_name);
       for (const viz::LossPoint& p : curve_.points) best_val_ = std::min(best_val_, float(p.val));
@@ -58,34 +137,48 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
   ++window_steps_;
   const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
   if (window > 0) tokens_per_sec_ = double(window_steps_ * o_.tokens_per_step) / window;
+  eta_.step_done(elapsed(), evaluated_since_step_);
+  evaluated_since_step_ = false;
   const bool log_now = (step + 1) % o_.log_interval == 0;
   if (log_now) window_start_ = Clock::now(), window_steps_ = 0;
   if (o_.quiet || !(live_ || log_now)) return;
   // Whichever limit comes first: the steps left at this speed, the budget left.
-  double eta = o_.max_iters && tokens_per_sec_ > 0
-                   ? double((o_.max_iters - step - 1) * o_.tokens_per_step) / tokens_per_sec_
-                   : 0;
+  // Evaluations before the steps left (at multiples of eval_interval), and the last one.
+  const int64_t every = o_.eval_interval, evals_left = every ? (o_.max_iters - 1) / every - step / every + 1 : 0;
+  double eta = o_.max_iters ? eta_.seconds_left(o_.max_iters - step - 1, std::max<int64_t>(evals_left, 0)) : 0;
   if (const double left = o_.max_time - train_seconds; o_.max_time > 0 && !(o_.max_iters && eta < left))
     eta = std::max(0.0, left);
   char of[32] = "";  // "/2000", or nothing on a time budget alone
   if (o_.max_iters) std::snprintf(of, sizeof of, "/%lld", (long long)o_.max_iters);
   char best[32] = "";
   if (std::isfinite(best_val_)) std::snprintf(best, sizeof best, "best val %.4f", best_val_);
-  if (live_)
-    std::printf("\r\033[Kstep %lld%s  loss %.4f  lr %.2e  %.0f tok/s  %s elapsed  ETA %s  %s", (long long)step + 1, of,
-                loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(), duration_text(eta).c_str(), best);
-  else
+  if (live_) {
+    // Most important first: where the run is, how it learns, when it ends.
+    const int columns = terminal_columns(fileno(stdout));
+    const std::string line =
+        fit_fields({{cat("step ", step + 1, of), 0},
+                    {cat("loss ", fixed(loss, 4)), 1},
+                    {cat("lr ", scientific(lr)), 6},
+                    {cat(std::lround(tokens_per_sec_), " tok/s"), 4},
+                    {duration_text(elapsed()) + " elapsed", 5},
+                    {"ETA " + duration_text(eta), 2},
+                    {best, 3}},
+                   size_t(columns > 0 ? columns : 80));
+    std::printf("\r\033[K%s", line.c_str());
+  } else {
     std::printf("step %lld%s: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s%s%s\n", (long long)step + 1, of, loss,
                 lr, tokens_per_sec_, duration_text(elapsed()).c_str(), duration_text(eta).c_str(), *best ? ", " : "",
                 best);
+  }
   std::fflush(stdout);
 }
 
 void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds) {
+  evaluated_since_step_ = true;
   if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
   const double bits_per_byte = val * o_.val_tokens_per_byte / std::log(2.0);
   if (log_.is_open()) {
-    const double t = elapsed();
+    const double t = elapsed_before_ + elapsed();
     log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
     if (columns_ >= 7) log_ << ',' << val * o_.val_tokens_per_char / std::log(2.0);
     if (columns_ >= 8) log_ << ',' << train_seconds;
@@ -105,6 +198,12 @@ void Progress::say(const std::string& line) {
   if (o_.quiet) return;
   std::printf("%s%s\n", live_ ? "\r\033[K" : "", line.c_str());
   std::fflush(stdout);
+}
+
+void Progress::notice(const std::string& line) {
+  if (live_) std::printf("\r\033[K"), std::fflush(stdout);  // off the live line
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
 }
 
 }  // namespace folio

@@ -1,21 +1,53 @@
 #pragma once
 // What a training run tells the person watching it, and what it keeps for later:
 //  - on a terminal, one line redrawn in place after every step (step, loss, lr,
-//    tokens/s, elapsed, ETA, best val so far); elsewhere a line every log_interval;
+//    tokens/s, elapsed, ETA, best val so far), cut to the terminal's width by dropping
+//    the least important fields; elsewhere a line every log_interval;
 //  - a line per evaluation, naming the loss plot;
 //  - log.csv (a row per evaluation) and loss.svg (the curves), rewritten at every
 //    evaluation so the picture is never behind the log. Its elapsed_s is the wall time
-//    of this process; train_s the training time of the whole run (train/config.h);
-//    val_bpc and val_bpb the val loss in bits per character and per byte of text.
-// A quiet run prints nothing but still keeps the log and the plot.
+//    of the whole run (the processes of its resumes added up), train_s its training
+//    time (train/config.h), val_bpc and val_bpb the val loss in bits per character and
+//    per byte of text. A resumed log first drops the rows past the checkpoint it
+//    resumes from: a process killed between its log row and its save left them.
+// A quiet run prints nothing but still keeps the log and the plot; notice() lines go
+// to stderr, quiet or not.
 #include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "viz/loss_plot.h"
 
 namespace folio {
+
+// The seconds left: the steps left at the mean time of a step, and the evaluations
+// left at the mean time of an evaluation (with its save), each averaged over the whole
+// process so that an evaluation neither makes the estimate jump nor is forgotten.
+// The first step (warm-up: allocations, primitive creation) is left out.
+class EtaEstimate {
+ public:
+  // After each step, on a monotonic clock; `evaluated`: an evaluation ran before it.
+  void step_done(double now_seconds, bool evaluated);
+  double seconds_left(int64_t steps_left, int64_t evals_left) const;  // 0 until a step is timed
+ private:
+  bool started_ = false;
+  double last_ = 0, step_sum_ = 0, eval_sum_ = 0;
+  int64_t steps_ = 0, evals_ = 0;
+};
+
+// The fields of a progress line, joined by two spaces, leaving out the least important
+// (the largest `rank`) until the line is shorter than `width` (a line as wide as the
+// terminal wraps on some terminals). Fields keep their order.
+struct Field {
+  std::string text;
+  int rank = 0;  // 0: always shown
+};
+std::string fit_fields(const std::vector<Field>& fields, size_t width);
+
+// The width of the terminal on `fd`, or 0 when it is not one (or does not say).
+int terminal_columns(int fd);
 
 class Progress {
  public:
@@ -27,19 +59,26 @@ class Progress {
     // byte and per character (data/dataset.h). 1 and 1 for a char model of ASCII text.
     double val_tokens_per_byte = 1, val_tokens_per_char = 1;
     std::string log_file, plot_file, run_name;  // empty log_file: keep no log (not rank 0)
+    int64_t resume_step = 0;  // resuming: the checkpoint's step
+    int64_t eval_interval = 0;  // evaluations at every multiple, and at the end (for the ETA)
   };
-  // resume: append to the log and extend the plot with the evaluations before.
+  // resume: append to the log (cut back to resume_step) and extend the plot with the
+  // evaluations before.
   Progress(Options options, bool resume);
 
   // After step `step` (0-based); train_seconds: the run's training time so far.
   void step_done(int64_t step, float loss, float lr, double train_seconds);
   void evaluated(int64_t step, float train, float val, float lr, double train_seconds);  // logs, plots, prints
   void say(const std::string& line);                            // a line of its own
-  double elapsed() const;                                       // seconds since the start
+  void notice(const std::string& line);                         // one on stderr, even when quiet
+  double elapsed() const;                                       // seconds since this process started
   float best_val() const { return best_val_; }
 
  private:
   Options o_;
+  double elapsed_before_ = 0;  // wall seconds of the run's earlier processes (its log's last row)
+  EtaEstimate eta_;
+  bool evaluated_since_step_ = false;
   bool live_;  // a terminal: redraw one line
   int columns_ = 9;  // of log.csv: a log begun before val_bpc (7), train_s (8) or val_bpb (9) goes on without
   std::ofstream log_;

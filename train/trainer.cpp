@@ -18,20 +18,38 @@ namespace folio {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-void on_stop(int) { g_interrupted = true; }
+std::atomic<int> g_signal{0};  // the first stop signal received
+void on_stop(int sig) {
+  int none = 0;
+  g_signal.compare_exchange_strong(none, sig);
+  g_interrupted = true;
+}
 
 // Ctrl-C and SIGTERM (kill, a container or job scheduler stopping the run) both end
-// the step, save and exit 0; the previous handlers come back when the run ends,
-// however it ends.
+// the step, save, say so and exit 128 + the signal, as a shell expects of a program
+// stopped by one; the previous handlers come back when the loop ends, however it ends.
 struct StopSignals {
   void (*on_int)(int) = std::signal(SIGINT, on_stop);
   void (*on_term)(int) = std::signal(SIGTERM, on_stop);
-  StopSignals() { g_interrupted = false; }
+  StopSignals() { g_interrupted = false, g_signal = 0; }
   ~StopSignals() {
     std::signal(SIGINT, on_int);
     std::signal(SIGTERM, on_term);
   }
 };
+
+// SIGPIPE (`folio train | head`: the reader of the progress is gone) would kill the
+// process between two writes, say between a log row and the save it belongs to. It
+// stops the run like SIGTERM instead, and for the whole run: the final evaluation
+// still prints, and those writes fail quietly.
+struct PipeSignal {
+  void (*before)(int) = std::signal(SIGPIPE, on_stop);
+  ~PipeSignal() { std::signal(SIGPIPE, before); }
+};
+
+const char* signal_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGPIPE ? "SIGPIPE" : "a signal";
+}
 
 // Every split must hold one window of the model's context: block_size inputs and
 // the target after them. On --resume that is the checkpoint's block_size, which the
@@ -213,6 +231,7 @@ void Trainer::check_ranks_agree() const {
 Trainer::Losses Trainer::run() {
   const TrainConfig& tc = opt_.train;
   const bool root = dist::is_root();
+  const PipeSignal pipe_signal;
   if (root) run_dir_.create(!opt_.resume);
   Progress progress({.quiet = opt_.quiet || !root,
                      .max_iters = tc.max_iters,
@@ -223,7 +242,9 @@ Trainer::Losses Trainer::run() {
                      .val_tokens_per_char = corpus_.val_tokens_per_char(),
                      .log_file = root ? run_dir_.log_file() : "",
                      .plot_file = root ? run_dir_.plot_file() : "",
-                     .run_name = opt_.out_dir},
+                     .run_name = opt_.out_dir,
+                     .resume_step = step_,
+                     .eval_interval = tc.eval_interval},
                     opt_.resume);
   if (!opt_.resume)
     progress.say(cat("model: ", model_->num_parameters(), " parameters",
@@ -235,8 +256,7 @@ Trainer::Losses Trainer::run() {
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
     progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->momentum().size(),
                      " weights), AdamW on the other ", optimizer_->adamw().m().size()));
-  const Schedule schedule{tc.lr, tc.min_lr, tc.warmup_iters, tc.lr_decay_iters ? tc.lr_decay_iters : tc.max_iters,
-                          tc.schedule_follows_time() ? tc.max_time : 0.0};
+  const Schedule schedule = schedule_of(tc);
   const std::vector<Tensor> params = model_->parameters();
   const int64_t first_step = step_;
   int64_t saved_step = opt_.resume ? first_step : -1;  // the checkpoint on disk, for messages
@@ -293,9 +313,16 @@ Trainer::Losses Trainer::run() {
     progress.step_done(step_, loss, lr, train_seconds_);
   }
   }
+  // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
+  if (interrupted) stop_signal_ = g_signal ? g_signal.load() : SIGTERM;
   if (step_ > first_step || !opt_.resume) evaluate_and_save(true);
-  if (interrupted) progress.say(cat("interrupted at step ", step_, ": checkpoint saved in ", opt_.out_dir));
-  else progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
+  if (interrupted) {
+    if (root)
+      progress.notice(cat("interrupted by ", signal_name(stop_signal_), " at step ", step_, ": checkpoint saved in ",
+                          opt_.out_dir, " (continue it with --resume)"));
+  } else {
+    progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
+  }
   report_ranks(progress, step_ - first_step);
   return last;
 }

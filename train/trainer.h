@@ -19,6 +19,7 @@ struct TrainOptions {
   TrainConfig train;
   std::string out_dir = "out";
   bool resume = false;
+  bool overwrite = false;  // the run in out_dir may be replaced (the CLI refuses otherwise)
   bool quiet = false;  // no progress output (tests)
   // How the threads share a training step: one batch shard each (train/data_parallel.h),
   // or all of them inside each op. Evaluation always runs inside the ops.
@@ -42,9 +43,11 @@ class Trainer {
   // Mean loss over eval_iters batches of each split, in eval mode: every rank takes
   // its share of each batch, and the figure is the single-process one.
   Losses evaluate();
-  // Trains until max_iters, max_time (or a SIGINT/SIGTERM), saving at every evaluation
-  // and at the end. Returns the last evaluation.
+  // Trains until max_iters, max_time (or a SIGINT, SIGTERM or SIGPIPE), saving at every
+  // evaluation and at the end. Returns the last evaluation.
   Losses run();
+  // The signal that stopped run() early, 0 if none did.
+  int stop_signal() const { return stop_signal_; }
 
   const nn::GPT& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *corpus_.tokenizer; }
@@ -72,6 +75,7 @@ class Trainer {
   double train_seconds_ = 0;
   float best_val_ = 0;
   bool has_best_ = false;
+  int stop_signal_ = 0;
 };
 
 }  // namespace folio

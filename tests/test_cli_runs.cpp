@@ -1,0 +1,174 @@
+// A run directory through the folio binary, as a newcomer meets it: a run is never
+// replaced without being asked, --resume accepts what did not change, finds its text
+// from anywhere, keeps its schedule and says what it does, and the log stays in step
+// with the checkpoint.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "io/checkpoint.h"
+#include "tests/support.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Result;
+
+class CliRuns : public ::testing::Test {
+ protected:
+  Result folio(const std::string& args, const fs::path& cwd_files = {}) const {
+    return testing::run_folio(testing::words(args), cwd_files.empty() ? dir_.path : cwd_files);
+  }
+  std::string train(int64_t iters, const std::string& out) const {
+    return "train --data " + corpus_ + " --out " + out +
+           " --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-interval 10 --eval-iters 1"
+           " --warmup-iters 2 --threads 1 --max-iters " + std::to_string(iters);
+  }
+  // The log.csv rows of `run`, without the header.
+  static std::vector<std::string> rows(const std::string& run) {
+    std::ifstream in(run + "/log.csv");
+    std::vector<std::string> out;
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) out.push_back(line);
+    return out;
+  }
+  static double cell(const std::string& row, int i) {
+    std::stringstream s(row);
+    std::string c;
+    for (int k = 0; k <= i; ++k) std::getline(s, c, ',');
+    return std::stod(c);
+  }
+  testing::TempDir dir_{"cli_runs"};
+  std::string corpus_ = testing::write_small_corpus(dir_.path / "corpus.txt");
+  std::string run_ = dir_ / "run";
+};
+
+// A second `folio train --out RUN` without --resume refuses, names --resume and
+// --overwrite, and leaves the run as it was; --overwrite replaces it.
+TEST_F(CliRuns, AnExistingRunIsNeverReplacedUnasked) {
+  ASSERT_EQ(folio(train(20, run_) + " --quiet").code, 0);
+  const testing::Snapshot before = testing::snapshot(run_);
+  const Result again = folio(train(10, run_));
+  EXPECT_EQ(again.code, 2);
+  testing::expect_contains(again.err, {"--out " + run_ + " already holds a run", "--resume", "--overwrite"});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(run_)), "");
+  EXPECT_EQ(folio(train(10, run_) + " --resume --overwrite").code, 2);
+  const Result over = folio(train(10, run_) + " --overwrite --quiet");
+  ASSERT_EQ(over.code, 0) << over.err;
+  EXPECT_EQ(load_model(run_).step, 10);
+  EXPECT_EQ(rows(run_).size(), 2u);  // steps 0 and 10: the old log went with the old run
+}
+
+// --resume with the model's flags repeated at their values passes; a real change is
+// refused, naming the flag.
+TEST_F(CliRuns, ResumeAcceptsFixedOptionsThatDidNotChange) {
+  ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
+  const Result same = folio(train(20, run_) + " --resume --quiet");  // every model flag, at the run's values
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(load_model(run_).step, 20);
+  const Result changed = folio(train(30, run_) + " --resume --n-layer 2");
+  EXPECT_EQ(changed.code, 2);
+  testing::expect_contains(changed.err, {"--n-layer cannot change when resuming"});
+  EXPECT_EQ(folio(train(30, run_) + " --resume --seed 7").code, 2);
+}
+
+// The run keeps --data as an absolute path: --resume from another directory finds
+// the text, and says which it uses, from which step.
+TEST_F(CliRuns, ResumeFromAnotherDirectoryFindsTheText) {
+  fs::create_directories(dir_.path / "elsewhere");
+  testing::spit(dir_.path / "work_corpus.txt", testing::slurp(corpus_));
+  const Result t = testing::run_folio(
+      {"train", "--data", "work_corpus.txt", "--out", run_, "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
+       "--block-size", "16", "--max-iters", "4", "--eval-iters", "1", "--quiet"},
+      dir_.path, 300, {}, dir_.path);
+  ASSERT_EQ(t.code, 0) << t.err;
+  const Result r = testing::run_folio({"train", "--out", run_, "--resume", "--max-iters", "6"}, dir_.path, 300, {},
+                                      dir_.path / "elsewhere");
+  ASSERT_EQ(r.code, 0) << r.err;
+  testing::expect_contains(r.out, {"resuming " + run_ + " from step 4 (of 6) on " + (dir_ / "work_corpus.txt")});
+  testing::expect_contains(folio("info --checkpoint " + run_).out, {"--data " + (dir_ / "work_corpus.txt")});
+}
+
+// A longer run keeps its cosine (the lr goes on from where it was, not from a restart
+// near the peak) and says so; a change of the learning rate at the resumed step is
+// one warning. A run already at its --max-iters has nothing left to do.
+TEST_F(CliRuns, ResumeKeepsTheScheduleOrSaysWhatChanges) {
+  ASSERT_EQ(folio(train(20, run_) + " --quiet").code, 0);
+  const Result longer = folio("train --out " + run_ + " --resume --max-iters 40");
+  ASSERT_EQ(longer.code, 0) << longer.err;
+  testing::expect_contains(longer.out, {"resuming " + run_ + " from step 20 (of 40)", "keeps the run's horizon of 20"});
+  EXPECT_EQ(longer.err, "");
+  for (const std::string& row : rows(run_))
+    if (cell(row, 0) > 20) EXPECT_LE(cell(row, 3), 1e-4 + 1e-9) << row << " (the lr after step 20)";
+
+  const Result stretched = folio("train --out " + run_ + " --resume --max-iters 60 --lr-decay-iters 100 --quiet");
+  ASSERT_EQ(stretched.code, 0) << stretched.err;
+  testing::expect_contains(stretched.err, {"warning: the learning rate at step 40 changes from 0.0001 to "});
+
+  const testing::Snapshot before = testing::snapshot(run_);
+  const Result done = folio("train --out " + run_ + " --resume --max-iters 50");
+  EXPECT_EQ(done.code, 0) << done.err;
+  testing::expect_contains(done.out, {"is at step 60", "nothing left to do"});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(run_)), "");
+}
+
+// The log's wall time goes on across resumes (the plot's time axis and "N steps in
+// T"), and a log row past the checkpoint (a process killed between its log row and
+// its save) is dropped on resume instead of appearing twice.
+TEST_F(CliRuns, LogStaysInStepWithTheCheckpointAcrossResumes) {
+  ASSERT_EQ(folio(train(20, run_) + " --quiet").code, 0);
+  // As if the first process had run for 1000 s, then was killed after logging step 30
+  // but before saving it.
+  std::string log = testing::slurp(run_ + "/log.csv");
+  const std::string step20 = rows(run_)[2];
+  std::string slow = step20;
+  for (int comma = 0, i = 0; i < int(slow.size()); ++i)
+    if (slow[i] == ',' && ++comma == 5) slow = slow.substr(0, i + 1) + "1000" + slow.substr(slow.find(',', i + 1));
+  log.replace(log.find(step20), step20.size(), slow);
+  testing::spit(run_ + "/log.csv", log + "30,3.5,3.6,0.0001,1000,1001,5.2,1\n");
+  ASSERT_EQ(folio("train --out " + run_ + " --resume --max-iters 30 --quiet").code, 0);
+  const std::vector<std::string> r = rows(run_);
+  ASSERT_EQ(r.size(), 4u) << testing::slurp(run_ + "/log.csv");
+  for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(int64_t(cell(r[i], 0)), int64_t(i) * 10) << r[i];
+  EXPECT_GT(cell(r[3], 5), 1000.0) << r[3];  // elapsed_s goes on from the first process's
+}
+
+// The recipe a run came from is saved with it, and a resume keeps saying so.
+TEST_F(CliRuns, ResumeKeepsTheRecipeOfTheRun) {
+  const std::string recipe = dir_ / "recipe.ini";
+  std::ofstream(recipe) << "n-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\neval-iters = 1\n";
+  const Result t = folio("train --config " + recipe + " --data " + corpus_ + " --out " + run_ + " --max-iters 2 --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  ASSERT_EQ(folio("train --out " + run_ + " --resume --max-iters 4 --quiet").code, 0);
+  const Result info = folio("info --checkpoint " + run_);
+  testing::expect_contains(info.out, {"recipe       --config " + recipe, "step         4"});
+}
+
+// An output directory that cannot be written is bad input (exit 2, before anything
+// starts), whatever makes it so.
+TEST_F(CliRuns, AnUnusableOutIsExitTwo) {
+  testing::spit(dir_.path / "file", "x");
+  for (const auto& [out, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"/proc/folio-nope", "/proc"},
+           {"/proc/folio-nope/run", "/proc"},
+           {dir_ / "file", "not a directory"},
+           {dir_ / "file/run", "not a directory"}}) {
+    const Result r = folio(train(2, out));
+    EXPECT_EQ(r.code, 2) << out << "\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << out << ": " << r.err;
+  }
+}
+
+// Settings that work but make no sense are said, once.
+TEST_F(CliRuns, WarmupLongerThanTheRunWarns) {
+  const Result r = folio(train(4, run_) + " --warmup-iters 10 --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  testing::expect_contains(r.err, {"warning: --warmup-iters 10 is not shorter than the run (--max-iters 4)"});
+}
+
+}  // namespace
+}  // namespace folio

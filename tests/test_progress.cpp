@@ -1,0 +1,95 @@
+// What a training run shows while it runs: the live line fits the terminal, and the
+// ETA does not jump with every evaluation.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+
+#include <cstdlib>
+
+#include "tests/support.h"
+#include "train/progress.h"
+
+namespace folio {
+namespace {
+
+using namespace folio::testing;
+
+TEST(Progress, FieldsAreDroppedLeastImportantFirstToFitTheWidth) {
+  const std::vector<Field> fields = {{"step 12/40", 0}, {"loss 3.7094", 1}, {"lr 1.86e-04", 6},
+                                     {"3447 tok/s", 4}, {"0m01s elapsed", 5}, {"ETA 0m05s", 2},
+                                     {"best val 3.7520", 3}};
+  EXPECT_EQ(fit_fields(fields, 200),
+            "step 12/40  loss 3.7094  lr 1.86e-04  3447 tok/s  0m01s elapsed  ETA 0m05s  best val 3.7520");
+  EXPECT_EQ(fit_fields(fields, 60), "step 12/40  loss 3.7094  ETA 0m05s  best val 3.7520");
+  EXPECT_EQ(fit_fields(fields, 30), "step 12/40  loss 3.7094");
+  EXPECT_EQ(fit_fields(fields, 8), "step 12");  // the first field alone, cut
+  for (size_t width = 1; width < 120; ++width) EXPECT_LT(fit_fields(fields, width).size(), width) << width;
+}
+
+// Steps of 0.1 s with an evaluation of 2 s every 10 steps: once a step and an
+// evaluation have been timed, the estimate of the time left falls by the time that
+// passed, evaluations included, where a rate measured since the last progress line
+// swung by a factor of two or more.
+TEST(Progress, EtaCountsDownWithoutJumps) {
+  EtaEstimate eta;
+  const int64_t total = 200, every = 10;
+  double now = 0, previous = 0;
+  for (int64_t step = 0; step < total; ++step) {
+    const double dt = 0.1 + (step % every == 0 ? 2.0 : 0.0);
+    now += dt;
+    eta.step_done(now, step % every == 0);
+    const int64_t evals_left = (total - 1) / every - step / every + 1;
+    const double left = eta.seconds_left(total - step - 1, evals_left);
+    if (step > every + 1) EXPECT_NEAR(previous - left, dt, 0.05) << "step " << step;
+    previous = left;
+  }
+  EXPECT_NEAR(previous, 2.0, 0.05);  // the last evaluation is still ahead
+}
+
+// Through the binary on a pseudo-terminal 60 columns wide: every redraw of the live
+// line is narrower than the terminal (a wrapped line leaves debris at each \r).
+TEST(Progress, TheLiveLineFitsTheTerminal) {
+  TempDir d("progress_pty");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt");
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  winsize ws{};
+  ws.ws_row = 24, ws.ws_col = 60;
+  ASSERT_EQ(::ioctl(master, TIOCSWINSZ, &ws), 0);
+  const Child c = spawn_folio({"train", "--data", corpus, "--out", d / "run", "--n-layer", "1", "--n-head", "2",
+                               "--n-embd", "16", "--block-size", "16", "--max-iters", "40", "--eval-interval", "20",
+                               "--eval-iters", "1", "--threads", "1"},
+                              ::ptsname(master), d / "err");
+  std::string out;
+  for (bool done = false; !done;) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 50) > 0 && (p.revents & POLLIN)) {
+      char buf[4096];
+      const ssize_t n = ::read(master, buf, sizeof buf);
+      if (n > 0) out.append(buf, size_t(n));
+    }
+    int status;
+    done = ::waitpid(c.pid, &status, WNOHANG) == c.pid;
+  }
+  ::close(master);
+  int lines = 0;
+  size_t begin = 0;
+  while (begin < out.size()) {
+    const size_t end = std::min(out.find_first_of("\r\n", begin), out.size());
+    std::string segment = out.substr(begin, end - begin);
+    if (segment.rfind("\033[K", 0) == 0) segment.erase(0, 3);
+    // A redraw ("step 12/40  loss ..."), not an evaluation's line ("step 20: train loss").
+    if (segment.rfind("step ", 0) == 0 && segment.find(':') == std::string::npos) {
+      ++lines;
+      EXPECT_LT(segment.size(), 60u) << segment;
+      expect_contains(segment, {"loss ", "ETA "});
+    }
+    begin = end + 1;
+  }
+  EXPECT_GT(lines, 10) << out << slurp(d / "err");
+}
+
+}  // namespace
+}  // namespace folio
