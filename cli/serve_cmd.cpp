@@ -67,7 +67,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (!(o.shutdown_grace >= 0)) throw UsageError(cat("--shutdown-grace must be >= 0, got ", o.shutdown_grace));
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
-  const std::string path = vm["checkpoint"].as<std::string>();
+  const std::string path = checkpoint_option(vm);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
   ck->model->eval();
   ck->model->set_precision(dtype);
