@@ -20,6 +20,7 @@ build_packages=(
   nlohmann-json3-dev             # the JSON lexer under io/json.cpp, and folio serve's request and
                                  # response bodies (header-only)
   libcpp-httplib-dev             # folio serve's HTTP server (header-only; serve/)
+  curl                           # tests: folio serve's raw SSE, as a client no one here wrote
   libsentencepiece-dev           # subword tokenizers (data/spm_tokenizer.cpp)
   pkg-config                     # how CMake finds SentencePiece (it ships no CMake package)
   sentencepiece                  # tests: spm_train/spm_encode, the reference for folio's tokens
