@@ -19,7 +19,7 @@ build_packages=(
   libboost-program-options-dev   # the folio command line
   nlohmann-json3-dev             # the JSON lexer under io/json.cpp, and folio serve's request and
                                  # response bodies (header-only)
-  libcpp-httplib-dev             # folio serve's HTTP server (header-only; serve/)
+  libcpp-httplib-dev             # folio serve's HTTP server (serve/; Debian builds it as a library, found through pkg-config)
   curl                           # tests: folio serve's raw SSE, as a client no one here wrote
   libsentencepiece-dev           # subword tokenizers (data/spm_tokenizer.cpp)
   pkg-config                     # how CMake finds SentencePiece (it ships no CMake package)
