@@ -30,7 +30,10 @@ void check_readable(const std::string& path, const struct stat& st, int64_t max_
                        : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a special file";
     fail("data", path, ": is ", kind, ", not a regular file");
   }
-  if (st.st_size > max_bytes) fail("data", path, ": ", st.st_size, " bytes, more than the limit of ", limit_text(max_bytes));
+  if (st.st_size > max_bytes)
+    fail("data", path, ": ", st.st_size, " bytes, more than the limit of ", limit_text(max_bytes),
+         max_bytes == kMaxTextFileBytes ? ": folio tokenize DIR_OR_FILE --out DATA_DIR prepares a corpus of any size "
+                                          "for folio train --data DATA_DIR" : "");
 }
 
 }  // namespace
@@ -80,20 +83,30 @@ Split split_tokens(std::span<const int32_t> tokens, double train_fraction) {
   return s;
 }
 
-void sample_batch(std::span<const int32_t> tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
-                  std::string_view split_name) {
+void resize_batch(Batch& batch, int64_t B, int64_t T) {
   if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
-  const int64_t n = int64_t(tokens.size());
-  if (n < T + 1)
-    fail("data", split_name, " split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
   batch.B = B;
   batch.T = T;
   batch.inputs.resize(size_t(B * T));  // resize keeps capacity: no allocation after the first call
   batch.targets.resize(size_t(B * T));
+}
+
+void copy_window(const TokenSequence& tokens, int64_t start, int64_t b, Batch& batch) {
+  const int64_t T = batch.T;
+  tokens.read(start, T, batch.inputs.data() + b * T);
+  tokens.read(start + 1, T, batch.targets.data() + b * T);
+}
+
+void sample_batch(const TokenSequence& tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
+                  std::string_view split_name, int64_t row_begin, int64_t row_end) {
+  resize_batch(batch, B, T);
+  const int64_t n = tokens.size();
+  if (n < T + 1)
+    fail("data", split_name, " split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
+  if (row_end < 0) row_end = B;
   for (int64_t b = 0; b < B; ++b) {
-    const int32_t* window = tokens.data() + rng.below(uint64_t(n - T));  // T + 1 tokens from here
-    std::copy(window, window + T, batch.inputs.begin() + b * T);
-    std::copy(window + 1, window + T + 1, batch.targets.begin() + b * T);
+    const auto start = int64_t(rng.below(uint64_t(n - T)));  // T + 1 tokens from here
+    if (b >= row_begin && b < row_end) copy_window(tokens, start, b, batch);
   }
 }
 

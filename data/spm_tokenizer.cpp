@@ -38,6 +38,9 @@ class SpmTokenizer final : public Tokenizer {
 
   const char* kind() const override { return "spm"; }
   int vocab_size() const override { return processor_.GetPieceSize(); }
+  std::optional<int32_t> end_of_text() const override {
+    return processor_.eos_id() >= 0 ? std::optional<int32_t>(processor_.eos_id()) : std::nullopt;
+  }
 
   std::vector<int32_t> encode(std::string_view utf8) const override {
     count_utf8(utf8);  // invalid UTF-8 is an error here as for every tokenizer, with its offset

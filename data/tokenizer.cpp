@@ -10,7 +10,7 @@ namespace {
 
 // Every kind of tokenizer folio knows. The first is what a checkpoint without a
 // "tokenizer" entry holds.
-constexpr const TokenizerKind* kKinds[] = {&kCharTokenizer, &kSpmTokenizer};
+constexpr const TokenizerKind* kKinds[] = {&kCharTokenizer, &kSpmTokenizer, &kIdTokenizer};
 
 const TokenizerKind* kind_training(std::string_view method) {
   for (const TokenizerKind* k : kKinds)
@@ -149,6 +149,19 @@ std::string visible_token(std::string_view bytes) {
       byte);
   for (size_t i = cut; i < bytes.size(); ++i) byte(static_cast<unsigned char>(bytes[i]));
   return out;
+}
+
+int64_t replace_invalid_utf8(std::string& text) {
+  int64_t bad = 0;
+  size_t cut = scan_utf8(text, [](std::string_view) {}, [&](unsigned char) { ++bad; });
+  bad += int64_t(text.size() - cut);
+  if (bad == 0) return 0;
+  std::string out;
+  out.reserve(text.size() + size_t(bad) * 2);
+  cut = scan_utf8(text, [&](std::string_view c) { out += c; }, [&](unsigned char) { out += kReplacement; });
+  for (size_t i = cut; i < text.size(); ++i) out += kReplacement;
+  text = std::move(out);
+  return bad;
 }
 
 std::string TokenStream::push(int32_t id) {

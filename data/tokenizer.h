@@ -11,8 +11,9 @@
 //   load_tokenizer   reads one back from a checkpoint's metadata
 //   TokenStream      decodes ids one at a time into whole UTF-8 characters
 //
-// The kinds: char (data/char_tokenizer.cpp, the text's characters) and spm
-// (data/spm_tokenizer.cpp, SentencePiece BPE or unigram pieces). A new kind is one
+// The kinds: char (data/char_tokenizer.cpp, the text's characters), spm
+// (data/spm_tokenizer.cpp, SentencePiece BPE or unigram pieces) and ids
+// (data/id_tokenizer.cpp, a vocabulary size for token files made elsewhere). A new kind is one
 // file with its TokenizerKind, its test, and one line in tokenizer.cpp's table.
 #include <cstdint>
 #include <memory>
@@ -42,6 +43,10 @@ class Tokenizer {
   // (a byte-fallback piece), or nothing (a control token). decode() of a sequence is
   // these bytes one after another.
   virtual std::string token_bytes(int32_t id) const = 0;
+  // The id that separates documents in a token directory (data/ shards), if the
+  // tokenizer has one: SentencePiece's </s>, or the id a char vocabulary made by
+  // folio tokenize adds after its characters. It decodes to nothing.
+  virtual std::optional<int32_t> end_of_text() const { return std::nullopt; }
   // One line for people: "char, 65 characters", "spm bpe, 1024 pieces, byte fallback".
   virtual std::string describe() const = 0;
   // What a checkpoint stores; load_tokenizer(metadata()) gives the same tokenizer.
@@ -59,6 +64,7 @@ class Tokenizer {
 struct TokenizerSpec {
   std::string name = "char";
   int64_t vocab_size = 0;  // pieces for bpe/unigram (0: kDefaultPieces); must be 0 for char and a file
+  bool end_of_text = false;  // char: add an end-of-text id after the characters (folio tokenize)
   static constexpr int64_t kDefaultPieces = 1024;
   // The largest vocabulary a run accepts: the model's embedding rows and what the
   // checkpoint reader allows (io/config_json.cpp).
@@ -74,12 +80,19 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string
 // Metadata without a "tokenizer" entry holds a char vocabulary under "vocab", as every
 // checkpoint did before there were other kinds. `where` names the file in errors.
 std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, const std::string& where);
+// A tokenizer that only knows the vocabulary size, for token files made elsewhere
+// (data/id_tokenizer.cpp): it decodes id 7 as "<|7|>" and encodes nothing.
+std::unique_ptr<Tokenizer> make_id_tokenizer(int64_t vocab_size);
 // True when `name` is a training method (char, bpe, unigram), not a file.
 bool is_tokenizer_method(std::string_view name);
 
 // The text of a token for a person: whitespace made visible ("␣" for a space, "\n",
 // "\t", "\r"), and a byte that is not a whole UTF-8 character as <0xNN>.
 std::string visible_token(std::string_view bytes);
+
+// Replaces, in place, every byte of `text` that is not part of a valid UTF-8 character
+// (and a character cut off at the end) by U+FFFD; returns how many bytes it replaced.
+int64_t replace_invalid_utf8(std::string& text);
 
 // Decodes a stream of ids into text that is always whole UTF-8 characters: a
 // character split across byte-fallback tokens is held until its last byte arrives.

@@ -20,7 +20,7 @@ struct TokenizerKind {
   std::unique_ptr<Tokenizer> (*from_file)(const std::string& path);  // nullptr: none
 };
 
-extern const TokenizerKind kCharTokenizer, kSpmTokenizer;
+extern const TokenizerKind kCharTokenizer, kSpmTokenizer, kIdTokenizer;
 
 // The value of `key`, or nullptr.
 const std::string* find_entry(const TokenizerMetadata& metadata, std::string_view key);

@@ -1,0 +1,79 @@
+#include "data/batch_sampler.h"
+
+#include <algorithm>
+#include <bit>
+#include <utility>
+
+#include "autograd/error.h"
+
+namespace folio {
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser: every input bit moves every output bit
+  x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27, x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A bijection of [0, n) keyed by `key`: a 4-round Feistel network on the smallest even
+// number of bits that holds n, walked until it lands inside [0, n) (under 4 steps on
+// average, since n is more than a quarter of the network's range).
+uint64_t permute(uint64_t x, uint64_t n, uint64_t key) {
+  int bits = std::max(2, int(std::bit_width(n - 1)));
+  bits += bits & 1;
+  const int half = bits / 2;
+  const uint64_t mask = (uint64_t(1) << half) - 1;
+  do {
+    uint64_t left = x >> half, right = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t f = mix(right ^ mix(key + round)) & mask;
+      left = std::exchange(right, left ^ f);
+    }
+    x = left << half | right;
+  } while (x >= n);
+  return x;
+}
+
+}  // namespace
+
+const char* to_string(Sampling s) { return s == Sampling::epoch ? "epoch" : "random"; }
+std::optional<Sampling> parse_sampling(std::string_view name) {
+  if (name == "random") return Sampling::random;
+  if (name == "epoch") return Sampling::epoch;
+  return std::nullopt;
+}
+
+BatchSampler::BatchSampler(Sampling mode, uint64_t seed) : mode_(mode), seed_(seed), rng_(seed) {}
+
+void BatchSampler::restore(const State& s) {
+  rng_.set_state(s.rng);
+  epoch_ = s.epoch;
+  position_ = s.position;
+}
+
+BatchSampler::EpochLayout BatchSampler::layout(int64_t epoch, int64_t n, int64_t T) const {
+  const uint64_t h = mix(seed_ ^ mix(uint64_t(epoch) + 0x5eed));
+  const int64_t phase = epoch == 0 ? 0 : int64_t(h % uint64_t(std::min(T, n - T)));  // n >= T + 1
+  return {phase, (n - 1 - phase) / T};
+}
+
+int64_t BatchSampler::window_start(int64_t epoch, int64_t k, int64_t n, int64_t T) const {
+  const EpochLayout l = layout(epoch, n, T);
+  return l.phase + int64_t(permute(uint64_t(k), uint64_t(l.windows), mix(seed_ + uint64_t(epoch)))) * T;
+}
+
+void BatchSampler::next(const TokenSequence& tokens, int64_t B, int64_t T, Batch& batch, int64_t row_begin,
+                        int64_t row_end) {
+  if (mode_ == Sampling::random) return sample_batch(tokens, B, T, rng_, batch, "train", row_begin, row_end);
+  resize_batch(batch, B, T);
+  const int64_t n = tokens.size();
+  if (n < T + 1) fail("data", "train split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
+  if (row_end < 0) row_end = B;
+  for (int64_t b = 0; b < B; ++b) {
+    if (position_ >= layout(epoch_, n, T).windows) ++epoch_, position_ = 0;
+    const int64_t start = window_start(epoch_, position_++, n, T);
+    if (b >= row_begin && b < row_end) copy_window(tokens, start, b, batch);
+  }
+}
+
+}  // namespace folio

@@ -1,0 +1,60 @@
+#pragma once
+// The stream of training batches, in one of two orders:
+//   random  every window starts at a uniformly random token (with replacement), as
+//           nanoGPT's get_batch does; folio's default, bit for bit as before.
+//   epoch   a shuffled pass over non-overlapping windows, without replacement: epoch e
+//           cuts the tokens into windows of T (+1 for the last target) from an offset
+//           phase(e) in [0, T), and visits them in a pseudo-random order that is a
+//           bijection of the window numbers (a keyed Feistel permutation, so it takes no
+//           memory however many windows there are). Every window is seen once an
+//           epoch; the phase moves the cut between epochs.
+// Its whole position is State: --resume continues it exactly. Every rank draws the
+// same stream and reads only its rows of each batch (row_begin..row_end), so the
+// ranks see disjoint windows of every global batch.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "autograd/rng.h"
+#include "data/dataset.h"
+#include "data/token_sequence.h"
+
+namespace folio {
+
+enum class Sampling { random, epoch };
+const char* to_string(Sampling s);                              // "random", "epoch"
+std::optional<Sampling> parse_sampling(std::string_view name);  // nullopt: neither
+
+class BatchSampler {
+ public:
+  struct State {
+    Rng::State rng{};      // random: the window starts' generator
+    int64_t epoch = 0;     // epoch: which pass, and how many windows of it are drawn
+    int64_t position = 0;
+  };
+
+  explicit BatchSampler(Sampling mode = Sampling::random, uint64_t seed = 0);
+  Sampling mode() const { return mode_; }
+  // The next batch of B windows of T + 1 tokens; rows outside [row_begin, row_end) are
+  // drawn but not read. Throws "[data] train split has N tokens, needs at least ...".
+  void next(const TokenSequence& tokens, int64_t B, int64_t T, Batch& batch, int64_t row_begin = 0,
+            int64_t row_end = -1);
+  State state() const { return {rng_.state(), epoch_, position_}; }
+  void restore(const State& s);
+
+  // Epoch mode's order, exposed for tests: where window `k` of epoch `epoch` starts,
+  // and how many windows the epoch has, for n tokens and context T.
+  struct EpochLayout {
+    int64_t phase, windows;
+  };
+  EpochLayout layout(int64_t epoch, int64_t n, int64_t T) const;
+  int64_t window_start(int64_t epoch, int64_t k, int64_t n, int64_t T) const;
+
+ private:
+  Sampling mode_;
+  uint64_t seed_;
+  Rng rng_;
+  int64_t epoch_ = 0, position_ = 0;
+};
+
+}  // namespace folio
