@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "data/dataset.h"
+#include "train/training_data.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 
@@ -16,8 +17,10 @@ namespace {
 void declare(po::options_description& opts) {
   add_checkpoint(opts);
   opts.add_options()("data", po::value<std::string>(),
-                     "text to evaluate on (UTF-8; default: the data the checkpoint's run trained on)")
-      ("split", with_default<std::string>("val"), "which part: val (the last --val-fraction), train or all")
+                     "text or token directory to evaluate on (default: the data the checkpoint's run trained on)")
+      ("split", with_default<std::string>("val"),
+       "which part: val (a text's last --val-fraction, a token directory's val shards), train or all (a text)")
+      ("max-windows", with_default<int64_t>(0), "evaluate at most this many windows from the start (0: all)")
       ("val-fraction", po::value<double>(), "fraction at the end of the text that is val (default: the run's, or 0.1)")
       ("batch-size", with_default<int64_t>(32), "windows per forward pass")
       ("json", po::bool_switch(), "print the result as one JSON object");
@@ -35,7 +38,8 @@ std::optional<TrainState> run_of(const ModelCheckpoint& ck) {
 }
 
 struct Text {
-  std::vector<int32_t> tokens;
+  TrainingData data;
+  TokenSequence tokens;
   std::string path, split;
   double val_fraction = 0;
 };
@@ -59,15 +63,17 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
                                             : 0.1;
   if (!(t.val_fraction > 0.0 && t.val_fraction < 1.0))
     throw UsageError(cat("--val-fraction must be in (0, 1), got ", t.val_fraction));
-  Corpus corpus;
+  if (t.split == "all" && std::filesystem::is_directory(t.path))
+    throw UsageError(cat("--split all reads a text file; ", t.path, " is a token directory, whose splits are its "
+                         "shards: give --split val or train"));
   try {
-    corpus = Corpus::load(t.path, t.split == "all" ? 1.0 : 1.0 - t.val_fraction, ck.tokenizer);
+    t.data = TrainingData::open(t.path, t.split == "all" ? 1.0 : 1.0 - t.val_fraction, ck.tokenizer);
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-  t.tokens = std::move(t.split == "val" ? corpus.split.val : corpus.split.train);
+  t.tokens = t.split == "val" ? t.data.val : t.data.train;
   const int64_t T = ck.model->config().block_size;
-  if (int64_t(t.tokens.size()) < T + 1)
+  if (t.tokens.size() < T + 1)
     throw UsageError(cat(t.path, ": the ", t.split, " text has ", t.tokens.size(),
                          " tokens, needs at least block_size + 1 = ", T + 1));
   return t;
@@ -76,6 +82,8 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
+  const int64_t max_windows = vm["max-windows"].as<int64_t>();
+  if (max_windows < 0) throw UsageError(cat("--max-windows must be >= 0, got ", max_windows));
   const bool json = vm["json"].as<bool>();
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
@@ -83,29 +91,35 @@ std::function<int()> prepare(const po::variables_map& vm) {
   ck->model->set_precision(dtype);
   auto text = std::make_shared<Text>(text_to_evaluate(vm, *ck));
   return [=] {
-    const std::vector<int32_t>& tokens = text->tokens;
+    const TokenSequence& tokens = text->tokens;
     const int64_t T = ck->model->config().block_size;
-    const int64_t windows = (int64_t(tokens.size()) - 1) / T, predicted = windows * T;
+    const int64_t all_windows = (tokens.size() - 1) / T;
+    const int64_t windows = max_windows > 0 ? std::min(max_windows, all_windows) : all_windows, predicted = windows * T;
     if (!json)
       std::printf("%s (step %lld) on %s, %s split%s: %lld windows of %lld tokens\n", ck->path.c_str(),
                   (long long)ck->step, text->path.c_str(), text->split.c_str(),
-                  text->split == "all" ? "" : cat(" (val: the last ", shown(text->val_fraction), ")").c_str(),
+                  text->split == "all"           ? ""
+                  : text->data.is_token_dir() ? " (its shards)"
+                                              : cat(" (val: the last ", shown(text->val_fraction), ")").c_str(),
                   (long long)windows, (long long)T);
     NoGradGuard no_grad;
     ck->model->eval();
     double total = 0;  // nats, summed over windows of mean losses
-    std::vector<int32_t> x, y;
+    std::vector<int32_t> x, y;  // (B, T) each
     for (int64_t w = 0; w < windows; w += batch) {
       const int64_t B = std::min(batch, windows - w);
-      x.assign(tokens.begin() + w * T, tokens.begin() + (w + B) * T);
-      y.assign(tokens.begin() + w * T + 1, tokens.begin() + (w + B) * T + 1);
+      x.resize(size_t(B * T)), y.resize(size_t(B * T));
+      tokens.read(w * T, B * T, x.data());
+      tokens.read(w * T + 1, B * T, y.data());
       total += double(ck->model->forward(x, B, T, y).loss.item()) * double(B);
     }
     const double loss = total / double(windows);
-    // The text evaluated is that of the predicted tokens, tokens[1, windows * T].
+    // The text evaluated is that of the predicted tokens, tokens[1, windows * T]. Ids
+    // from files without a tokenizer have no known text: no bits per byte.
+    const bool has_text = std::string(ck->tokenizer->kind()) != "ids";
     int64_t bytes = 0, chars = 0;
-    for (int64_t i = 1; i <= predicted; ++i) {
-      const std::string b = ck->tokenizer->token_bytes(tokens[size_t(i)]);
+    for (int64_t i = 1; i <= predicted && has_text; ++i) {
+      const std::string b = ck->tokenizer->token_bytes(tokens[i]);
       bytes += int64_t(b.size());
       for (unsigned char c : b) chars += (c & 0xC0) != 0x80;
     }
@@ -118,9 +132,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
                                     {"val_fraction", text->val_fraction}, {"block_size", T},
                                     {"windows", windows},           {"tokens", predicted},
                                     {"bytes", bytes},               {"characters", chars},
-                                    {"loss", loss},                 {"bits_per_byte", bpb},
-                                    {"bits_per_char", bpc},         {"perplexity", std::exp(loss)}};
+                                    {"loss", loss},                 {"bits_per_byte", has_text ? Json(bpb) : Json()},
+                                    {"bits_per_char", has_text ? Json(bpc) : Json()}, {"perplexity", std::exp(loss)}};
       std::printf("%s\n", out.dump().c_str());
+    } else if (!has_text) {
+      std::printf("loss %.6f  perplexity %.3f  (%lld tokens; ids without a tokenizer: no bits/byte)\n", loss,
+                  std::exp(loss), (long long)predicted);
     } else {
       std::printf("loss %.6f  bits/byte %.4f  bits/char %.4f  perplexity %.3f  (%lld tokens, %lld bytes)\n", loss, bpb,
                   bpc, std::exp(loss), (long long)predicted, (long long)bytes);

@@ -45,9 +45,15 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
   std::printf("tokenizer    --tokenizer %s --vocab-size %lld\n", shown(t.tokenizer).c_str(), (long long)t.vocab_size);
   std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --max-time %s --seed %llu "
-              "--dtype %s\n",
+              "--dtype %s --sampling %s\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
-              (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype));
+              (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype),
+              to_string(t.sampling));
+  if (!state->data_fingerprint.empty())
+    std::printf("data         a token directory, fingerprint %s%s\n", state->data_fingerprint.c_str(),
+                t.sampling == Sampling::epoch
+                    ? cat(" (epoch sampling at epoch ", state->data_epoch, ", window ", state->data_position, ")").c_str()
+                    : "");
   if (state->train_seconds > 0)  // runs saved before it was kept have none
     std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
   std::printf("optimizer    --optimizer %s --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld "

@@ -110,12 +110,20 @@ const std::vector<Option>& options() {
   static const std::vector<Option> table = {
       field("config", override, AT(train.recipe),
             "read options from this file (INI style: 'n-layer = 6'); the command line overrides it"),
-      field("data", override, AT(train.data), "training text (UTF-8)"),
+      field("data", override, AT(train.data),
+            "training text (UTF-8), or a token directory: folio tokenize's, llm.c's shards or nanoGPT's "
+            "train.bin/val.bin"),
       from_checkpoint(field("tokenizer", fixed, AT(train.tokenizer),
                             "char (one token per character of the text), bpe or unigram (SentencePiece "
                             "subwords, trained on the training split), or a SentencePiece .model file")),
       from_checkpoint(field("vocab-size", fixed, AT(train.vocab_size),
-                            "pieces of a bpe or unigram tokenizer (0: 1024)", Check::non_negative)),
+                            "pieces of a bpe or unigram tokenizer (0: 1024); for token files without a "
+                            "manifest (llm.c, nanoGPT), their ids' vocabulary",
+                            Check::non_negative)),
+      choice("sampling", fixed, AT(train.sampling), parse_sampling, [](Sampling s) { return to_string(s); },
+             "random or epoch",
+             "order of the training windows: random (each starts anywhere, with replacement) or epoch (a "
+             "shuffled pass over non-overlapping windows, each once a pass)"),
       field("init-from", fixed, AT(train.init_from),
             "start from this checkpoint's weights, tokenizer and model options (fine-tuning on --data; "
             "fresh optimizer and schedule; only --dropout may change)"),

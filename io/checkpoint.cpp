@@ -148,6 +148,9 @@ void save_state(const std::string& file, const TrainState& s) {
                     {"data_rng", rng_json(s.data_rng).dump()},
                     {"dropout_rng", rng_json(s.dropout_rng).dump()},
                     {"train_seconds", Json(s.train_seconds).dump()},
+                    {"data_epoch", std::to_string(s.data_epoch)},
+                    {"data_position", std::to_string(s.data_position)},
+                    {"data_fingerprint", s.data_fingerprint},
                     {"train_config", to_json(s.config).dump()}});
 }
 
@@ -190,6 +193,12 @@ TrainState load_state(const std::string& file) {
       if (!t.is_number() || !(t.as_double() >= 0.0 && t.as_double() <= TrainConfig::kMaxTime))
         fail("checkpoint", file, ": __metadata__.train_seconds: expected seconds in [0, ", TrainConfig::kMaxTime, "]");
       s.train_seconds = t.as_double();
+    } else if (key == "data_epoch" || key == "data_position") {
+      const Json v = parse_meta(f, key.c_str(), file);
+      if (!v.is_int() || v.as_int() < 0) fail("checkpoint", file, ": __metadata__.", key, ": expected an integer >= 0");
+      (key == "data_epoch" ? s.data_epoch : s.data_position) = v.as_int();
+    } else if (key == "data_fingerprint") {
+      s.data_fingerprint = value;
     }
   return s;
 }

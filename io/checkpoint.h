@@ -46,6 +46,10 @@ struct TrainState {
   std::vector<float> adamw_m, adamw_v;  // flat, in the order of AdamW's parameters
   std::vector<float> muon_momentum;     // config.optimizer muon: flat, in Muon's matrix order
   double train_seconds = 0;             // the steps' time so far (train/config.h: max_time)
+  // Where --sampling epoch is in its pass (data/batch_sampler.h), and the token
+  // directory's fingerprint ("" for a text file): absent from older runs.
+  int64_t data_epoch = 0, data_position = 0;
+  std::string data_fingerprint;
 };
 
 void save_state(const std::string& file, const TrainState& state);

@@ -148,7 +148,8 @@ Json to_json(const TrainConfig& c) {
                       {"muon_weight_decay", double(c.muon_weight_decay)},
                       {"tokenizer", c.tokenizer},
                       {"vocab_size", c.vocab_size},
-                      {"init_from", c.init_from}};
+                      {"init_from", c.init_from},
+                      {"sampling", to_string(c.sampling)}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -201,6 +202,11 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
       if (!v->is_string()) config_fail(where, key, " must be a string, got ", clip_json(*v));
       *text = v->as_string();
     }
+  if (const Json* s = j.find("sampling")) {
+    const auto v = s->is_string() ? parse_sampling(s->as_string()) : std::nullopt;
+    if (!v) config_fail(where, "sampling must be \"random\" or \"epoch\", got ", clip_json(*s));
+    c.sampling = *v;
+  }
   if (j.find("vocab_size")) c.vocab_size = int_field(j, "vocab_size", 0, kMaxVocab, where);
   try {
     c.validate();

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
+#include "data/batch_sampler.h"
 
 namespace folio {
 
@@ -51,6 +52,8 @@ struct TrainConfig {
   // Precision of the matrix products (autograd/ops.h); weights, moments and
   // checkpoints stay fp32 either way. Absent from runs saved before it existed: fp32.
   Precision dtype = Precision::fp32;
+  // The order of training windows (data/batch_sampler.h). Absent from older runs: random.
+  Sampling sampling = Sampling::random;
   void validate() const;  // throws "[config] <field> ..." for out-of-range values
   // The cosine follows max_time rather than a step count.
   bool schedule_follows_time() const { return max_iters == 0 && lr_decay_iters == 0; }

@@ -18,6 +18,12 @@ namespace folio {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+std::string fixed3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
 std::string fixed(float v, int decimals) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, double(v));
@@ -176,11 +182,14 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
 void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds) {
   evaluated_since_step_ = true;
   if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
-  const double bits_per_byte = val * o_.val_tokens_per_byte / std::log(2.0);
+  // Token files made elsewhere do not say how many bytes their tokens are: no figure.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double bits_per_byte = o_.val_tokens_per_byte > 0 ? val * o_.val_tokens_per_byte / std::log(2.0) : nan;
+  const double bits_per_char = o_.val_tokens_per_char > 0 ? val * o_.val_tokens_per_char / std::log(2.0) : nan;
   if (log_.is_open()) {
     const double t = elapsed_before_ + elapsed();
     log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
-    if (columns_ >= 7) log_ << ',' << val * o_.val_tokens_per_char / std::log(2.0);
+    if (columns_ >= 7) log_ << ',' << bits_per_char;
     if (columns_ >= 8) log_ << ',' << train_seconds;
     if (columns_ >= 9) log_ << ',' << bits_per_byte;
     log_ << '\n' << std::flush;
@@ -188,8 +197,9 @@ void Progress::evaluated(int64_t step, float train, float val, float lr, double 
     write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));
   }
   if (o_.quiet) return;
-  std::printf("%sstep %lld: train loss %.4f, val loss %.4f (%.3f bits/byte)%s%s\n", live_ ? "\r\033[K" : "",
-              (long long)step, train, val, bits_per_byte, o_.plot_file.empty() ? "" : "  ",
+  std::printf("%sstep %lld: train loss %.4f, val loss %.4f%s%s%s\n", live_ ? "\r\033[K" : "", (long long)step, train,
+              val, std::isnan(bits_per_byte) ? "" : cat(" (", fixed3(bits_per_byte), " bits/byte)").c_str(),
+              o_.plot_file.empty() ? "" : "  ",
               o_.plot_file.empty() ? "" : o_.plot_file.c_str());
   std::fflush(stdout);
 }

@@ -54,10 +54,10 @@ const char* signal_name(int sig) {
 // Every split must hold one window of the model's context: block_size inputs and
 // the target after them. On --resume that is the checkpoint's block_size, which the
 // options only hold once it is loaded.
-void check_splits(const Corpus& corpus, int64_t block_size) {
-  for (auto [name, tokens] : {std::pair{"train", &corpus.split.train}, std::pair{"val", &corpus.split.val}})
-    if (int64_t(tokens->size()) < block_size + 1)
-      fail("data", corpus.path, ": the ", name, " split has ", tokens->size(),
+void check_splits(const TrainingData& data, int64_t block_size) {
+  for (auto [name, tokens] : {std::pair{"train", &data.train}, std::pair{"val", &data.val}})
+    if (tokens->size() < block_size + 1)
+      fail("data", data.path, ": the ", name, " split has ", tokens->size(),
            " tokens, needs at least block_size + 1 = ", block_size + 1);
 }
 
@@ -113,34 +113,40 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     dist::barrier();
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
-    corpus_ = Corpus::load(opt_.train.data, opt_.train.train_fraction, ck.tokenizer);
+    data_ = TrainingData::open(opt_.train.data, opt_.train.train_fraction, ck.tokenizer);
+    if (data_.fingerprint != st.data_fingerprint)
+      fail("data", opt_.train.data, ": its tokens are not the ones this run trained on (fingerprint ",
+           data_.fingerprint.empty() ? "none: a text file" : data_.fingerprint, ", the run's ",
+           st.data_fingerprint.empty() ? "none: a text file" : st.data_fingerprint,
+           "): resume with the run's data, or start a new run (--init-from ", run_dir_.model_file(), ")");
     if (st.step != ck.step)
       fail("checkpoint", run_dir_.state_file(), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
     model_ = std::move(ck.model);
     opt_.model = model_->config();
-    check_splits(corpus_, opt_.model.block_size);
+    check_splits(data_, opt_.model.block_size);
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     restore_optimizer(st, *optimizer_, run_dir_.state_file());
     step_ = st.step;
     train_seconds_ = st.train_seconds;
     best_val_ = st.best_val_loss;
     has_best_ = true;
-    data_rng_.set_state(st.data_rng);
+    sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
+    sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
     model_->dropout_rng().set_state(st.dropout_rng);
   } else {
     std::optional<ModelCheckpoint> init;
     if (!opt_.train.init_from.empty()) init = load_model(opt_.train.init_from);
-    corpus_ = init ? Corpus::load(opt_.train.data, opt_.train.train_fraction, init->tokenizer)
-                   : Corpus::load(opt_.train.data, opt_.train.train_fraction,
-                                  TokenizerSpec{opt_.train.tokenizer, opt_.train.vocab_size});
+    data_ = init ? TrainingData::open(opt_.train.data, opt_.train.train_fraction, init->tokenizer)
+                 : TrainingData::open(opt_.train.data, opt_.train.train_fraction,
+                                      TokenizerSpec{opt_.train.tokenizer, opt_.train.vocab_size});
     std::unique_ptr<nn::GPT> init_model = init ? model_from(*init, opt_.model, opt_.dropout_given) : nullptr;
     if (init_model) opt_.model = init_model->config();
-    opt_.model.vocab_size = corpus_.tokenizer->vocab_size();
+    opt_.model.vocab_size = data_.tokenizer->vocab_size();
     check_saveable(&opt_.model, opt_.train);
-    check_splits(corpus_, opt_.model.block_size);
+    check_splits(data_, opt_.model.block_size);
     model_ = init_model ? std::move(init_model) : std::make_unique<nn::GPT>(opt_.model);
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
-    data_rng_.reseed(opt_.train.seed);
+    sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
   }
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
   // Every rank starts from rank 0's weights (the same seed gives the same ones; this
@@ -183,11 +189,11 @@ Trainer::Losses Trainer::evaluate() {
   Rng rng(opt_.train.seed ^ 0xe7a1);  // the same batches at every evaluation
   Batch batch;
   double totals[2] = {0, 0};  // train, val: this rank's share-weighted sums
-  const std::vector<int32_t>* splits[2] = {&corpus_.split.train, &corpus_.split.val};
+  const TokenSequence* splits[2] = {&data_.train, &data_.val};
+  const auto [b0, b1] = my_share(opt_.train.batch_size);
   for (int s = 0; s < 2; ++s)
     for (int64_t i = 0; i < opt_.train.eval_iters; ++i) {
-      sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch);
-      const auto [b0, b1] = my_share(batch.B);
+      sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
       const int64_t T = batch.T, n = (b1 - b0) * T;
       const float loss = model_->forward(std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n)), b1 - b0, T,
                                          std::span(batch.targets).subspan(size_t(b0 * T), size_t(n)))
@@ -205,17 +211,21 @@ void Trainer::save(const Losses& losses) {
   if (best) best_val_ = losses.val, has_best_ = true;
   if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
   AdamW& adamw = optimizer_->adamw();
+  const BatchSampler::State sampled = sampler_.state();
   const TrainState st{step_,
                       best_val_,
-                      data_rng_.state(),
+                      sampled.rng,
                       model_->dropout_rng().state(),
                       opt_.train,
                       adamw.steps_taken(),
                       adamw.m(),
                       adamw.v(),
                       optimizer_->muon() ? optimizer_->muon()->momentum() : std::vector<float>{},
-                      train_seconds_};
-  run_dir_.save(*model_, *corpus_.tokenizer, st, best, first);
+                      train_seconds_,
+                      sampled.epoch,
+                      sampled.position,
+                      data_.fingerprint};
+  run_dir_.save(*model_, *data_.tokenizer, st, best, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -238,8 +248,8 @@ Trainer::Losses Trainer::run() {
                      .tokens_per_step = tc.batch_size * opt_.model.block_size,
                      .log_interval = tc.log_interval,
                      .max_time = tc.max_time,
-                     .val_tokens_per_byte = corpus_.val_tokens_per_byte(),
-                     .val_tokens_per_char = corpus_.val_tokens_per_char(),
+                     .val_tokens_per_byte = data_.val_tokens_per_byte(),
+                     .val_tokens_per_char = data_.val_tokens_per_char(),
                      .log_file = root ? run_dir_.log_file() : "",
                      .plot_file = root ? run_dir_.plot_file() : "",
                      .run_name = opt_.out_dir,
@@ -249,16 +259,20 @@ Trainer::Losses Trainer::run() {
   if (!opt_.resume)
     progress.say(cat("model: ", model_->num_parameters(), " parameters",
                      tc.init_from.empty() ? "" : cat(" from ", tc.init_from), ", tokenizer ",
-                     corpus_.tokenizer->describe(), ", training on ", tc.data, " (", corpus_.split.train.size(),
-                     " train / ", corpus_.split.val.size(), " val tokens, ",
-                     std::lround(100.0 * double(corpus_.train_bytes) / double(corpus_.split.train.size())) / 100.0,
-                     " bytes a token)", dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
+                     data_.tokenizer->describe(), ", training on ", tc.data, " (",
+                     data_.is_token_dir() ? cat(data_.kind, " token directory, ") : "", data_.train.size(),
+                     " train / ", data_.val.size(), " val tokens",
+                     data_.train_bytes ? cat(", ", std::lround(100.0 * double(data_.train_bytes) / double(data_.train.size())) / 100.0,
+                                             " bytes a token") : "",
+                     tc.sampling == Sampling::epoch ? ", epoch sampling" : "", ")",
+                     dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
     progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->momentum().size(),
                      " weights), AdamW on the other ", optimizer_->adamw().m().size()));
   const Schedule schedule = schedule_of(tc);
   const std::vector<Tensor> params = model_->parameters();
   const int64_t first_step = step_;
+  const double seconds_at_start = train_seconds_;
   int64_t saved_step = opt_.resume ? first_step : -1;  // the checkpoint on disk, for messages
   auto kept = [&] {
     return saved_step < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
@@ -282,6 +296,7 @@ Trainer::Losses Trainer::run() {
   };
 
   Batch batch;
+  double draw_seconds = 0;  // this run's time in drawing batches (reported at the end)
   model_->train();
   bool interrupted = false;
   {
@@ -296,7 +311,10 @@ Trainer::Losses Trainer::run() {
       evaluate_and_save(step_ > first_step);
     const auto step_start = std::chrono::steady_clock::now();
     const float lr = schedule.at(step_, train_seconds_);
-    sample_batch(corpus_.split.train, tc.batch_size, opt_.model.block_size, data_rng_, batch);  // same on every rank
+    // Every rank draws the same windows and reads its own rows of them.
+    const auto [b0, b1] = my_share(tc.batch_size);
+    sampler_.next(data_.train, tc.batch_size, opt_.model.block_size, batch, b0, b1);
+    draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     const float loss = forward_backward(batch);
     if (!std::isfinite(loss))
       fail("train", "the loss became ", loss, " at step ", step_, " (training diverged); ", kept());
@@ -324,6 +342,11 @@ Trainer::Losses Trainer::run() {
     progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
   }
   report_ranks(progress, step_ - first_step);
+  if (step_ > first_step && !opt_.quiet && root) {
+    const double steps = double(step_ - first_step), spent = train_seconds_ - seconds_at_start;
+    progress.say(cat("drawing batches: ", std::lround(1e6 * draw_seconds / steps), " us a step, ",
+                     std::lround(1e4 * draw_seconds / std::max(spent, 1e-9)) / 100.0, "% of the steps' time"));
+  }
   return last;
 }
 

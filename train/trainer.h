@@ -6,11 +6,13 @@
 #include <memory>
 #include <string>
 
+#include "data/batch_sampler.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "io/run_dir.h"
 #include "train/config.h"
 #include "train/data_parallel.h"
+#include "train/training_data.h"
 
 namespace folio {
 
@@ -50,7 +52,7 @@ class Trainer {
   int stop_signal() const { return stop_signal_; }
 
   const nn::GPT& model() const { return *model_; }
-  const Tokenizer& tokenizer() const { return *corpus_.tokenizer; }
+  const Tokenizer& tokenizer() const { return *data_.tokenizer; }
   int64_t step() const { return step_; }
   // Seconds spent in training steps, over the whole run (resumes included): evaluations
   // and saves are not counted. On several ranks, rank 0's clock.
@@ -66,11 +68,11 @@ class Trainer {
 
   TrainOptions opt_;
   RunDir run_dir_;
-  Corpus corpus_;
+  TrainingData data_;
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops
-  Rng data_rng_;
+  BatchSampler sampler_;  // the training windows' order and position
   int64_t step_ = 0;
   double train_seconds_ = 0;
   float best_val_ = 0;

@@ -1,0 +1,56 @@
+#include "train/training_data.h"
+
+#include "autograd/error.h"
+#include "data/dataset.h"
+#include "io/token_dir.h"
+
+namespace folio {
+namespace {
+
+TrainingData from_corpus(Corpus&& corpus) {
+  auto owned = std::make_shared<Corpus>(std::move(corpus));
+  TrainingData d;
+  d.tokenizer = owned->tokenizer;
+  d.train = TokenSequence(owned->split.train);
+  d.val = TokenSequence(owned->split.val);
+  d.train_bytes = owned->train_bytes, d.val_bytes = owned->val_bytes, d.val_chars = owned->val_chars;
+  d.path = owned->path;
+  d.kind = "text";
+  d.owner = std::move(owned);
+  return d;
+}
+
+TrainingData from_dir(TokenDir&& dir) {
+  auto owned = std::make_shared<TokenDir>(std::move(dir));
+  TrainingData d;
+  d.tokenizer = owned->tokenizer;
+  d.train = owned->train, d.val = owned->val;
+  d.train_bytes = owned->train_bytes, d.val_bytes = owned->val_bytes, d.val_chars = owned->val_chars;
+  d.path = owned->path;
+  d.kind = owned->layout;
+  d.fingerprint = owned->fingerprint;
+  d.owner = std::move(owned);
+  return d;
+}
+
+}  // namespace
+
+TrainingData TrainingData::open(const std::string& path, double train_fraction, const TokenizerSpec& spec) {
+  if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, spec));
+  if (spec.name != "char")
+    fail("data", "--tokenizer ", spec.name, " goes with a text file: the token directory ", path,
+         " was tokenized already (folio info shows with what)");
+  return from_dir(TokenDir::open(path, spec.vocab_size));
+}
+
+TrainingData TrainingData::open(const std::string& path, double train_fraction,
+                                std::shared_ptr<const Tokenizer> tokenizer) {
+  if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, std::move(tokenizer)));
+  TrainingData d = from_dir(TokenDir::open(path, tokenizer->kind() == std::string("ids") ? tokenizer->vocab_size() : 0));
+  if (d.tokenizer->fingerprint() != tokenizer->fingerprint())
+    fail("data", path, " was tokenized with ", d.tokenizer->describe(), " (fingerprint ", d.tokenizer->fingerprint(),
+         "), not the checkpoint's tokenizer, ", tokenizer->describe(), " (", tokenizer->fingerprint(), ")");
+  return d;
+}
+
+}  // namespace folio
