@@ -152,7 +152,7 @@ void check_dtype(Precision p) {
 
 namespace {
 
-constexpr const Command* kCommands[] = {&kTrain, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck,
+constexpr const Command* kCommands[] = {&kTrain, &kTokenize, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck,
                                         &kServe};
 
 void print_usage() {

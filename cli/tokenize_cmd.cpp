@@ -1,0 +1,140 @@
+// folio tokenize: a corpus (files, directories, standard input) into a token directory
+// for folio train --data DIR (train/tokenize.h says how).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/common.h"
+#include "train/tokenize.h"
+
+namespace folio::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void declare(po::options_description& opts) {
+  opts.add_options()("input", po::value<std::vector<std::string>>()->composing(),
+                     "files and directories to read (recursively), or - for standard input; also given bare")
+      ("out", po::value<std::string>(), "the token directory to write")
+      ("include", po::value<std::vector<std::string>>()->composing(),
+       "only files whose name matches this glob ('*.c'; with a '/', the path below the input directory); repeatable")
+      ("tokenizer", with_default<std::string>("bpe"),
+       "char (the corpus's characters), bpe or unigram (SentencePiece, trained on a sample of the training "
+       "documents), or a SentencePiece .model file")
+      ("vocab-size", with_default<int64_t>(0), "pieces of a bpe or unigram tokenizer (0: 1024)")
+      ("val-fraction", with_default<double>(0.1),
+       "share of documents that validate, chosen by a hash of their path (one document: its last share of text)")
+      ("shard-tokens", with_default<int64_t>(100'000'000), "tokens per shard file")
+      ("sample-mb", with_default<int64_t>(64), "MB of training text a bpe or unigram tokenizer learns from")
+      ("overwrite", po::bool_switch(), "replace the token directory already in --out");
+  add_threads(opts);
+}
+
+std::string mb(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", double(bytes) / 1e6);
+  return buf;
+}
+
+// One line, rewritten in place on a terminal at most 5 times a second; off a
+// terminal, only when the phase changes.
+class ProgressLine {
+ public:
+  void operator()(const TokenizeProgress& p) {
+    const auto now = Clock::now();
+    const bool new_phase = phase_ != p.phase;
+    if (!new_phase && (!live_ || now - shown_ < std::chrono::milliseconds(200))) return;
+    if (new_phase) phase_ = p.phase, phase_start_ = now;
+    shown_ = now;
+    const double seconds = std::chrono::duration<double>(now - phase_start_).count();
+    std::string line;
+    if (std::string(p.phase) == "training") {
+      line = cat("training the tokenizer on ", mb(p.bytes_total), " MB of text");
+    } else {
+      const double rate = seconds > 0 ? double(p.bytes_done) / 1e6 / seconds : 0;
+      const char* what = std::string(p.phase) == "characters" ? "collecting characters"
+                         : std::string(p.phase) == "sample" ? "sampling text for the tokenizer" : "encoding";
+      line = cat(what, ": ", mb(p.bytes_done), " of ", mb(p.bytes_total), " MB");
+      if (rate > 0 && std::string(p.phase) != "sample") {
+        line += cat(", ", mb(int64_t(rate * 1e6)), " MB/s");
+        if (p.bytes_done < p.bytes_total) line += cat(", ETA ", int64_t(double(p.bytes_total - p.bytes_done) / 1e6 / rate), " s");
+      }
+    }
+    if (live_) std::printf("\r\033[K%s", line.c_str());
+    else std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  void end() {
+    if (live_ && !phase_.empty()) std::printf("\r\033[K");
+  }
+
+ private:
+  bool live_ = ::isatty(1);
+  std::string phase_;
+  Clock::time_point phase_start_ = Clock::now(), shown_{};
+};
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  apply_threads(vm);
+  TokenizeOptions o;
+  if (vm.count("input")) o.inputs = vm["input"].as<std::vector<std::string>>();
+  if (vm.count("include")) o.include = vm["include"].as<std::vector<std::string>>();
+  if (o.inputs.empty()) throw UsageError("no input: give files or directories to tokenize (or - for standard input)");
+  if (!vm.count("out")) throw UsageError("--out DIR is needed: where to write the token shards");
+  o.out_dir = vm["out"].as<std::string>();
+  o.tokenizer = {vm["tokenizer"].as<std::string>(), vm["vocab-size"].as<int64_t>()};
+  if (o.tokenizer.vocab_size < 0) throw UsageError(cat("--vocab-size must be >= 0, got ", o.tokenizer.vocab_size));
+  o.val_fraction = vm["val-fraction"].as<double>();
+  if (!(o.val_fraction > 0 && o.val_fraction < 1))
+    throw UsageError(cat("--val-fraction must be in (0, 1), got ", o.val_fraction));
+  o.shard_tokens = vm["shard-tokens"].as<int64_t>();
+  const int64_t sample_mb = vm["sample-mb"].as<int64_t>();
+  if (sample_mb < 1) throw UsageError(cat("--sample-mb must be >= 1, got ", sample_mb));
+  o.sample_bytes = sample_mb << 20;
+  o.overwrite = vm["overwrite"].as<bool>();
+  return [o] {
+    const auto start = Clock::now();
+    ProgressLine line;
+    TokenizeOptions run = o;
+    run.command = "folio tokenize";
+    for (const std::string& in : o.inputs) run.command += " " + in;
+    for (const std::string& p : o.include) run.command += " --include '" + p + "'";
+    run.command += cat(" --out ", o.out_dir, " --tokenizer ", o.tokenizer.name);
+    if (o.tokenizer.vocab_size) run.command += cat(" --vocab-size ", o.tokenizer.vocab_size);
+    const TokenManifest m = tokenize_corpus(run, std::ref(line), [&](const std::string& w) {
+      line.end();
+      warn(w);
+    });
+    line.end();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const int64_t bytes = m.train.bytes + m.val.bytes;
+    std::printf("wrote %s in %.1f s (%s MB/s): %s\n", o.out_dir.c_str(), seconds,
+                mb(int64_t(double(bytes) / std::max(seconds, 1e-9))).c_str(), m.tokenizer_description.c_str());
+    for (auto [name, s] : {std::pair{"train", &m.train}, std::pair{"val", &m.val}})
+      std::printf("  %-5s %s, %lld tokens from %s MB of text (%.2f bytes a token), %s\n", name,
+                  plural(s->documents, "document").c_str(), (long long)s->tokens, mb(s->bytes).c_str(),
+                  double(s->bytes) / double(std::max<int64_t>(s->tokens, 1)), plural(int64_t(s->shards.size()), "shard").c_str());
+    if (m.skipped_files) std::printf("  skipped %s (empty, binary or unreadable)\n", plural(m.skipped_files, "file").c_str());
+    std::printf("train on it with: folio train --data %s\n", o.out_dir.c_str());
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kTokenize = {
+    "tokenize", "prepare a corpus of any size into token shards for folio train",
+    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE.model]\n"
+    "Reads every file under the inputs (each file a document), makes the tokenizer,\n"
+    "encodes the documents on all threads and writes DIR/train_NNNNNN.bin and\n"
+    "DIR/val_NNNNNN.bin (llm.c's shard format: a 1024-byte header, then uint16 ids,\n"
+    "or uint32 above 65,536 ids), each document after an end-of-text token, and last\n"
+    "DIR/manifest.json. Memory stays bounded whatever the corpus size. A document is\n"
+    "val when a hash of its path says so, so adding files never moves old ones; a\n"
+    "single document is split as folio train --data FILE splits it. Hidden files,\n"
+    "binary files (a NUL byte early on) and empty ones are skipped; bytes that are not\n"
+    "UTF-8 become U+FFFD. An interrupted run leaves a directory folio train refuses.",
+    declare, prepare, "input"};
+
+}  // namespace folio::cli

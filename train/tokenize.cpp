@@ -1,0 +1,399 @@
+#include "train/tokenize.h"
+
+#include <fcntl.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "autograd/error.h"
+#include "autograd/parallel.h"
+#include "data/documents.h"
+#include "data/vocab.h"
+#include "io/atomic_file.h"
+#include "io/token_shard.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kChunkBytes = int64_t(8) << 20;  // text encoded at once by one thread
+constexpr const char* kStdinFile = ".stdin.txt";    // standard input, spooled into the directory
+
+enum Split { kTrain = 0, kVal = 1 };
+
+// Bytes [begin, end) of a document, going to one split after an end-of-text id.
+struct Part {
+  size_t doc;
+  int64_t begin, end;
+  Split split;
+};
+
+// A piece of a part, read and then encoded by one thread.
+struct Chunk {
+  size_t part = 0;
+  bool first = false;  // the part's first chunk: an end-of-text id goes before it
+  std::string text;
+  std::vector<int32_t> ids;
+  int64_t chars = 0, replaced = 0;
+  std::string error;
+};
+
+// Reads bytes [begin, end) of `path` in chunks that end at a newline when one is near
+// (so a subword tokenizer sees whole lines), else at a character boundary.
+class PartReader {
+ public:
+  PartReader(const std::string& path, int64_t begin, int64_t end) : path_(path), at_(begin), end_(end) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("tokenize", path, ": cannot read (", std::strerror(errno), ")");
+  }
+  ~PartReader() { ::close(fd_); }
+  PartReader(const PartReader&) = delete;
+  PartReader& operator=(const PartReader&) = delete;
+  bool done() const { return at_ >= end_ && carry_.empty(); }
+
+  std::string next() {
+    std::string text = std::move(carry_);
+    carry_.clear();
+    const int64_t want = std::min<int64_t>(kChunkBytes - int64_t(text.size()), end_ - at_);
+    const size_t had = text.size();
+    text.resize(had + size_t(std::max<int64_t>(want, 0)));
+    for (int64_t got_all = 0; got_all < want;) {
+      const ssize_t got = ::pread(fd_, text.data() + had + got_all, size_t(want - got_all), at_ + got_all);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) fail("tokenize", path_, ": ", got < 0 ? std::strerror(errno) : "shorter than it was", " while read");
+      got_all += got;
+    }
+    at_ += std::max<int64_t>(want, 0);
+    if (at_ < end_) {  // more follows: keep up to the last newline of the second half
+      size_t keep = text.rfind('\n');
+      if (keep != std::string::npos && keep >= text.size() / 2) {
+        ++keep;
+      } else {  // no line end near: keep up to the last character's first byte
+        keep = text.size();
+        while (keep > 0 && (static_cast<unsigned char>(text[keep - 1]) & 0xC0) == 0x80) --keep;
+        keep = keep > 1 ? keep - 1 : text.size();
+      }
+      carry_ = text.substr(keep);
+      text.resize(keep);
+    }
+    return text;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int64_t at_, end_;
+  std::string carry_;
+};
+
+// Appends ids to a split's shards, starting a new one every `shard_tokens`.
+class SplitWriter {
+ public:
+  SplitWriter(std::string dir, const char* name, int width, int64_t shard_tokens, SplitEntry& entry)
+      : dir_(std::move(dir)), name_(name), width_(width), shard_tokens_(shard_tokens), entry_(entry) {}
+  void append(std::span<const int32_t> ids) {
+    while (!ids.empty()) {
+      if (!shard_) open_next();
+      const size_t take = std::min(ids.size(), size_t(shard_tokens_ - shard_->tokens()));
+      shard_->append(ids.first(take));
+      ids = ids.subspan(take);
+      entry_.tokens += int64_t(take);
+      if (shard_->tokens() == shard_tokens_) close();
+    }
+  }
+  void close() {
+    if (!shard_) return;
+    entry_.shards.push_back({file_, shard_->tokens(), shard_->finish()});
+    shard_.reset();
+  }
+
+ private:
+  void open_next() {
+    char name[64];
+    std::snprintf(name, sizeof name, "%s_%06zu.bin", name_, entry_.shards.size());
+    file_ = name;
+    shard_ = std::make_unique<ShardWriter>((fs::path(dir_) / file_).string(), width_);
+  }
+  std::string dir_;
+  const char* name_;
+  int width_;
+  int64_t shard_tokens_;
+  SplitEntry& entry_;
+  std::unique_ptr<ShardWriter> shard_;
+  std::string file_;
+};
+
+// What out_dir holds decides whether tokenize may write there; nothing is written yet.
+void check_out_dir(const TokenizeOptions& o) {
+  std::error_code ec;
+  if (o.out_dir.empty()) fail("tokenize", "--out is needed: the directory to write the token shards into");
+  if (!fs::exists(o.out_dir, ec)) return;
+  if (!fs::is_directory(o.out_dir, ec)) fail("tokenize", "--out ", o.out_dir, ": exists and is not a directory");
+  if (o.overwrite) return;
+  if (fs::exists(fs::path(o.out_dir) / kManifestFile, ec))
+    fail("tokenize", "--out ", o.out_dir, " already holds a token directory: --overwrite replaces it, or give another --out");
+  if (fs::exists(fs::path(o.out_dir) / kIncompleteMarker, ec)) return;  // an earlier run's leftovers: redone
+  if (!fs::is_empty(o.out_dir, ec))
+    fail("tokenize", "--out ", o.out_dir, " is a directory that holds other files: give a new or empty one (or "
+         "--overwrite to write into it anyway)");
+}
+
+// From here on the directory is being written: the marker first, then the old
+// manifest goes (so no old manifest can describe new shards), then the old shards.
+void start_out_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("tokenize", "--out ", dir, ": cannot create (", ec.message(), ")");
+  write_file_atomic((fs::path(dir) / kIncompleteMarker).string(), "folio tokenize is writing this directory\n");
+  fs::remove(fs::path(dir) / kManifestFile, ec);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if ((name.starts_with("train_") || name.starts_with("val_")) && name.ends_with(".bin")) fs::remove(entry.path(), ec);
+  }
+}
+
+// Standard input, copied into the directory (it is one document, and its size must be
+// known to split it).
+std::string spool_stdin(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kStdinFile).string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("tokenize", path, ": cannot create (", std::strerror(errno), ")");
+  std::vector<char> buffer(size_t(1) << 20);
+  for (;;) {
+    const ssize_t got = ::read(0, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail("tokenize", "standard input: ", std::strerror(errno));
+    if (got == 0) break;
+    for (ssize_t off = 0; off < got;) {
+      const ssize_t w = ::write(fd, buffer.data() + off, size_t(got - off));
+      if (w <= 0) ::close(fd), fail("tokenize", path, ": cannot write (", std::strerror(w < 0 ? errno : ENOSPC), ")");
+      off += w;
+    }
+  }
+  ::close(fd);
+  return path;
+}
+
+// The byte where character number `chars` of the file starts (its end if fewer).
+int64_t byte_of_char(const std::string& path, int64_t size, int64_t chars) {
+  PartReader reader(path, 0, size);
+  int64_t at = 0;
+  while (!reader.done()) {
+    const std::string text = reader.next();
+    for (size_t i = 0; i < text.size(); ++i)
+      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && chars-- == 0) return at + int64_t(i);
+    at += int64_t(text.size());
+  }
+  return size;
+}
+
+int64_t count_chars(std::string_view text) {
+  int64_t n = 0;
+  for (const unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Runs `work(i)` for i < n on folio's threads; the first error is rethrown here.
+template <class F>
+void parallel_for(size_t n, F work) {
+  std::vector<std::string> errors(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(num_threads())
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      work(i);
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  }
+  for (const std::string& e : errors)
+    if (!e.empty()) throw Error(e);
+}
+
+// Reads the parts' text in rounds of about `round_bytes`, and hands each round's
+// chunks, in order, to `round(chunks)`.
+template <class Round>
+void for_each_round(const std::vector<Document>& docs, const std::vector<Part>& parts, int64_t round_bytes, Round round) {
+  std::vector<Chunk> chunks;
+  int64_t bytes = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    PartReader reader(docs[parts[p].doc].path, parts[p].begin, parts[p].end);
+    for (bool first = true; !reader.done() || first; first = false) {
+      Chunk c;
+      c.part = p, c.first = first;
+      c.text = reader.done() ? std::string() : reader.next();
+      bytes += int64_t(c.text.size());
+      chunks.push_back(std::move(c));
+      if (bytes >= round_bytes) round(chunks), chunks.clear(), bytes = 0;
+    }
+  }
+  if (!chunks.empty()) round(chunks);
+}
+
+std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const std::vector<Document>& docs,
+                                                 const std::vector<Part>& parts, const auto& progress) {
+  TokenizerSpec spec = o.tokenizer;
+  spec.end_of_text = true;
+  const int64_t round_bytes = int64_t(num_threads()) * kChunkBytes;
+  if (spec.name == "char") {
+    // Every character of every document: the vocabulary must encode them all.
+    std::vector<std::vector<bool>> seen(size_t(num_threads()), std::vector<bool>(0x110000));
+    int64_t done = 0, total = 0;
+    for (const Part& p : parts) total += p.end - p.begin;
+    for_each_round(docs, parts, round_bytes, [&](std::vector<Chunk>& chunks) {
+      parallel_for(chunks.size(), [&](size_t i) {
+        replace_invalid_utf8(chunks[i].text);
+        std::vector<bool>& mine = seen[size_t(omp_get_thread_num())];
+        for (const char32_t c : decode_utf8(chunks[i].text)) mine[c] = true;
+      });
+      for (const Chunk& c : chunks) done += int64_t(c.text.size());
+      progress({"characters", done, total});
+    });
+    std::string chars;
+    for (char32_t c = 0; c < 0x110000; ++c)
+      for (const auto& s : seen)
+        if (s[c]) {
+          append_utf8(chars, c);
+          break;
+        }
+    return make_tokenizer(spec, chars);
+  }
+  if (!is_tokenizer_method(spec.name)) return make_tokenizer(spec, "");  // a .model file
+  // A sample of whole training documents, in an order fixed by their names.
+  std::vector<const Part*> order;
+  for (const Part& p : parts)
+    if (p.split == kTrain) order.push_back(&p);
+  auto key = [&](const Part* p) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (const unsigned char c : docs[p->doc].name) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  };
+  std::sort(order.begin(), order.end(), [&](const Part* a, const Part* b) { return key(a) < key(b); });
+  int64_t train_bytes = 0;
+  for (const Part* p : order) train_bytes += p->end - p->begin;
+  const int64_t sample_total = std::min(train_bytes, o.sample_bytes);
+  std::string sample;
+  for (const Part* p : order) {
+    if (int64_t(sample.size()) >= o.sample_bytes) break;
+    PartReader reader(docs[p->doc].path, p->begin, p->end);
+    while (!reader.done() && int64_t(sample.size()) < o.sample_bytes) sample += reader.next();
+    progress({"sample", std::min(int64_t(sample.size()), sample_total), sample_total});
+  }
+  if (int64_t(sample.size()) > o.sample_bytes) {  // end at the last newline within the budget
+    const size_t cut = sample.rfind('\n', size_t(o.sample_bytes));
+    sample.resize(cut == std::string::npos ? size_t(o.sample_bytes) : cut + 1);
+  }
+  replace_invalid_utf8(sample);
+  progress({"training", 0, int64_t(sample.size())});
+  return make_tokenizer(spec, sample);
+}
+
+}  // namespace
+
+TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void(const TokenizeProgress&)>& progress,
+                              const std::function<void(const std::string&)>& warn) {
+  if (!(o.val_fraction > 0.0 && o.val_fraction < 1.0))
+    fail("tokenize", "--val-fraction must be in (0, 1), got ", o.val_fraction);
+  if (o.shard_tokens < 1 || o.shard_tokens > INT32_MAX)
+    fail("tokenize", "--shard-tokens must be in [1, ", INT32_MAX, "] (a shard's header counts in int32), got ", o.shard_tokens);
+  if (o.inputs.empty()) fail("tokenize", "no input: give files, directories, or - for standard input");
+  check_out_dir(o);
+  const bool from_stdin = std::find(o.inputs.begin(), o.inputs.end(), "-") != o.inputs.end();
+  if (from_stdin && o.inputs.size() > 1) fail("tokenize", "- (standard input) is the only input when given");
+
+  DocumentList list;
+  if (from_stdin) {
+    start_out_dir(o.out_dir);
+    list = find_documents({spool_stdin(o.out_dir)}, {}, warn);
+    list.documents[0].name = "-";
+  } else {
+    list = find_documents(o.inputs, o.include, warn);
+  }
+  const std::vector<Document>& docs = list.documents;
+  if (docs.empty())
+    fail("tokenize", from_stdin ? "standard input is empty" : "no document to tokenize: every input is empty, binary or unreadable");
+  // Each document's split: by its name, or for a single one, by position.
+  std::vector<Part> parts;
+  if (docs.size() == 1) {
+    int64_t chars = 0;
+    for (PartReader r(docs[0].path, 0, docs[0].bytes); !r.done();) chars += count_chars(r.next());
+    const int64_t val_at = byte_of_char(docs[0].path, docs[0].bytes, int64_t(std::floor(double(chars) * (1.0 - o.val_fraction))));
+    if (val_at == 0 || val_at == docs[0].bytes)
+      fail("tokenize", docs[0].path, ": ", chars, " characters are too few to split at --val-fraction ", o.val_fraction);
+    parts = {{0, 0, val_at, kTrain}, {0, val_at, docs[0].bytes, kVal}};
+  } else {
+    for (size_t d = 0; d < docs.size(); ++d)
+      parts.push_back({d, 0, docs[d].bytes, stable_val(docs[d].name, o.val_fraction) ? kVal : kTrain});
+    const auto val_docs = std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.split == kVal; });
+    if (val_docs == 0 || val_docs == int64_t(parts.size()))
+      fail("tokenize", "of the ", parts.size(), " documents, ", val_docs == 0 ? "none" : "all",
+           " fell into val at --val-fraction ", o.val_fraction, " (a document validates when its name hashes below "
+           "the fraction): give ", val_docs == 0 ? "a larger" : "a smaller", " --val-fraction or more documents");
+  }
+  if (!from_stdin) start_out_dir(o.out_dir);
+
+  const std::unique_ptr<Tokenizer> tokenizer = make_corpus_tokenizer(o, docs, parts, progress);
+  const std::optional<int32_t> eot = tokenizer->end_of_text();
+  if (!eot) warn(cat("the tokenizer (", tokenizer->describe(), ") has no end-of-text token: documents follow each other unseparated"));
+
+  TokenManifest m;
+  m.tokenizer = tokenizer->metadata();
+  m.tokenizer_description = tokenizer->describe();
+  m.vocab_size = tokenizer->vocab_size();
+  m.end_of_text = eot ? *eot : -1;
+  m.token_bytes = token_width(m.vocab_size);
+  m.val_fraction = o.val_fraction;
+  m.val_rule = docs.size() == 1 ? "one document: its last val_fraction of characters"
+                                : "a document validates when the top 20 bits of splitmix64's finaliser of FNV-1a 64 of "
+                                  "its name (the path below its input directory) are below val_fraction * 2^20";
+  m.inputs = o.inputs;
+  m.skipped_files = list.unreadable + list.binary + list.empty;
+  m.command = o.command;
+  SplitWriter writers[2] = {{o.out_dir, "train", m.token_bytes, o.shard_tokens, m.train},
+                            {o.out_dir, "val", m.token_bytes, o.shard_tokens, m.val}};
+  SplitEntry* entries[2] = {&m.train, &m.val};
+  std::vector<bool> doc_replaced(docs.size());
+  int64_t done = 0;
+  const int64_t total = list.bytes;
+  for_each_round(docs, parts, int64_t(num_threads()) * kChunkBytes, [&](std::vector<Chunk>& chunks) {
+    parallel_for(chunks.size(), [&](size_t i) {
+      Chunk& c = chunks[i];
+      c.replaced = replace_invalid_utf8(c.text);
+      c.chars = count_chars(c.text);
+      c.ids = tokenizer->encode(c.text);
+    });
+    for (Chunk& c : chunks) {
+      const Part& p = parts[c.part];
+      SplitEntry& e = *entries[p.split];
+      if (c.first) {
+        ++e.documents;
+        if (eot) writers[p.split].append(std::span(&*eot, 1));
+      }
+      writers[p.split].append(c.ids);
+      e.bytes += int64_t(c.text.size());  // the text the tokens decode to
+      e.chars += c.chars;
+      if (c.replaced && !doc_replaced[p.doc]) {
+        doc_replaced[p.doc] = true, ++m.files_with_invalid_utf8;
+        warn(cat(docs[p.doc].path, ": not valid UTF-8; ", c.replaced, " bytes replaced by U+FFFD"));
+      }
+      done += int64_t(c.text.size()) - 2 * c.replaced;  // as read: U+FFFD is 3 bytes for the 1 it replaced
+    }
+    progress({"encoding", done, total});
+  });
+  writers[0].close();
+  writers[1].close();
+  write_file_atomic((fs::path(o.out_dir) / kManifestFile).string(), m.to_json());
+  std::error_code ec;
+  fs::remove(fs::path(o.out_dir) / kStdinFile, ec);
+  fs::remove(fs::path(o.out_dir) / kIncompleteMarker, ec);
+  return m;
+}
+
+}  // namespace folio
