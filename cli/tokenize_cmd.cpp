@@ -38,13 +38,13 @@ std::string mb(int64_t bytes) {
 }
 
 // One line, rewritten in place on a terminal at most 5 times a second; off a
-// terminal, only when the phase changes.
+// terminal (a log), a line when the phase changes and every 10 seconds.
 class ProgressLine {
  public:
   void operator()(const TokenizeProgress& p) {
     const auto now = Clock::now();
     const bool new_phase = phase_ != p.phase;
-    if (!new_phase && (!live_ || now - shown_ < std::chrono::milliseconds(200))) return;
+    if (!new_phase && now - shown_ < std::chrono::milliseconds(live_ ? 200 : 10000)) return;
     if (new_phase) phase_ = p.phase, phase_start_ = now;
     shown_ = now;
     const double seconds = std::chrono::duration<double>(now - phase_start_).count();

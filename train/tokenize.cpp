@@ -201,6 +201,27 @@ int64_t count_chars(std::string_view text) {
   return n;
 }
 
+// The ids of `text`, encoded in blocks of about kBlockBytes that end at a line end.
+// SentencePiece is made for sentences: on a whole 8 MB chunk its working memory runs
+// to hundreds of MB a thread. A piece that could span a block's edge is cut there (the
+// ids still decode to the exact text); spm_encode itself encodes line by line.
+constexpr size_t kBlockBytes = size_t(64) << 10;
+std::vector<int32_t> encode_in_blocks(const Tokenizer& tokenizer, std::string_view text) {
+  std::vector<int32_t> ids;
+  while (!text.empty()) {
+    size_t end = text.size();
+    if (end > kBlockBytes) {
+      const size_t newline = text.rfind('\n', kBlockBytes);
+      end = newline != std::string_view::npos && newline > kBlockBytes / 2 ? newline + 1 : kBlockBytes;
+      while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;  // whole characters
+    }
+    const std::vector<int32_t> block = tokenizer.encode(text.substr(0, end));
+    ids.insert(ids.end(), block.begin(), block.end());
+    text.remove_prefix(end);
+  }
+  return ids;
+}
+
 // Runs `work(i)` for i < n on folio's threads; the first error is rethrown here.
 template <class F>
 void parallel_for(size_t n, F work) {
@@ -251,7 +272,12 @@ std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const
       parallel_for(chunks.size(), [&](size_t i) {
         replace_invalid_utf8(chunks[i].text);
         std::vector<bool>& mine = seen[size_t(omp_get_thread_num())];
-        for (const char32_t c : decode_utf8(chunks[i].text)) mine[c] = true;
+        for (std::string_view text = chunks[i].text; !text.empty();) {  // a block at a time: bounded memory
+          size_t end = std::min(text.size(), kBlockBytes);
+          while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+          for (const char32_t c : decode_utf8(text.substr(0, end))) mine[c] = true;
+          text.remove_prefix(end);
+        }
       });
       for (const Chunk& c : chunks) done += int64_t(c.text.size());
       progress({"characters", done, total});
@@ -367,7 +393,7 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
       Chunk& c = chunks[i];
       c.replaced = replace_invalid_utf8(c.text);
       c.chars = count_chars(c.text);
-      c.ids = tokenizer->encode(c.text);
+      c.ids = encode_in_blocks(*tokenizer, c.text);
     });
     for (Chunk& c : chunks) {
       const Part& p = parts[c.part];
