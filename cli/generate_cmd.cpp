@@ -1,6 +1,7 @@
 // folio generate: write text from a checkpoint, streaming it as it is sampled.
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "cli/common.h"
 #include "data/dataset.h"
@@ -14,7 +15,8 @@ void declare(po::options_description& opts) {
   const SampleOptions d;
   add_checkpoint(opts);
   opts.add_options()("prompt", with_default<std::string>("\n"), "text to continue; \\n, \\t, \\\" and \\\\ stand for a "
-                     "newline, a tab, a quote and a backslash, as the default shows")
+                     "newline, a tab, a quote and a backslash, as the default shows (not given, a model "
+                     "trained on a token directory starts a new document instead)")
       ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
       ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "tokens to generate per sample")
       ("num-samples", with_default<int64_t>(1), "independent samples")
@@ -82,13 +84,23 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
   if (vm.count("prompt-file") && !vm["prompt"].defaulted())
     throw UsageError("--prompt and --prompt-file both give the prompt: use one of them");
-  const std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
+  std::string text = vm.count("prompt-file") ? read_file(vm["prompt-file"].as<std::string>())
                                                    : unescaped(vm["prompt"].as<std::string>());
   if (text.empty()) throw UsageError("the prompt is empty");
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->eval();
   ck->model->set_precision(dtype);
-  std::vector<int32_t> prompt = ck->tokenizer->encode(text);
+  // A model trained on documents (a token directory) starts one after its end-of-text
+  // token when no prompt is given, as a document begins.
+  const std::optional<int32_t> eot = ck->tokenizer->end_of_text();
+  const bool from_document_start = eot && vm["prompt"].defaulted() && !vm.count("prompt-file");
+  std::vector<int32_t> prompt;
+  try {
+    prompt = from_document_start ? std::vector<int32_t>{*eot} : ck->tokenizer->encode(text);
+  } catch (const Error& e) {
+    throw UsageError(cat("the prompt: ", e.what()));
+  }
+  if (from_document_start) text.clear();
   return [=] {
     Rng rng(seed);
     for (int64_t s = 0; s < samples; ++s) {

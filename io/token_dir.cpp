@@ -14,15 +14,15 @@ namespace fs = std::filesystem;
 
 // Maps `file`, checks its ids against the vocabulary, and appends it to `split`.
 // Returns its scan (the checksum of its tokens).
-MappedShard::Scan add_shard(TokenDir& d, TokenSequence& split, const std::string& file, bool has_header,
-                            int64_t vocab_size) {
-  auto shard = std::make_unique<MappedShard>(MappedShard::open(file, has_header));
-  const MappedShard::Scan scan = shard->scan();
+ShardFile::Scan add_shard(TokenDir& d, TokenSequence& split, const std::string& file, bool has_header,
+                          int64_t vocab_size) {
+  auto shard = std::make_unique<ShardFile>(ShardFile::open(file, has_header));
+  const ShardFile::Scan scan = shard->scan();
   if (scan.max_id >= vocab_size)
     fail("data", file, ": holds token id ", scan.max_id, ", outside the vocabulary of ", vocab_size,
          " ids (--vocab-size, or the manifest's vocab_size)");
-  const MappedShard* s = shard.get();
-  split.append(s->data(), s->width(), s->tokens(), [s](int64_t b, int64_t e) { s->release(b, e); });
+  const ShardFile* s = shard.get();
+  split.append_file(s->fd(), s->header_bytes(), s->width(), s->tokens(), &s->path());
   d.shards.push_back(std::move(shard));
   return scan;
 }
@@ -41,8 +41,8 @@ void open_manifest(TokenDir& d, int64_t vocab_size) {
     for (const ShardEntry& e : entry->shards) {
       const std::string file = (fs::path(d.path) / e.file).string();
       if (!fs::exists(file)) fail("data", where, " names the shard ", e.file, ", which is missing from ", d.path);
-      const MappedShard::Scan scan = add_shard(d, *split, file, true, m.vocab_size);
-      const MappedShard& s = *d.shards.back();
+      const ShardFile::Scan scan = add_shard(d, *split, file, true, m.vocab_size);
+      const ShardFile& s = *d.shards.back();
       if (s.tokens() != e.tokens || s.width() != m.token_bytes)
         fail("data", file, ": ", s.tokens(), " tokens of ", s.width(), " bytes, but ", where, " says ", e.tokens,
              " of ", m.token_bytes);

@@ -1,6 +1,6 @@
 #pragma once
-// A token directory opened for training: its shards mapped, checked, and exposed as
-// the train and val sequences. Three layouts are read:
+// A token directory opened for training: its shards opened, checked, and exposed as
+// the train and val sequences (read a window at a time, data/token_sequence.h). Three layouts are read:
 //   folio   manifest.json (io/token_manifest.h) and {train,val}_NNNNNN.bin shards, as
 //           `folio tokenize` writes them: the tokenizer, byte counts and checksums come
 //           from the manifest;
@@ -14,7 +14,7 @@
 // a missing shard, a wrong magic or version, a size that disagrees with the header,
 // a checksum that disagrees with the manifest, a token id at or above the vocabulary.
 // It reads every token once for that, through a small buffer: resident memory stays
-// flat, and training reads windows through the mapping.
+// flat.
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +29,7 @@ struct TokenDir {
   std::string path;
   std::string layout;  // "folio", "llm.c", "nanoGPT"
   std::shared_ptr<const Tokenizer> tokenizer;
-  std::vector<std::unique_ptr<MappedShard>> shards;  // owns the mappings the sequences view
+  std::vector<std::unique_ptr<ShardFile>> shards;  // owns the open files the sequences read
   TokenSequence train, val;
   int64_t train_bytes = 0, val_bytes = 0, val_chars = 0;  // 0: not known
   std::string fingerprint;  // the manifest's (io/token_manifest.h), or over the shards' checksums

@@ -1,7 +1,6 @@
 #include "io/token_shard.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,84 +112,65 @@ uint64_t ShardWriter::finish() {
 
 // ---- reading ----
 
-MappedShard MappedShard::open(const std::string& path, bool has_header, int raw_width) {
-  MappedShard s;
+ShardFile ShardFile::open(const std::string& path, bool has_header, int raw_width) {
+  ShardFile s;
   s.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
+  s.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (s.fd_ < 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("data", path, ": not a regular file");
-  }
+  if (::fstat(s.fd_, &st) != 0 || !S_ISREG(st.st_mode)) fail("data", path, ": not a regular file");
   const int64_t size = st.st_size;
-  try {
-    if (has_header) {
-      unsigned char header[kShardHeaderBytes];
-      if (size < kShardHeaderBytes || ::pread(fd, header, sizeof header, 0) != ssize_t(sizeof header))
-        fail("data", path, ": ", size, " bytes, shorter than a token shard's 1024-byte header");
-      const int32_t magic = read_i32(header), version = read_i32(header + 4), count = read_i32(header + 8);
-      if (magic != kShardMagic && magic != kShardMagicUint32)
-        fail("data", path, ": magic ", magic, ", expected ", kShardMagic, " (a token shard: 256 int32 of header, then tokens)");
-      if (version == kShardVersionUint16) s.width_ = 2;
-      else if (version == kShardVersionUint32) s.width_ = 4;
-      else fail("data", path, ": version ", version, ", expected 1 (uint16 tokens) or 7 (uint32 tokens)");
-      if (count < 0) fail("data", path, ": the header counts ", count, " tokens");
-      s.tokens_ = count;
-      s.header_bytes_ = kShardHeaderBytes;
-      const int64_t expected = kShardHeaderBytes + int64_t(count) * s.width_;
-      if (size != expected)
-        fail("data", path, ": ", size, " bytes, but its header says ", count, " tokens of ", s.width_,
-             " bytes: expected ", expected, " bytes");
-    } else {
-      s.width_ = raw_width;
-      if (size % raw_width != 0)
-        fail("data", path, ": ", size, " bytes is not a whole number of ", raw_width, "-byte tokens");
-      s.tokens_ = size / raw_width;
-    }
-    if (s.tokens_ == 0) fail("data", path, ": holds no tokens");
-  } catch (...) {
-    ::close(fd);
-    throw;
+  if (has_header) {
+    unsigned char header[kShardHeaderBytes];
+    if (size < kShardHeaderBytes || ::pread(s.fd_, header, sizeof header, 0) != ssize_t(sizeof header))
+      fail("data", path, ": ", size, " bytes, shorter than a token shard's 1024-byte header");
+    const int32_t magic = read_i32(header), version = read_i32(header + 4), count = read_i32(header + 8);
+    if (magic != kShardMagic && magic != kShardMagicUint32)
+      fail("data", path, ": magic ", magic, ", expected ", kShardMagic, " (a token shard: 256 int32 of header, then tokens)");
+    if (version == kShardVersionUint16) s.width_ = 2;
+    else if (version == kShardVersionUint32) s.width_ = 4;
+    else fail("data", path, ": version ", version, ", expected 1 (uint16 tokens) or 7 (uint32 tokens)");
+    if (count < 0) fail("data", path, ": the header counts ", count, " tokens");
+    s.tokens_ = count;
+    s.header_bytes_ = kShardHeaderBytes;
+    const int64_t expected = kShardHeaderBytes + int64_t(count) * s.width_;
+    if (size != expected)
+      fail("data", path, ": ", size, " bytes, but its header says ", count, " tokens of ", s.width_,
+           " bytes: expected ", expected, " bytes");
+  } else {
+    s.width_ = raw_width;
+    if (size % raw_width != 0)
+      fail("data", path, ": ", size, " bytes is not a whole number of ", raw_width, "-byte tokens");
+    s.tokens_ = size / raw_width;
   }
-  s.map_bytes_ = size_t(size);
-  s.map_ = ::mmap(nullptr, s.map_bytes_, PROT_READ, MAP_SHARED, fd, 0);
-  const int err = errno;
-  ::close(fd);  // the mapping keeps the file
-  if (s.map_ == MAP_FAILED) s.map_ = nullptr, fail("data", path, ": cannot map (", std::strerror(err), ")");
-  ::madvise(s.map_, s.map_bytes_, MADV_RANDOM);  // windows, not a sequential read: no read-ahead
-  s.tokens_data_ = static_cast<const unsigned char*>(s.map_) + s.header_bytes_;
+  if (s.tokens_ == 0) fail("data", path, ": holds no tokens");
+  ::posix_fadvise(s.fd_, 0, 0, POSIX_FADV_RANDOM);  // windows, not a sequential read: no read-ahead
   return s;
 }
 
-MappedShard::MappedShard(MappedShard&& o) noexcept { *this = std::move(o); }
-MappedShard& MappedShard::operator=(MappedShard&& o) noexcept {
+ShardFile::ShardFile(ShardFile&& o) noexcept { *this = std::move(o); }
+ShardFile& ShardFile::operator=(ShardFile&& o) noexcept {
   if (this == &o) return *this;
-  if (map_) ::munmap(map_, map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
   path_ = std::move(o.path_);
+  fd_ = std::exchange(o.fd_, -1);
   width_ = o.width_, tokens_ = o.tokens_, header_bytes_ = o.header_bytes_;
-  map_ = std::exchange(o.map_, nullptr);
-  map_bytes_ = std::exchange(o.map_bytes_, 0);
-  tokens_data_ = std::exchange(o.tokens_data_, nullptr);
   return *this;
 }
-MappedShard::~MappedShard() {
-  if (map_) ::munmap(map_, map_bytes_);
+ShardFile::~ShardFile() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
-MappedShard::Scan MappedShard::scan() const {
+ShardFile::Scan ShardFile::scan() const {
   Scan result;
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("data", path_, ": cannot open (", std::strerror(errno), ")");
   std::vector<unsigned char> buffer(kBufferBytes);  // a multiple of 8 and of the width
   const int64_t total = tokens_ * width_;
   for (int64_t at = 0; at < total;) {
-    const ssize_t got = ::pread(fd, buffer.data(), size_t(std::min<int64_t>(total - at, int64_t(buffer.size()))),
+    const ssize_t got = ::pread(fd_, buffer.data(), size_t(std::min<int64_t>(total - at, int64_t(buffer.size()))),
                                 header_bytes_ + at);
-    if (got <= 0) {
-      ::close(fd);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
       fail("data", path_, ": read error at byte ", header_bytes_ + at, " (", got < 0 ? std::strerror(errno) : "end of file", ")");
-    }
     const size_t n = size_t(got) / size_t(width_) * size_t(width_);
     result.checksum = token_checksum(buffer.data(), n, result.checksum);
     int64_t top = result.max_id;
@@ -201,15 +181,7 @@ MappedShard::Scan MappedShard::scan() const {
     result.max_id = top;
     at += int64_t(n);
   }
-  ::close(fd);
   return result;
-}
-
-void MappedShard::release(int64_t begin_byte, int64_t end_byte) const {
-  static const int64_t page = ::sysconf(_SC_PAGESIZE);
-  const int64_t from = header_bytes_ + begin_byte, to = header_bytes_ + end_byte;
-  const int64_t first = from / page * page, last = std::min<int64_t>(int64_t(map_bytes_), (to + page - 1) / page * page);
-  if (last > first) ::madvise(static_cast<char*>(map_) + first, size_t(last - first), MADV_DONTNEED);
 }
 
 }  // namespace folio

@@ -1,6 +1,6 @@
 #pragma once
 // Token shards: files of token ids in llm.c's layout, written once by `folio tokenize`
-// and read by training through a read-only memory mapping.
+// and read by training a window at a time (data/token_sequence.h says why not mapped).
 //
 // The layout: a header of 256 little-endian int32 (1024 bytes) —
 //   [0] magic 20240520, [1] version: 1 for uint16 tokens, 7 for uint32 tokens,
@@ -12,7 +12,7 @@
 //
 // What it holds:
 //   ShardWriter   appends ids to one shard file and completes its header
-//   MappedShard   one shard, checked and mapped: its tokens as a span
+//   ShardFile     one shard, its header checked, held open for reading
 //   token_checksum the checksum a manifest records for a shard's tokens
 #include <cstdint>
 #include <span>
@@ -59,41 +59,36 @@ class ShardWriter {
   std::vector<unsigned char> buffer_;  // (bytes) tokens not yet written, a multiple of 8 when flushed mid-file
 };
 
-// One shard file, its header checked, mapped read-only. Errors name the file:
-// "[data] <path>: magic 123, expected 20240520 (an llm.c token shard)", "...: 2048
-// bytes, but the header says 1000 tokens: expected 3024 bytes".
-class MappedShard {
+// One shard file, its header checked, held open. Errors name the file:
+// "[data] <path>: magic 123, expected 20240520 (a token shard: ...)", "...: 2048
+// bytes, but its header says 1000 tokens of 2 bytes: expected 3024 bytes".
+class ShardFile {
  public:
-  // header_bytes 0 reads a raw file of `width`-byte tokens (nanoGPT's train.bin);
+  // has_header false reads a raw file of `raw_width`-byte tokens (nanoGPT's train.bin);
   // otherwise the header says the width.
-  static MappedShard open(const std::string& path, bool has_header = true, int raw_width = 2);
-  MappedShard() = default;
-  MappedShard(MappedShard&&) noexcept;
-  MappedShard& operator=(MappedShard&&) noexcept;
-  ~MappedShard();
+  static ShardFile open(const std::string& path, bool has_header = true, int raw_width = 2);
+  ShardFile() = default;
+  ShardFile(ShardFile&&) noexcept;
+  ShardFile& operator=(ShardFile&&) noexcept;
+  ~ShardFile();
 
   const std::string& path() const { return path_; }
-  int width() const { return width_; }          // 2 or 4
+  int fd() const { return fd_; }
+  int64_t header_bytes() const { return header_bytes_; }  // where the tokens start
+  int width() const { return width_; }                    // 2 or 4
   int64_t tokens() const { return tokens_; }
-  const unsigned char* data() const { return tokens_data_; }  // (tokens * width) bytes
-  // Reads every token once through a small buffer (not the mapping, so resident memory
-  // stays flat): their checksum, and the largest id.
+  // Reads every token once through a small buffer: their checksum, and the largest id.
   struct Scan {
     uint64_t checksum = kChecksumStart;
     int64_t max_id = -1;
   };
   Scan scan() const;
-  // Gives the pages under bytes [begin, end) of the tokens back to the kernel: the
-  // file stays in the page cache, but not in this process's resident memory.
-  void release(int64_t begin_byte, int64_t end_byte) const;
 
  private:
   std::string path_;
+  int fd_ = -1;
   int width_ = 2;
   int64_t tokens_ = 0, header_bytes_ = 0;
-  void* map_ = nullptr;
-  size_t map_bytes_ = 0;
-  const unsigned char* tokens_data_ = nullptr;
 };
 
 }  // namespace folio

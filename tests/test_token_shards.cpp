@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <fstream>
 #include <set>
 
 #include "data/batch_sampler.h"
@@ -68,14 +69,14 @@ TEST(TokenShard, ReadsBackWhatItWroteWithItsChecksum) {
     w.append(std::span(ids).first(100));
     w.append(std::span(ids).subspan(100));  // appends chain, in any pieces
     const uint64_t checksum = w.finish();
-    const MappedShard s = MappedShard::open(dir / "s.bin");
+    const ShardFile s = ShardFile::open(dir / "s.bin");
     EXPECT_EQ(s.width(), width);
     ASSERT_EQ(s.tokens(), int64_t(ids.size()));
-    const MappedShard::Scan scan = s.scan();
+    const ShardFile::Scan scan = s.scan();
     EXPECT_EQ(scan.checksum, checksum);
     EXPECT_EQ(scan.max_id, *std::max_element(ids.begin(), ids.end()));
     TokenSequence seq;
-    seq.append(s.data(), s.width(), s.tokens());
+    seq.append_file(s.fd(), s.header_bytes(), s.width(), s.tokens(), &s.path());
     std::vector<int32_t> back(ids.size());
     seq.read(0, seq.size(), back.data());
     EXPECT_EQ(back, ids);
@@ -101,16 +102,16 @@ TEST(TokenShard, RefusesBadFilesWithOneLine) {
   };
   std::string bad_magic = bytes;
   bad_magic[0] = 7;
-  expect_error([&] { MappedShard::open(with("magic.bin", bad_magic)); }, {"magic.bin", "magic", "expected 20240520"});
+  expect_error([&] { ShardFile::open(with("magic.bin", bad_magic)); }, {"magic.bin", "magic", "expected 20240520"});
   std::string bad_version = bytes;
   bad_version[4] = 3;
-  expect_error([&] { MappedShard::open(with("version.bin", bad_version)); }, {"version.bin", "version 3", "expected 1"});
-  expect_error([&] { MappedShard::open(with("short.bin", bytes.substr(0, bytes.size() - 1))); },
+  expect_error([&] { ShardFile::open(with("version.bin", bad_version)); }, {"version.bin", "version 3", "expected 1"});
+  expect_error([&] { ShardFile::open(with("short.bin", bytes.substr(0, bytes.size() - 1))); },
                {"short.bin", "header says 4 tokens", "expected 1032 bytes"});
-  expect_error([&] { MappedShard::open(with("long.bin", bytes + "xx")); }, {"long.bin", "expected 1032 bytes"});
-  expect_error([&] { MappedShard::open(with("tiny.bin", "abc")); }, {"tiny.bin", "shorter than"});
-  expect_error([&] { MappedShard::open(dir / "absent.bin"); }, {"absent.bin", "cannot open"});
-  expect_error([&] { MappedShard::open(with("odd.bin", "abc"), false, 2); }, {"odd.bin", "whole number"});
+  expect_error([&] { ShardFile::open(with("long.bin", bytes + "xx")); }, {"long.bin", "expected 1032 bytes"});
+  expect_error([&] { ShardFile::open(with("tiny.bin", "abc")); }, {"tiny.bin", "shorter than"});
+  expect_error([&] { ShardFile::open(dir / "absent.bin"); }, {"absent.bin", "cannot open"});
+  expect_error([&] { ShardFile::open(with("odd.bin", "abc"), false, 2); }, {"odd.bin", "whole number"});
 }
 
 TEST(TokenSequence, ReadsWindowsAcrossPiecesOfEitherWidth) {
@@ -289,6 +290,38 @@ TEST(TokenDir, ReadsLlmcAndNanoGptFilesGivenTheVocabulary) {
   EXPECT_EQ(n.layout, "nanoGPT");
   EXPECT_EQ(n.train[2], 259);
   EXPECT_EQ(n.val.size(), 2);
+}
+
+}  // namespace
+}  // namespace folio
+
+namespace folio {
+namespace {
+
+TEST(TokenDir, ReadingWindowsKeepsNothingResident) {
+  TempDir dir("tokdir_resident");
+  const std::string file = dir / "train_000000.bin";
+  {
+    ShardWriter w(file, 2);
+    std::vector<int32_t> ids(1 << 20);
+    for (int i = 0; i < 20; ++i) w.append(ids);  // 40 MB of tokens
+    w.finish();
+  }
+  const ShardFile s = ShardFile::open(file);
+  TokenSequence seq;
+  seq.append_file(s.fd(), s.header_bytes(), 2, s.tokens(), &s.path());
+  auto rss_kb = [] {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with("VmRSS:")) return int64_t(std::stoll(line.substr(6)));
+    return int64_t(0);
+  };
+  const int64_t before = rss_kb();
+  Rng rng(1);
+  std::vector<int32_t> window(65);
+  for (int i = 0; i < 20000; ++i) seq.read(int64_t(rng.below(uint64_t(s.tokens() - 65))), 65, window.data());
+  // 20,000 windows over 40 MB touch nearly every page; none of it stays in this process.
+  EXPECT_LT(rss_kb() - before, 4 * 1024);
 }
 
 }  // namespace

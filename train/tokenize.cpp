@@ -1,6 +1,7 @@
 #include "train/tokenize.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -366,6 +367,9 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   if (!from_stdin) start_out_dir(o.out_dir);
 
   const std::unique_ptr<Tokenizer> tokenizer = make_corpus_tokenizer(o, docs, parts, progress);
+  // SentencePiece's trainer peaks at ~25 times its sample and frees it all; glibc would
+  // keep those pages for the rest of the run.
+  ::malloc_trim(0);
   const std::optional<int32_t> eot = tokenizer->end_of_text();
   if (!eot) warn(cat("the tokenizer (", tokenizer->describe(), ") has no end-of-text token: documents follow each other unseparated"));
 
