@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
+#include "serve/chat.h"
 #include "serve/page.h"
 
 namespace folio::serve {
@@ -64,8 +65,10 @@ struct Server::Routes {
   }
 
   void install();
-  void completions(const httplib::Request& req, httplib::Response& res);
-  void stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying);
+  // /v1/completions (chat false) and /v1/chat/completions (chat true): the same slots,
+  // the same limits and errors, each in its own shape.
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  void stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying, bool chat);
   void attention(const httplib::Request& req, httplib::Response& res);
   json health();
 };
@@ -148,7 +151,9 @@ void Server::Routes::install() {
                      {"step", model.step}}}}}}}));
   });
   http.Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { completions(req, res); });
+            [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, false); });
+  http.Post("/v1/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, true); });
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       const auto ids = parse_tokenize(req.body, *model.tokenizer, options.limits);
@@ -173,13 +178,14 @@ void Server::Routes::install() {
   http.Post("/v1/attention", [this](const httplib::Request& req, httplib::Response& res) { attention(req, res); });
 }
 
-void Server::Routes::completions(const httplib::Request& req, httplib::Response& res) {
+void Server::Routes::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
   auto flying = flight();
   std::shared_ptr<Job> job;
   bool streaming = false;
   try {
     if (stopping) throw ApiError(503, "the server is stopping");
-    CompletionRequest r = parse_completion(req.body, *model.tokenizer, options.limits);
+    CompletionRequest r = chat ? parse_chat_completion(req.body, *model.tokenizer, options.limits)
+                               : parse_completion(req.body, *model.tokenizer, options.limits);
     streaming = r.stream;
     job = scheduler.submit(std::move(r));
     if (!job) throw ApiError(503, cat("all ", options.scheduler.slots, " slots are busy and ", options.scheduler.queue,
@@ -187,7 +193,7 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
   } catch (const ApiError& e) {
     return reply_error(res, e);
   }
-  if (streaming) return stream(job, res, std::move(flying));
+  if (streaming) return stream(job, res, std::move(flying), chat);
   // Wait for a slot here, where a failure can still be answered with a 503.
   auto text = std::make_shared<std::string>();
   for (;;) {
@@ -196,10 +202,10 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
     if (u.done && u.finish_reason == "error") return reply_error(res, ApiError(503, u.error));
     if (u.done || job->started()) break;
   }
-  const std::string id = cat("cmpl-", next_id++), model_name = options.model_name;
+  const std::string id = cat(chat ? "chatcmpl-" : "cmpl-", next_id++), model_name = options.model_name;
   res.set_chunked_content_provider(
       "application/json",
-      [job, text, id, model_name, flying](size_t, httplib::DataSink& sink) {
+      [job, text, id, model_name, flying, chat](size_t, httplib::DataSink& sink) {
         const Job::Update u = job->wait(milliseconds(500), false);
         *text += u.text;
         if (!u.done) {
@@ -209,11 +215,11 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
           job->cancel();
           return false;
         }
+        const Usage usage{job->prompt_tokens(), job->completion_tokens()};
         const std::string body =
-            u.finish_reason == "error"
-                ? error_json(ApiError(500, u.error))
-                : completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason,
-                                  {job->prompt_tokens(), job->completion_tokens()});
+            u.finish_reason == "error" ? error_json(ApiError(500, u.error))
+            : chat ? chat_completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason, usage)
+                   : completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason, usage);
         if (!sink.write(body.data(), body.size())) return false;
         sink.done();
         return true;
@@ -223,14 +229,23 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
       });
 }
 
-void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying) {
-  const std::string id = cat("cmpl-", next_id++), model_name = options.model_name;
+void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying,
+                            bool chat) {
+  const std::string id = cat(chat ? "chatcmpl-" : "cmpl-", next_id++), model_name = options.model_name;
   const int64_t created = std::time(nullptr);
+  // A chat stream opens with the assistant's role, as OpenAI's does.
+  auto first = std::make_shared<bool>(chat);
+  auto chunk = [id, model_name, created, chat, first](const std::string& text, const std::string& finish,
+                                                       const Usage* usage) {
+    if (!chat) return completion_chunk(id, created, model_name, text, finish, usage);
+    const bool opening = std::exchange(*first, false);
+    return chat_chunk(id, created, model_name, text, opening, finish, usage);
+  };
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [job, id, model_name, created, flying](size_t, httplib::DataSink& sink) {
+      [job, chunk, flying](size_t, httplib::DataSink& sink) {
         auto send = [&](const std::string& data) {
           const std::string event = "data: " + data + "\n\n";
           if (sink.write(event.data(), event.size())) return true;
@@ -246,13 +261,13 @@ void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, st
           job->cancel();
           return false;
         }
-        if (!u.text.empty() && !send(completion_chunk(id, created, model_name, u.text, "", nullptr))) return false;
+        if (!u.text.empty() && !send(chunk(u.text, "", nullptr))) return false;
         if (!u.done) return true;
         if (u.finish_reason == "error") {
           if (!send(error_json(ApiError(503, u.error)))) return false;
         } else {
           const Usage usage{job->prompt_tokens(), job->completion_tokens()};
-          if (!send(completion_chunk(id, created, model_name, "", u.finish_reason, &usage))) return false;
+          if (!send(chunk("", u.finish_reason, &usage))) return false;
         }
         if (!send("[DONE]")) return false;
         sink.done();

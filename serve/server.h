@@ -2,8 +2,9 @@
 // folio serve's HTTP server: the routes, authentication, limits and errors, over
 // cpp-httplib, with the slots (serve/scheduler.h) behind /v1/completions.
 //
-// Routes: GET / (the page), GET /health, GET /v1/models, POST /v1/completions
-// (stream: Server-Sent Events), POST /tokenize, POST /detokenize, POST /v1/attention.
+// Routes: GET / (the page), GET /health, GET /v1/models, POST /v1/completions and
+// POST /v1/chat/completions (stream: Server-Sent Events), POST /tokenize,
+// POST /detokenize, POST /v1/attention.
 // With an API key every route but / and /health wants "Authorization: Bearer KEY".
 // No route reads or writes a file: the page is compiled in, and no request field is
 // ever a path.
