@@ -1,7 +1,5 @@
 #include "serve/server.h"
 
-#include <httplib.h>
-
 #include <atomic>
 #include <cmath>
 #include <ctime>
@@ -9,6 +7,7 @@
 
 #include "autograd/error.h"
 #include "serve/chat.h"
+#include "serve/connection_gate.h"
 #include "serve/page.h"
 
 namespace folio::serve {
@@ -32,6 +31,19 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 bool needs_key(const std::string& path) { return path != "/" && path != "/health"; }
 
+GateOptions gate_options(const ServerOptions& o) {
+  GateOptions g;
+  g.max_head_bytes = o.max_header_bytes;
+  g.max_headers = o.max_headers;
+  g.max_body = o.max_body;
+  g.request_timeout = g.keep_alive_timeout = g.io_timeout = o.read_timeout;
+  g.max_waiting = o.max_waiting;
+  // Threads run whole requests only: every slot and queued request may hold one while
+  // it streams or waits, and the rest answer everything else.
+  g.threads = o.http_threads > 0 ? o.http_threads : int(o.scheduler.slots + o.scheduler.queue + 32);
+  return g;
+}
+
 }  // namespace
 
 bool same_key(std::string_view a, std::string_view b) {
@@ -48,12 +60,17 @@ bool same_key(std::string_view a, std::string_view b) {
 
 struct Server::Routes {
   Routes(const ModelCheckpoint& m, ServerOptions o)
-      : model(m), options(std::move(o)), scheduler(m, model_mutex, options.scheduler) {}
+      : model(m),
+        options(std::move(o)),
+        scheduler(m, model_mutex, options.scheduler),
+        http(gate_options(options), [](int status, const std::string& message) {
+          return error_json(ApiError(status, message));
+        }) {}
   const ModelCheckpoint& model;
   const ServerOptions options;
   std::mutex model_mutex;  // the model's own forward passes (prefill, attention)
   Scheduler scheduler;
-  httplib::Server http;
+  GatedServer http;
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> in_flight{0};  // completions still answering (streams included)
@@ -79,18 +96,13 @@ json Server::Routes::health() {
           {"slots_idle", s.slots - s.busy},
           {"slots_processing", s.busy},
           {"queued", s.queued},
-          {"served", s.served}};
+          {"served", s.served},
+          {"connections_waiting", http.gate_stats().waiting}};
 }
 
 void Server::Routes::install() {
-  const int threads = options.http_threads > 0
-                          ? options.http_threads
-                          : int(options.scheduler.slots + options.scheduler.queue + 32);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // Timeouts, header limits and threads are the gate's (serve/connection_gate.h).
   http.set_payload_max_length(options.max_body);
-  http.set_read_timeout(options.read_timeout, 0);
-  http.set_write_timeout(options.read_timeout, 0);
-  http.set_keep_alive_timeout(options.read_timeout);
   http.set_tcp_nodelay(true);  // a streamed token is a few bytes: send it now
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -330,6 +342,7 @@ int Server::bind() {
   const ServerOptions& o = routes_->options;
   const int port = o.port == 0 ? routes_->http.bind_to_any_port(o.host) : (routes_->http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) fail("serve", "cannot listen on ", o.host, ":", o.port, " (in use, or not an address of this machine)");
+  routes_->http.widen_backlog(1024);
   return port;
 }
 
@@ -342,6 +355,7 @@ void Server::stop() {
     // Every job has ended; let their last chunks out before the sockets close.
     for (int i = 0; i < 100 && routes_->in_flight > 0; ++i) std::this_thread::sleep_for(milliseconds(10));
     routes_->http.stop();
+    routes_->http.stop_gate();
   });
 }
 
