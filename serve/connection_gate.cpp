@@ -237,8 +237,9 @@ bool GatedServer::gather(Connection& c) {
         c.deadline = Clock::now() + std::chrono::milliseconds(millis(options_.request_timeout));
       }
       c.buffer.append(chunk, size_t(n));
-      // Never hold more than one request's worth: the check refuses what exceeds it.
-      if (c.buffer.size() > options_.max_head_bytes + options_.max_body) return true;
+      // Never hold more than one request's worth (a head, until it is whole): the check
+      // refuses what exceeds it.
+      if (c.buffer.size() > options_.max_head_bytes + (c.need ? options_.max_body : 0)) return true;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
