@@ -304,7 +304,12 @@ void GatedServer::poll_loop() {
       next = std::min(next, it->deadline);
     }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
-    if (::poll(fds.data(), fds.size(), recheck ? 0 : int(std::clamp<int64_t>(wait + 1, 0, 1000))) < 0 && errno != EINTR) break;
+    const int timeout_ms = recheck ? 0 : int(std::clamp<int64_t>(wait + 1, 0, 1000));
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      // EINTR, or no memory for the moment: look again shortly rather than stop serving.
+      std::this_thread::sleep_for(std::chrono::milliseconds(errno == EINTR ? 0 : 10));
+      continue;
+    }
     if (fds[0].revents & POLLIN) {
       uint64_t count;
       [[maybe_unused]] const ssize_t n = ::read(wake_fd_, &count, sizeof count);

@@ -35,9 +35,11 @@ const messages = [{ role: "system", content: "A play." }, { role: "user", conten
 const chat = await client.chat.completions.create({ model, messages, max_tokens: 30, temperature: 0.8, seed: 7 });
 const reply = chat.choices[0];
 if (chat.object !== "chat.completion") fail("chat object " + chat.object);
-if (reply.message.role !== "assistant" || typeof reply.message.content !== "string") fail("message " + JSON.stringify(reply));
+if (reply.message.role !== "assistant" || typeof reply.message.content !== "string")
+  fail("message " + JSON.stringify(reply));
 if (!["stop", "length"].includes(reply.finish_reason)) fail("chat finish_reason " + reply.finish_reason);
-if (reply.message.content.includes("\n\n")) fail("the reply ran past its turn: " + JSON.stringify(reply.message.content));
+if (reply.message.content.includes("\n\n"))
+  fail("the reply ran past its turn: " + JSON.stringify(reply.message.content));
 if (chat.usage.total_tokens !== chat.usage.prompt_tokens + chat.usage.completion_tokens) fail("chat usage");
 console.log(`chat: ${JSON.stringify(reply.message.content)}, finish ${reply.finish_reason}`);
 
