@@ -105,7 +105,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 const Command kServe = {"serve", "serve a checkpoint over HTTP (OpenAI API) with a page to explore attention",
                         "Serves a checkpoint (--checkpoint: a run directory or a .safetensors file) over\n"
-                        "HTTP: POST /v1/completions (OpenAI's shape, streaming with \"stream\": true),\n"
+                        "HTTP: POST /v1/completions and POST /v1/chat/completions (OpenAI's shapes,\n"
+                        "streaming with \"stream\": true; chat through a plain speaker-turn template),\n"
                         "GET /v1/models, GET /health, POST /tokenize, POST /detokenize, POST /v1/attention,\n"
                         "and at / a page to write a prompt, watch the text stream and see what every head\n"
                         "attends to. Listens on 127.0.0.1 unless --host says otherwise.",

@@ -5,11 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
+#include "serve/json_fields.h"
 
 namespace folio::serve {
-namespace {
-
-using json = nlohmann::json;
+namespace fields {
 
 json parse_object(const std::string& body) {
   json j;
@@ -25,12 +24,12 @@ json parse_object(const std::string& body) {
   return j;
 }
 
-const json* field(const json& j, const char* name) {  // null counts as absent, as OpenAI treats it
+const json* field(const json& j, const char* name) {
   const auto it = j.find(name);
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-[[noreturn]] void bad(const char* name, const std::string& what) { throw ApiError(400, cat(name, " ", what), name); }
+void bad(const char* name, const std::string& what) { throw ApiError(400, cat(name, " ", what), name); }
 
 double number(const json& j, const char* name, double lo, double hi) {
   if (!j.is_number()) bad(name, cat("must be a number, got ", j.type_name()));
@@ -72,7 +71,9 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string
   return ids;
 }
 
-}  // namespace
+}  // namespace fields
+
+using namespace fields;
 
 CompletionRequest parse_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
   const json j = parse_object(body);
@@ -82,6 +83,18 @@ CompletionRequest parse_completion(const std::string& body, const Tokenizer& tok
   r.prompt = encode_prompt(tokenizer, text(*p, "prompt"), "prompt", limits.max_prompt_tokens);
   r.sample.max_new_tokens = 16;  // OpenAI's default
   if (const json* v = field(j, "max_tokens")) r.sample.max_new_tokens = integer(*v, "max_tokens", 1, limits.max_tokens);
+  parse_sampling(j, r, tokenizer);
+  if (const json* v = field(j, "best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+    bad("best_of", "must be 1");
+  if (field(j, "logprobs")) bad("logprobs", "is not supported");
+  if (const json* v = field(j, "echo"); v && !(v->is_boolean() && !v->get<bool>())) bad("echo", "is not supported");
+  r.sample.validate();  // the same rules as folio generate (already met here)
+  return r;
+}
+
+namespace fields {
+
+void parse_sampling(const json& j, CompletionRequest& r, const Tokenizer& tokenizer) {
   r.sample.temperature = 1.0f;
   if (const json* v = field(j, "temperature")) {
     const double t = number(*v, "temperature", 0.0, 2.0);  // OpenAI's range
@@ -115,13 +128,9 @@ CompletionRequest parse_completion(const std::string& body, const Tokenizer& tok
   }
   if (const json* v = field(j, "n"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
     bad("n", "must be 1: one choice per request");
-  if (const json* v = field(j, "best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
-    bad("best_of", "must be 1");
-  if (field(j, "logprobs")) bad("logprobs", "is not supported");
-  if (const json* v = field(j, "echo"); v && !(v->is_boolean() && !v->get<bool>())) bad("echo", "is not supported");
-  r.sample.validate();  // the same rules as folio generate (already met here)
-  return r;
 }
+
+}  // namespace fields
 
 std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
   const json j = parse_object(body);

@@ -1,13 +1,13 @@
 #include "serve/server.h"
 
-#include <httplib.h>
-
 #include <atomic>
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
+#include "serve/chat.h"
+#include "serve/connection_gate.h"
 #include "serve/page.h"
 
 namespace folio::serve {
@@ -31,6 +31,19 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 bool needs_key(const std::string& path) { return path != "/" && path != "/health"; }
 
+GateOptions gate_options(const ServerOptions& o) {
+  GateOptions g;
+  g.max_head_bytes = o.max_header_bytes;
+  g.max_headers = o.max_headers;
+  g.max_body = o.max_body;
+  g.request_timeout = g.keep_alive_timeout = g.io_timeout = o.read_timeout;
+  g.max_waiting = o.max_waiting;
+  // Threads run whole requests only: every slot and queued request may hold one while
+  // it streams or waits, and the rest answer everything else.
+  g.threads = o.http_threads > 0 ? o.http_threads : int(o.scheduler.slots + o.scheduler.queue + 32);
+  return g;
+}
+
 }  // namespace
 
 bool same_key(std::string_view a, std::string_view b) {
@@ -47,12 +60,17 @@ bool same_key(std::string_view a, std::string_view b) {
 
 struct Server::Routes {
   Routes(const ModelCheckpoint& m, ServerOptions o)
-      : model(m), options(std::move(o)), scheduler(m, model_mutex, options.scheduler) {}
+      : model(m),
+        options(std::move(o)),
+        scheduler(m, model_mutex, options.scheduler),
+        http(gate_options(options), [](int status, const std::string& message) {
+          return error_json(ApiError(status, message));
+        }) {}
   const ModelCheckpoint& model;
   const ServerOptions options;
   std::mutex model_mutex;  // the model's own forward passes (prefill, attention)
   Scheduler scheduler;
-  httplib::Server http;
+  GatedServer http;
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> in_flight{0};  // completions still answering (streams included)
@@ -64,8 +82,10 @@ struct Server::Routes {
   }
 
   void install();
-  void completions(const httplib::Request& req, httplib::Response& res);
-  void stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying);
+  // /v1/completions (chat false) and /v1/chat/completions (chat true): the same slots,
+  // the same limits and errors, each in its own shape.
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  void stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying, bool chat);
   void attention(const httplib::Request& req, httplib::Response& res);
   json health();
 };
@@ -76,18 +96,13 @@ json Server::Routes::health() {
           {"slots_idle", s.slots - s.busy},
           {"slots_processing", s.busy},
           {"queued", s.queued},
-          {"served", s.served}};
+          {"served", s.served},
+          {"connections_waiting", http.gate_stats().waiting}};
 }
 
 void Server::Routes::install() {
-  const int threads = options.http_threads > 0
-                          ? options.http_threads
-                          : int(options.scheduler.slots + options.scheduler.queue + 32);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // Timeouts, header limits and threads are the gate's (serve/connection_gate.h).
   http.set_payload_max_length(options.max_body);
-  http.set_read_timeout(options.read_timeout, 0);
-  http.set_write_timeout(options.read_timeout, 0);
-  http.set_keep_alive_timeout(options.read_timeout);
   http.set_tcp_nodelay(true);  // a streamed token is a few bytes: send it now
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -148,7 +163,9 @@ void Server::Routes::install() {
                      {"step", model.step}}}}}}}));
   });
   http.Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { completions(req, res); });
+            [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, false); });
+  http.Post("/v1/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, true); });
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       const auto ids = parse_tokenize(req.body, *model.tokenizer, options.limits);
@@ -173,13 +190,14 @@ void Server::Routes::install() {
   http.Post("/v1/attention", [this](const httplib::Request& req, httplib::Response& res) { attention(req, res); });
 }
 
-void Server::Routes::completions(const httplib::Request& req, httplib::Response& res) {
+void Server::Routes::completions(const httplib::Request& req, httplib::Response& res, bool chat) {
   auto flying = flight();
   std::shared_ptr<Job> job;
   bool streaming = false;
   try {
     if (stopping) throw ApiError(503, "the server is stopping");
-    CompletionRequest r = parse_completion(req.body, *model.tokenizer, options.limits);
+    CompletionRequest r = chat ? parse_chat_completion(req.body, *model.tokenizer, options.limits)
+                               : parse_completion(req.body, *model.tokenizer, options.limits);
     streaming = r.stream;
     job = scheduler.submit(std::move(r));
     if (!job) throw ApiError(503, cat("all ", options.scheduler.slots, " slots are busy and ", options.scheduler.queue,
@@ -187,7 +205,7 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
   } catch (const ApiError& e) {
     return reply_error(res, e);
   }
-  if (streaming) return stream(job, res, std::move(flying));
+  if (streaming) return stream(job, res, std::move(flying), chat);
   // Wait for a slot here, where a failure can still be answered with a 503.
   auto text = std::make_shared<std::string>();
   for (;;) {
@@ -196,10 +214,10 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
     if (u.done && u.finish_reason == "error") return reply_error(res, ApiError(503, u.error));
     if (u.done || job->started()) break;
   }
-  const std::string id = cat("cmpl-", next_id++), model_name = options.model_name;
+  const std::string id = cat(chat ? "chatcmpl-" : "cmpl-", next_id++), model_name = options.model_name;
   res.set_chunked_content_provider(
       "application/json",
-      [job, text, id, model_name, flying](size_t, httplib::DataSink& sink) {
+      [job, text, id, model_name, flying, chat](size_t, httplib::DataSink& sink) {
         const Job::Update u = job->wait(milliseconds(500), false);
         *text += u.text;
         if (!u.done) {
@@ -209,11 +227,11 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
           job->cancel();
           return false;
         }
+        const Usage usage{job->prompt_tokens(), job->completion_tokens()};
         const std::string body =
-            u.finish_reason == "error"
-                ? error_json(ApiError(500, u.error))
-                : completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason,
-                                  {job->prompt_tokens(), job->completion_tokens()});
+            u.finish_reason == "error" ? error_json(ApiError(500, u.error))
+            : chat ? chat_completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason, usage)
+                   : completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason, usage);
         if (!sink.write(body.data(), body.size())) return false;
         sink.done();
         return true;
@@ -223,14 +241,23 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
       });
 }
 
-void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying) {
-  const std::string id = cat("cmpl-", next_id++), model_name = options.model_name;
+void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, std::shared_ptr<void> flying,
+                            bool chat) {
+  const std::string id = cat(chat ? "chatcmpl-" : "cmpl-", next_id++), model_name = options.model_name;
   const int64_t created = std::time(nullptr);
+  // A chat stream opens with the assistant's role, as OpenAI's does.
+  auto first = std::make_shared<bool>(chat);
+  auto chunk = [id, model_name, created, chat, first](const std::string& text, const std::string& finish,
+                                                       const Usage* usage) {
+    if (!chat) return completion_chunk(id, created, model_name, text, finish, usage);
+    const bool opening = std::exchange(*first, false);
+    return chat_chunk(id, created, model_name, text, opening, finish, usage);
+  };
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [job, id, model_name, created, flying](size_t, httplib::DataSink& sink) {
+      [job, chunk, flying](size_t, httplib::DataSink& sink) {
         auto send = [&](const std::string& data) {
           const std::string event = "data: " + data + "\n\n";
           if (sink.write(event.data(), event.size())) return true;
@@ -246,13 +273,13 @@ void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, st
           job->cancel();
           return false;
         }
-        if (!u.text.empty() && !send(completion_chunk(id, created, model_name, u.text, "", nullptr))) return false;
+        if (!u.text.empty() && !send(chunk(u.text, "", nullptr))) return false;
         if (!u.done) return true;
         if (u.finish_reason == "error") {
           if (!send(error_json(ApiError(503, u.error)))) return false;
         } else {
           const Usage usage{job->prompt_tokens(), job->completion_tokens()};
-          if (!send(completion_chunk(id, created, model_name, "", u.finish_reason, &usage))) return false;
+          if (!send(chunk("", u.finish_reason, &usage))) return false;
         }
         if (!send("[DONE]")) return false;
         sink.done();
@@ -315,6 +342,7 @@ int Server::bind() {
   const ServerOptions& o = routes_->options;
   const int port = o.port == 0 ? routes_->http.bind_to_any_port(o.host) : (routes_->http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) fail("serve", "cannot listen on ", o.host, ":", o.port, " (in use, or not an address of this machine)");
+  routes_->http.widen_backlog(1024);
   return port;
 }
 
@@ -327,6 +355,7 @@ void Server::stop() {
     // Every job has ended; let their last chunks out before the sockets close.
     for (int i = 0; i < 100 && routes_->in_flight > 0; ++i) std::this_thread::sleep_for(milliseconds(10));
     routes_->http.stop();
+    routes_->http.stop_gate();
   });
 }
 

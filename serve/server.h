@@ -1,9 +1,11 @@
 #pragma once
 // folio serve's HTTP server: the routes, authentication, limits and errors, over
-// cpp-httplib, with the slots (serve/scheduler.h) behind /v1/completions.
+// cpp-httplib, with the slots (serve/scheduler.h) behind the completions, and a gate
+// (serve/connection_gate.h) that gathers each request before a thread runs it.
 //
-// Routes: GET / (the page), GET /health, GET /v1/models, POST /v1/completions
-// (stream: Server-Sent Events), POST /tokenize, POST /detokenize, POST /v1/attention.
+// Routes: GET / (the page), GET /health, GET /v1/models, POST /v1/completions and
+// POST /v1/chat/completions (stream: Server-Sent Events), POST /tokenize,
+// POST /detokenize, POST /v1/attention.
 // With an API key every route but / and /health wants "Authorization: Bearer KEY".
 // No route reads or writes a file: the page is compiled in, and no request field is
 // ever a path.
@@ -26,9 +28,13 @@ struct ServerOptions {
   ApiLimits limits;
   SchedulerOptions scheduler;
   size_t max_body = size_t(2) << 20;  // bytes; larger bodies get 413
-  int http_threads = 0;               // connections served at once (0: slots + queue + 32)
+  int http_threads = 0;               // requests run at once (0: slots + queue + 32)
   double shutdown_grace = 5;          // seconds running requests get to finish on stop()
-  int read_timeout = 5;               // seconds a client may stay silent mid-request
+  double read_timeout = 5;            // seconds for a whole request to arrive (408 after), for one
+                                      // read or write, and for an idle keep-alive connection
+  size_t max_header_bytes = size_t(32) << 10;  // request line and headers; 431 beyond
+  int64_t max_headers = 100;                   // 431 beyond
+  int64_t max_waiting = 512;  // connections waiting for their request at once; the oldest go beyond
 };
 
 class Server {

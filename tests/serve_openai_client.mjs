@@ -1,5 +1,6 @@
 // The official openai npm client (v4) against folio serve: a completion, a streamed
-// completion, the model list, and a wrong key refused.
+// completion, a chat completion and a streamed one, the model list, and a wrong key
+// refused.
 //   node serve_openai_client.mjs BASE_URL KEY   (NODE_PATH: where openai is installed)
 import { createRequire } from "node:module";
 const require = createRequire(process.env.NODE_PATH + "/");
@@ -29,6 +30,35 @@ for await (const chunk of stream) {
 console.log(`streamed: ${JSON.stringify(text)} in ${chunks} chunks, finish ${finish}`);
 if (text !== c.choices[0].text) fail("the streamed text differs from the completion with the same seed");
 if (chunks < 2 || finish !== "length") fail("chunks " + chunks + ", finish " + finish);
+
+const messages = [{ role: "system", content: "A play." }, { role: "user", content: "Speak, ROMEO." }];
+const chat = await client.chat.completions.create({ model, messages, max_tokens: 30, temperature: 0.8, seed: 7 });
+const reply = chat.choices[0];
+if (chat.object !== "chat.completion") fail("chat object " + chat.object);
+if (reply.message.role !== "assistant" || typeof reply.message.content !== "string")
+  fail("message " + JSON.stringify(reply));
+if (!["stop", "length"].includes(reply.finish_reason)) fail("chat finish_reason " + reply.finish_reason);
+if (reply.message.content.includes("\n\n"))
+  fail("the reply ran past its turn: " + JSON.stringify(reply.message.content));
+if (chat.usage.total_tokens !== chat.usage.prompt_tokens + chat.usage.completion_tokens) fail("chat usage");
+console.log(`chat: ${JSON.stringify(reply.message.content)}, finish ${reply.finish_reason}`);
+
+const chatStream = await client.chat.completions.create({ model, messages, max_tokens: 30, temperature: 0.8, seed: 7,
+                                                          stream: true });
+let said = "", role = null, chatChunks = 0, chatFinish = null, chatUsage = null;
+for await (const chunk of chatStream) {
+  if (chunk.object !== "chat.completion.chunk") fail("chunk object " + chunk.object);
+  const delta = chunk.choices[0].delta;
+  if (chatChunks++ === 0) role = delta.role;
+  said += delta.content ?? "";
+  if (chunk.choices[0].finish_reason) chatFinish = chunk.choices[0].finish_reason;
+  if (chunk.usage) chatUsage = chunk.usage;
+}
+console.log(`chat streamed: ${JSON.stringify(said)} in ${chatChunks} chunks, finish ${chatFinish}`);
+if (role !== "assistant") fail("the first chunk's role: " + role);
+if (said !== reply.message.content) fail("the streamed reply differs from the whole one with the same seed");
+if (chatFinish !== reply.finish_reason || chatUsage?.completion_tokens !== chat.usage.completion_tokens)
+  fail("chat stream's end: " + chatFinish + " " + JSON.stringify(chatUsage));
 
 try {
   await new OpenAI({ apiKey: key + "x", baseURL, maxRetries: 0 }).completions.create({ model, prompt: "a" });

@@ -1,26 +1,16 @@
 // folio serve (serve/): stop strings, key comparison, request validation, the slots
 // (batched against a thread per slot), and the HTTP routes in process, with
 // httplib's own client and raw sockets for the clients that misbehave.
-#include <arpa/inet.h>
-#include <gtest/gtest.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+// Chat: tests/test_serve_chat.cpp; the gate before the threads: tests/test_serve_gate.cpp.
 #include <cmath>
-#include <nlohmann/json.hpp>
-#include <thread>
 
-#include "serve/server.h"
 #include "serve/stop_filter.h"
-#include "support.h"
+#include "serve_support.h"
 
 namespace folio {
 namespace {
 
-using json = nlohmann::json;
-using serve::ApiError;
+using namespace serve_test;
 
 TEST(StopFilter, HoldsBackWhatMayStartAStopAndCutsAtIt) {
   serve::StopFilter f({"lo W"});
@@ -52,19 +42,6 @@ TEST(SameKey, EqualOnlyWhenEqual) {
   EXPECT_FALSE(serve::same_key("secret", ""));
 }
 
-const std::string kText = "abcdefgh ijklmnop\nqrstuvwxyz ABCDEFG.,;!?'\xC3\xA9";
-
-std::shared_ptr<const Tokenizer> tokenizer() {
-  static const std::shared_ptr<const Tokenizer> t = make_tokenizer({}, kText);
-  return t;
-}
-
-// {status, param, fragment of the message}
-struct BadRequest {
-  std::string body;
-  int status;
-  std::string param, fragment;
-};
 
 TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
   const serve::ApiLimits limits{.max_tokens = 100, .max_prompt_tokens = 50};
@@ -123,35 +100,6 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
   EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
 }
 
-ModelCheckpoint small_model(nn::Positions pos = nn::Positions::learned) {
-  nn::GPTConfig c{.vocab_size = tokenizer()->vocab_size(), .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 16};
-  c.pos = pos;
-  ModelCheckpoint ck{std::make_unique<nn::GPT>(c), tokenizer(), 3, "test"};
-  ck.model->eval();
-  return ck;
-}
-
-serve::CompletionRequest request(const std::string& prompt, int64_t tokens, uint64_t seed) {
-  serve::CompletionRequest r;
-  r.prompt = tokenizer()->encode(prompt);
-  r.sample.max_new_tokens = tokens;
-  r.sample.temperature = 1.0f;
-  r.has_seed = true;
-  r.seed = seed;
-  return r;
-}
-
-std::string finish(serve::Job& job, std::string* reason = nullptr) {
-  std::string text;
-  for (;;) {
-    auto u = job.wait(std::chrono::milliseconds(100));
-    text += u.text;
-    if (u.done) {
-      if (reason) *reason = u.finish_reason;
-      return text;
-    }
-  }
-}
 
 // Batched slots give the text a thread per slot gives, request by request, past the
 // context (block 16, 40 tokens: context shifts) and with more requests than slots.
@@ -218,43 +166,6 @@ TEST(Scheduler, StopStrings) {
   EXPECT_EQ(cut, text.substr(0, text.find(r.stop[0])));
 }
 
-// The routes, in process, on an ephemeral port.
-class ServeRoutes : public ::testing::Test {
- protected:
-  void start(serve::ServerOptions o) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.model_name = "tiny";
-    server = std::make_unique<serve::Server>(ck, o);
-    port = server->bind();
-    thread = std::thread([this] { server->listen(); });
-  }
-  void TearDown() override {
-    if (server) server->stop();
-    if (thread.joinable()) thread.join();
-  }
-  httplib::Client client() {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(20, 0);
-    return c;
-  }
-  json health() {
-    auto r = client().Get("/health");
-    return r ? json::parse(r->body) : json();
-  }
-  ModelCheckpoint ck = small_model();
-  std::unique_ptr<serve::Server> server;
-  std::thread thread;
-  int port = 0;
-};
-
-void expect_error_object(const httplib::Result& r, int status, const std::string& fragment) {
-  ASSERT_TRUE(r) << "no response";
-  EXPECT_EQ(r->status, status) << r->body;
-  const json j = json::parse(r->body);
-  EXPECT_EQ(j["error"]["code"], status);
-  EXPECT_NE(j["error"]["message"].get<std::string>().find(fragment), std::string::npos) << r->body;
-}
 
 TEST_F(ServeRoutes, CompletionsStreamAndTheOtherRoutes) {
   start({});
@@ -370,16 +281,6 @@ TEST_F(ServeRoutes, KeysLimitsAndAFullQueue) {
 
 // A raw connection that sends a request and hangs up: the slot is free again soon
 // after, though the request asked for a million tokens.
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ADD_FAILURE() << "connect";
-  return fd;
-}
-
 TEST_F(ServeRoutes, AClientThatHangsUpFreesItsSlot) {
   serve::ServerOptions o;
   o.limits.max_tokens = 1000000;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # folio serve against real clients: curl reads the raw Server-Sent Events, the official
-# openai npm client (v4) makes a completion, a streamed one and an authenticated call,
+# openai npm client (v4) makes a completion, a streamed one, a chat completion, a
+# streamed one, and an authenticated call,
 # and SIGTERM in the middle of a stream ends it with [DONE] and the server with exit 0.
 # The npm part is skipped (exit 77) where node or npm is absent.
 #   test_serve_clients.sh FOLIO_BINARY

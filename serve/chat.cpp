@@ -1,0 +1,120 @@
+#include "serve/chat.h"
+
+#include "autograd/error.h"
+#include "serve/json_fields.h"
+
+namespace folio::serve {
+
+using namespace fields;
+
+namespace {
+
+const char* speaker(const std::string& role) {
+  if (role == "system" || role == "developer") return "System";
+  if (role == "user") return "User";
+  if (role == "assistant") return "Assistant";
+  return nullptr;
+}
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts
+// joined (as newer clients send). An assistant's may be null (absent).
+std::string content_of(const json& m, const std::string& role) {
+  const json* c = field(m, "content");
+  if (!c) {
+    if (role == "assistant") return "";
+    bad("messages", cat("a ", role, " message needs content"));
+  }
+  if (c->is_string()) return c->get<std::string>();
+  if (!c->is_array()) bad("messages", cat("content must be a string or an array of text parts, got ", c->type_name()));
+  std::string joined;
+  for (const json& part : *c) {
+    const json* type = part.is_object() ? field(part, "type") : nullptr;
+    const json* text = part.is_object() ? field(part, "text") : nullptr;
+    if (!type || *type != "text" || !text || !text->is_string())
+      bad("messages", "content parts must be {\"type\": \"text\", \"text\": \"...\"}: this model reads text only");
+    joined += text->get<std::string>();
+  }
+  return joined;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+}  // namespace
+
+std::string chat_prompt(const std::vector<std::pair<std::string, std::string>>& messages) {
+  std::string prompt;
+  for (const auto& [role, content] : messages) {
+    const char* label = speaker(role);
+    if (!label) bad("messages", cat("role must be system, developer, user or assistant, got \"", role, "\""));
+    prompt += cat(label, ":\n", content, kChatTurnEnd);
+  }
+  return prompt + "Assistant:\n";
+}
+
+CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+  const json j = parse_object(body);
+  const json* m = field(j, "messages");
+  if (!m) bad("messages", "is required");
+  if (!m->is_array() || m->empty()) bad("messages", "must be a non-empty array of {role, content}");
+  std::vector<std::pair<std::string, std::string>> messages;
+  for (const json& message : *m) {
+    if (!message.is_object()) bad("messages", cat("each message must be an object, got ", message.type_name()));
+    const json* role = field(message, "role");
+    if (!role || !role->is_string()) bad("messages", "each message needs a role (a string)");
+    const std::string r = role->get<std::string>();
+    messages.emplace_back(r, content_of(message, r));
+  }
+  CompletionRequest r;
+  r.prompt = encode_prompt(tokenizer, chat_prompt(messages), "messages", limits.max_prompt_tokens);
+  r.sample.max_new_tokens = limits.max_tokens;  // OpenAI's default: as long as allowed
+  for (const char* name : {"max_completion_tokens", "max_tokens"})
+    if (const json* v = field(j, name)) r.sample.max_new_tokens = integer(*v, name, 1, limits.max_tokens);
+  parse_sampling(j, r, tokenizer);
+  r.stop.push_back(kChatTurnEnd);
+  for (const char* unsupported : {"tools", "functions", "response_format"})
+    if (field(j, unsupported)) bad(unsupported, "is not supported: this model reads and writes plain text");
+  if (const json* v = field(j, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()))
+    bad("logprobs", "is not supported");
+  r.sample.validate();
+  return r;
+}
+
+std::string chat_completion_json(const std::string& id, int64_t created, const std::string& model,
+                                 const std::string& content, const std::string& finish_reason, const Usage& usage) {
+  return dump({{"id", id},
+               {"object", "chat.completion"},
+               {"created", created},
+               {"model", model},
+               {"choices",
+                {{{"index", 0},
+                  {"message", {{"role", "assistant"}, {"content", content}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", finish_reason}}}},
+               {"usage", usage_json(usage)}});
+}
+
+std::string chat_chunk(const std::string& id, int64_t created, const std::string& model, const std::string& text,
+                       bool first, const std::string& finish_reason, const Usage* usage) {
+  json delta = json::object();
+  if (first) delta["role"] = "assistant";
+  if (first || !text.empty()) delta["content"] = text;
+  json j = {{"id", id},
+            {"object", "chat.completion.chunk"},
+            {"created", created},
+            {"model", model},
+            {"choices",
+             {{{"index", 0},
+               {"delta", delta},
+               {"logprobs", nullptr},
+               {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}}}}};
+  if (usage) j["usage"] = usage_json(*usage);
+  return dump(j);
+}
+
+}  // namespace folio::serve

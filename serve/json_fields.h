@@ -1,0 +1,30 @@
+#pragma once
+// The field checks that /v1/completions and /v1/chat/completions share (serve/api.cpp
+// defines them): each throws ApiError 400 naming the field at fault.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "serve/api.h"
+
+namespace folio::serve::fields {
+
+using json = nlohmann::json;
+
+// The body as a JSON object; 400 for malformed JSON, invalid UTF-8 or another type.
+json parse_object(const std::string& body);
+// The field, or nullptr when it is absent or null (OpenAI treats null as absent).
+const json* field(const json& j, const char* name);
+[[noreturn]] void bad(const char* name, const std::string& what);
+double number(const json& j, const char* name, double lo, double hi);
+int64_t integer(const json& j, const char* name, int64_t lo, int64_t hi);
+// A string, or an array of one string (as some clients send a prompt).
+std::string text(const json& j, const char* name);
+// Text -> 1 to max_tokens token ids of this tokenizer.
+std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& s, const char* name,
+                                   int64_t max_tokens);
+// temperature, top_p, top_k, seed, stop, stream, n: into r (max_tokens is the caller's,
+// as chat also accepts max_completion_tokens).
+void parse_sampling(const json& j, CompletionRequest& r, const Tokenizer& tokenizer);
+
+}  // namespace folio::serve::fields
