@@ -44,10 +44,10 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
   std::printf("tokenizer    --tokenizer %s --vocab-size %lld\n", shown(t.tokenizer).c_str(), (long long)t.vocab_size);
-  std::printf("training     --data %s --val-fraction %s --batch-size %lld --max-iters %lld --max-time %s --seed %llu "
-              "--dtype %s\n",
+  std::printf("training     --data %s --val-fraction %s --batch-size %lld --grad-accum %lld --max-iters %lld "
+              "--max-time %s --seed %llu --dtype %s\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
-              (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype));
+              (long long)t.grad_accum, (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed, to_string(t.dtype));
   if (state->train_seconds > 0)  // runs saved before it was kept have none
     std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
   std::printf("optimizer    --optimizer %s --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld "
