@@ -8,6 +8,8 @@
 #   netns-mpi.sh test  FOLIO                    the checks below (ctest runs this)
 #   netns-mpi.sh bench FOLIO [STEPS] [REPS]     config M, 1 rank against 2 ranks on a
 #                                               1 Gbit/s link, overlap on and off
+#   (time it under nice -n -19, not chrt -f: ranks polling MPI at real-time priority
+#   starve the kernel's network processing on a small machine, and the run stalls)
 #
 # test:
 #  1. 2 ranks across the namespaces end with the weights of one process (to float
