@@ -70,7 +70,7 @@ class GradientBuckets {
 
   std::vector<Param> params_;    // by offset
   std::vector<Bucket> buckets_;  // bucket 0 holds the last parameters
-  std::vector<float*> shard_grads_;
+  std::vector<float*> shard_grads_;  // (shards) pointers, each to a flat gradient of (numel_) floats
   int64_t numel_;
   int shards_ = 1;
   float scale_ = 1.0f;
