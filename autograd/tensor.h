@@ -90,6 +90,11 @@ class Tensor {
   // Reverse-mode autodiff from this tensor: a scalar, or any shape given its gradient.
   void backward() const;
   void backward(const Tensor& grad) const;
+  // backward() of a scalar that calls `on_leaf_ready` once for every leaf that requires
+  // grad as soon as no op left in the walk adds into its gradient: a data-parallel run
+  // starts sending a parameter's gradient while the rest of the backward pass runs.
+  using LeafReady = std::function<void(const TensorImpl& leaf)>;
+  void backward(const LeafReady& on_leaf_ready) const;
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

@@ -161,7 +161,12 @@ const std::vector<Option>& options() {
           [](float c) { return shown(c); }, "cap the logits smoothly: C * tanh(logits / C) (0: off)")),
       from_checkpoint(flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
                   "the output layer uses the token embedding matrix as its weight")),
-      field("batch-size", override, AT(train.batch_size), "sequences per step", Check::positive),
+      field("batch-size", override, AT(train.batch_size),
+            "sequences per micro-batch (a step takes --grad-accum of them)", Check::positive),
+      field("grad-accum", override, AT(train.grad_accum),
+            "micro-batches per optimizer step: the gradient of grad-accum x batch-size sequences, in the memory "
+            "of one micro-batch, exchanged between ranks once per step",
+            Check::positive),
       field("max-iters", override, AT(train.max_iters),
             "training steps (0: no step limit, for a run on --max-time; --max-time without --max-iters means 0)",
             Check::non_negative),
@@ -209,6 +214,19 @@ const std::vector<Option>& options() {
           },
           [](bool data) { return std::string(data ? "data" : "ops"); },
           "how threads share a step: data (a batch shard each) or ops (inside every op)"),
+      parsed(
+          "overlap", always, AT(overlap),
+          [](const std::string& s) {
+            if (s != "on" && s != "off") throw UsageError(cat("--overlap must be on or off, got '", s, "'"));
+            return s == "on";
+          },
+          [](bool on) { return std::string(on ? "on" : "off"); },
+          "on several ranks: send the gradients in buckets while the backward pass runs (on), or all of them "
+          "after it (off); the weights are the same"),
+      field("comm-timeout", always, AT(comm_timeout),
+            "on several ranks: seconds one rank may wait for the others in one exchange before it ends the job "
+            "(a dead host or a cut network; 0: wait for ever)",
+            Check::non_negative),
       parsed("dtype", override, AT(train.dtype), dtype_option, [](Precision p) { return std::string(to_string(p)); },
              "matrix products: fp32, or bf16 (bf16 operands, fp32 sums; needs AVX512-BF16)"),
       flag_switch("quiet", always, AT(quiet), true, "no progress output"),

@@ -128,6 +128,7 @@ Json to_json(const TrainConfig& c) {
   return Json::Object{{"data", c.data},
                       {"train_fraction", c.train_fraction},
                       {"batch_size", c.batch_size},
+                      {"grad_accum", c.grad_accum},
                       {"max_iters", c.max_iters},
                       {"warmup_iters", c.warmup_iters},
                       {"lr_decay_iters", c.lr_decay_iters},
@@ -165,6 +166,7 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   constexpr int64_t big = kMaxIters;
   c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
   c.batch_size = int_field(j, "batch_size", 1, kMaxBatch, where);
+  if (j.find("grad_accum")) c.grad_accum = int_field(j, "grad_accum", 1, kMaxBatch, where);  // 1 in older runs
   c.max_iters = int_field(j, "max_iters", 0, big, where);  // 0 with a max_time
   c.warmup_iters = int_field(j, "warmup_iters", 0, big, where);
   c.lr_decay_iters = int_field(j, "lr_decay_iters", 0, big, where);

@@ -26,6 +26,7 @@ build_packages=(
   sentencepiece                  # tests: spm_train/spm_encode, the reference for folio's tokens
   python3-sentencepiece          # tests: scripts/folio_numpy.py on subword checkpoints
   libopenmpi-dev openmpi-bin     # folio train on several processes (mpirun); cmake -DFOLIO_MPI=OFF builds without
+  iproute2                       # tests and bench: ip netns and tc, two hosts on one machine (scripts/netns-mpi.sh)
   libgtest-dev                   # tests/
   libbenchmark-dev               # bench/
   python3-numpy                  # tests: scripts/folio_numpy.py against folio eval, SVGs through an XML parser

@@ -9,6 +9,9 @@
 #  3. a batch smaller than the ranks is a clear error;
 #  4. a rank killed with SIGKILL stops the run within a bounded time, non-zero, and
 #     the checkpoint on disk still loads;
+#  6. the gradient all-reduce overlapped with backward (buckets, the default) and
+#     after it (--overlap off) give the same weights bit for bit; --grad-accum 2 on 2
+#     ranks trains as one process with a batch twice as large, and resumes exactly;
 #  5. with --optimizer muon, 1 and 2 hold again (the Newton-Schulz step runs on every
 #     rank on the same summed gradient), and a run on a time budget alone ends on
 #     every rank at the same step with the same weights (rank 0's clock decides).
@@ -84,4 +87,13 @@ echo "== 5. Muon, and a time budget"
 # The weights are compared across ranks at every evaluation, the last one included.
 "${mpi[@]}" "$folio" train "${common[@]}" --optimizer muon --max-time 1 --out "$work/timed"
 tail -n 1 "$work/timed/log.csv" | awk -F, '$8 < 1 { print "FAILED: stopped after " $8 " s of a 1 s budget"; exit 1 }'
+echo "== 6. overlap on and off, and --grad-accum"
+"${mpi[@]}" "$folio" train "${common[@]}" --max-iters 30 --overlap off --out "$work/two-after"
+"$python" "$here/tests/compare_weights.py" "$work/two" "$work/two-after" 0
+"$folio" train "${model[@]}" --batch-size 10 --eval-interval 8 --max-iters 20 --out "$work/accum-one"
+"${mpi[@]}" "$folio" train "${common[@]}" --grad-accum 2 --max-iters 20 --out "$work/accum-two"
+"$python" "$here/tests/compare_weights.py" "$work/accum-one" "$work/accum-two" 1e-5
+"${mpi[@]}" "$folio" train "${common[@]}" --grad-accum 2 --max-iters 12 --out "$work/accum-cut"
+"${mpi[@]}" "$folio" train --resume --max-iters 20 --out "$work/accum-cut" --threads 1 --quiet
+"$python" "$here/tests/compare_weights.py" "$work/accum-two" "$work/accum-cut" 0
 echo "MPI tests passed"

@@ -27,6 +27,7 @@ TrainState muon_state() {
   s.config.muon_weight_decay = 0.01f;
   s.config.max_time = 90;
   s.config.max_iters = 0;
+  s.config.grad_accum = 3;
   s.adamw_steps = 7;
   s.adamw_m = {0.5f, -1.0f};
   s.adamw_v = {0.25f, 1.0f};
@@ -44,6 +45,7 @@ TEST(TrainState, MuonAndTrainingTimeRoundTrip) {
   EXPECT_EQ(s.config.muon_weight_decay, 0.01f);
   EXPECT_EQ(s.config.max_time, 90.0);
   EXPECT_EQ(s.config.max_iters, 0);
+  EXPECT_EQ(s.config.grad_accum, 3);
   EXPECT_EQ(s.muon_momentum, (std::vector<float>{1.0f, 2.0f, -3.0f}));
   EXPECT_EQ(s.train_seconds, 12.5);
 }
@@ -67,7 +69,7 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
     Json j = Json::parse(v);
     std::erase_if(j.as_object(), [](const auto& kv) {
       return kv.first == "optimizer" || kv.first == "muon_lr" || kv.first == "muon_weight_decay" ||
-             kv.first == "max_time";
+             kv.first == "max_time" || kv.first == "grad_accum";
     });
     old.emplace_back(k, j.dump());
   }
@@ -76,6 +78,7 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
   const TrainState s = load_state(dir / "old.safetensors");
   EXPECT_EQ(s.config.optimizer, OptimizerKind::adamw);
   EXPECT_EQ(s.config.max_time, 0.0);
+  EXPECT_EQ(s.config.grad_accum, 1);
   EXPECT_EQ(s.train_seconds, 0.0);
   EXPECT_TRUE(s.muon_momentum.empty());
 }

@@ -16,7 +16,7 @@ std::optional<OptimizerKind> parse_optimizer(std::string_view name) {
 }
 
 void TrainConfig::validate() const {
-  require_positive("config", {{"batch_size", batch_size}, {"eval_interval", eval_interval},
+  require_positive("config", {{"batch_size", batch_size}, {"grad_accum", grad_accum}, {"eval_interval", eval_interval},
                               {"eval_iters", eval_iters}, {"log_interval", log_interval}});
   if (max_iters < 0) fail("config", "max_iters must be >= 0 (0: no step limit), got ", max_iters);
   if (!(max_time >= 0.0 && max_time <= kMaxTime))
@@ -26,6 +26,7 @@ void TrainConfig::validate() const {
   if (lr_decay_iters < 0) fail("config", "lr_decay_iters must be >= 0 (0: max_iters), got ", lr_decay_iters);
   if (warmup_iters < 0) fail("config", "warmup_iters must be >= 0, got ", warmup_iters);
   if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
+  if (grad_accum > kMaxBatch) fail("config", "grad_accum ", grad_accum, " exceeds the limit of ", kMaxBatch);
   for (auto [name, v] : {std::pair{"max_iters", max_iters}, std::pair{"warmup_iters", warmup_iters},
                          std::pair{"lr_decay_iters", lr_decay_iters}, std::pair{"eval_interval", eval_interval},
                          std::pair{"eval_iters", eval_iters}, std::pair{"log_interval", log_interval}})

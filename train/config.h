@@ -32,6 +32,10 @@ struct TrainConfig {
   std::string init_from;        // the checkpoint whose weights the run started from ("" if none)
   double train_fraction = 0.9;
   int64_t batch_size = 12;
+  // Micro-batches of batch_size per optimizer step: the step's gradient is of their
+  // mean loss (as one batch of grad_accum * batch_size), and ranks exchange it once.
+  // Absent from runs saved before it existed: 1.
+  int64_t grad_accum = 1;
   int64_t max_iters = 2000;     // 0: no step limit (then max_time must bound the run)
   // A budget of training seconds (the steps' time, not the evaluations'); 0: none.
   // The run stops after the step that reaches it. With max_iters and lr_decay_iters 0,

@@ -17,11 +17,15 @@ DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(
         std::make_unique<nn::GPT>(model.config(), nn::Arena::sharing(model.flat_parameters())));
 }
 
+float* DataParallel::shard_grad(int s) const {
+  return (s == 0 ? model_ : *replicas_.at(size_t(s - 1))).flat_parameters().grad_data();
+}
+
 float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B,
-                                     int64_t T) {
+                                     int64_t T, GradientBuckets* buckets) {
   if (B < 1 || T < 1 || int64_t(ids.size()) != B * T || targets.size() != ids.size())
     fail("data_parallel", ids.size(), " ids and ", targets.size(), " targets for a batch of B ", B, " x T ", T);
-  const int n = int(std::min<int64_t>(shards(), B));
+  const int n = shards_used(B);
   for (int s = 1; s < n; ++s) {
     nn::GPT& r = *replicas_[size_t(s - 1)];
     r.train(model_.training());
@@ -44,7 +48,10 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
                                       .loss,
                                   float(b1 - b0) / float(B));
         losses_[size_t(s)] = loss.item();
-        loss.backward();
+        if (buckets)
+          loss.backward([buckets, s](const TensorImpl& leaf) { buckets->leaf_ready(s, leaf); });
+        else
+          loss.backward();
       } catch (...) {
 #pragma omp critical(folio_data_parallel_error)
         if (!error) error = std::current_exception();
@@ -58,6 +65,8 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
   const int64_t numel = model_.flat_parameters().numel();
   float* total = model_.flat_parameters().grad_data();
   float loss = losses_[0];
+  for (int s = 1; s < n; ++s) loss += losses_[size_t(s)];
+  if (buckets) return loss;
   for (int s = 1; s < n; ++s) {
     float* g = replicas_[size_t(s - 1)]->flat_parameters().grad_data();
 #pragma omp parallel for simd if (numel >= kParallelGrain)
@@ -65,7 +74,6 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
       total[i] += g[i];
       g[i] = 0.0f;
     }
-    loss += losses_[size_t(s)];
   }
   return loss;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "nn/transformer.h"
+#include "train/gradient_buckets.h"
 
 namespace folio {
 
@@ -30,8 +31,15 @@ class DataParallel {
 
   // ids, targets: (B, T). Accumulates the gradient of the mean cross-entropy over the
   // batch into the model's parameters and returns that loss. A batch of fewer than
-  // `shards` sequences uses fewer shards.
-  float forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T);
+  // `shards` sequences uses fewer shards. With `buckets` (begun for shards_used(B)
+  // shards), each shard's backward reports its finished parameters to them, and they
+  // add the shards' gradients into the model's bucket by bucket (their finish() ends
+  // it) instead of all at once here.
+  float forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
+                         GradientBuckets* buckets = nullptr);
+  int shards_used(int64_t B) const { return int(std::min<int64_t>(shards(), B)); }
+  // The flat gradient of shard s (0: the model's), numel floats.
+  float* shard_grad(int s) const;
 
  private:
   nn::GPT& model_;

@@ -1,9 +1,13 @@
 #include "train/distributed.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "autograd/error.h"
 
@@ -16,7 +20,48 @@ namespace {
 
 int g_rank = 0, g_size = 1;
 bool g_mpi = false;
+bool g_serialized = false;
 double g_sum_seconds = 0;
+
+// The watchdog of set_timeout(): when the current exchange began (steady clock, ns;
+// 0: none under way) and what it is.
+std::atomic<int64_t> g_busy_since{0};
+std::atomic<const char*> g_busy_what{""};
+std::atomic<double> g_timeout{0};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Marks an exchange under way for its scope (an outer one keeps its start).
+struct Busy {
+  bool mine;
+  explicit Busy(const char* what) : mine(g_busy_since == 0) {
+    if (mine) g_busy_what = what, g_busy_since = now_ns();
+  }
+  ~Busy() {
+    if (mine) g_busy_since = 0;
+  }
+};
+
+void watch() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int64_t since = g_busy_since;
+    const double limit = g_timeout;
+    if (since == 0 || limit <= 0) continue;
+    const double waited = double(now_ns() - since) * 1e-9;
+    if (waited < limit) continue;
+    std::fprintf(stderr,
+                 "[mpi] rank %d of %d: no answer from the other ranks for %.0f s in %s (the --comm-timeout): a rank "
+                 "died or the network between the ranks is cut; ending the job (the last checkpoint saved stays "
+                 "as it was)\n",
+                 g_rank, g_size, waited, g_busy_what.load());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+}
 
 int env_int(const char* name) {
   const char* v = std::getenv(name);
@@ -32,6 +77,8 @@ int launcher_size() {
 }
 
 #ifdef FOLIO_HAVE_MPI
+std::vector<MPI_Request> g_pending;  // the sums start_sum() started
+
 void finalize() {
   int done = 0;
   MPI_Finalized(&done);
@@ -61,7 +108,11 @@ int init(int* argc, char*** argv) {
   const int announced = launcher_size();
   if (announced <= 0) return 1;  // not launched by mpirun/srun: a world of one, no MPI at all
 #ifdef FOLIO_HAVE_MPI
-  check(MPI_Init(argc, argv), "MPI_Init");
+  // Serialized: the gradient buckets' thread makes the calls while the main thread
+  // computes (never two threads at once), which MPI_THREAD_FUNNELED would not allow.
+  int provided = MPI_THREAD_SINGLE;
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  g_serialized = provided >= MPI_THREAD_SERIALIZED;
   g_mpi = true;
   std::atexit(finalize);
   // Errors come back as codes, turned into folio::Error, so that main() can print them
@@ -91,6 +142,7 @@ void sum(std::span<float> values) {
   if (g_size == 1) return;
 #ifdef FOLIO_HAVE_MPI
   const auto start = std::chrono::steady_clock::now();
+  const Busy busy("MPI_Allreduce (the gradient sum)");
   // Large buffers go in pieces that fit an int count.
   for (size_t done = 0; done < values.size();) {
     const int n = int(std::min<size_t>(values.size() - done, size_t(1) << 30));
@@ -104,6 +156,7 @@ void sum(std::span<float> values) {
 void sum(std::span<double> values) {
   if (g_size == 1) return;
 #ifdef FOLIO_HAVE_MPI
+  const Busy busy("MPI_Allreduce");
   check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
         "MPI_Allreduce");
 #endif
@@ -112,6 +165,7 @@ void sum(std::span<double> values) {
 void broadcast(std::span<float> values) {
   if (g_size == 1) return;
 #ifdef FOLIO_HAVE_MPI
+  const Busy busy("MPI_Bcast");
   for (size_t done = 0; done < values.size();) {
     const int n = int(std::min<size_t>(values.size() - done, size_t(1) << 30));
     check(MPI_Bcast(values.data() + done, n, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
@@ -123,6 +177,7 @@ void broadcast(std::span<float> values) {
 void broadcast(std::span<uint64_t> values) {
   if (g_size == 1) return;
 #ifdef FOLIO_HAVE_MPI
+  const Busy busy("MPI_Bcast");
   check(MPI_Bcast(values.data(), int(values.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
 #endif
 }
@@ -130,6 +185,7 @@ void broadcast(std::span<uint64_t> values) {
 void broadcast(std::span<double> values) {
   if (g_size == 1) return;
 #ifdef FOLIO_HAVE_MPI
+  const Busy busy("MPI_Bcast");
   check(MPI_Bcast(values.data(), int(values.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
 #endif
 }
@@ -137,6 +193,7 @@ void broadcast(std::span<double> values) {
 bool any(bool flag) {
   if (g_size == 1) return flag;
 #ifdef FOLIO_HAVE_MPI
+  const Busy busy("MPI_Allreduce (the stop flag)");
   int v = flag ? 1 : 0;
   check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   return v != 0;
@@ -147,13 +204,16 @@ bool any(bool flag) {
 
 void barrier() {
 #ifdef FOLIO_HAVE_MPI
-  if (g_size > 1) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (g_size == 1) return;
+  const Busy busy("MPI_Barrier");
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 #endif
 }
 
 bool same_everywhere(double value) {
   if (g_size == 1) return true;
 #ifdef FOLIO_HAVE_MPI
+  const Busy busy("MPI_Allreduce (the weights' checksum)");
   double lo = value, hi = value;
   check(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
   check(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -171,5 +231,51 @@ void abort(int code) {
 }
 
 double seconds_in_sum() { return g_sum_seconds; }
+
+bool threads_may_call() { return g_size == 1 || g_serialized; }
+
+void set_timeout(double seconds) {
+  g_timeout = seconds;
+  static bool watching = false;
+  if (g_size > 1 && seconds > 0 && !watching) {
+    watching = true;
+    std::thread(watch).detach();
+  }
+}
+
+void start_sum(std::span<float> values) {
+  if (g_size == 1) return;
+#ifdef FOLIO_HAVE_MPI
+  for (size_t done = 0; done < values.size();) {
+    const int n = int(std::min<size_t>(values.size() - done, size_t(1) << 30));
+    if (g_busy_since == 0) g_busy_what = "MPI_Iallreduce (a gradient bucket)", g_busy_since = now_ns();
+    g_pending.push_back(MPI_REQUEST_NULL);
+    check(MPI_Iallreduce(MPI_IN_PLACE, values.data() + done, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &g_pending.back()),
+          "MPI_Iallreduce");
+    done += size_t(n);
+  }
+#endif
+}
+
+bool poll_sums() {
+#ifdef FOLIO_HAVE_MPI
+  if (g_pending.empty()) return true;
+  int done = 0;
+  check(MPI_Testall(int(g_pending.size()), g_pending.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+  if (done) g_pending.clear(), g_busy_since = 0;
+  return done != 0;
+#else
+  return true;
+#endif
+}
+
+void wait_sums() {
+#ifdef FOLIO_HAVE_MPI
+  if (g_pending.empty()) return;
+  check(MPI_Waitall(int(g_pending.size()), g_pending.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  g_pending.clear();
+  g_busy_since = 0;
+#endif
+}
 
 }  // namespace folio::dist

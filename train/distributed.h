@@ -43,7 +43,25 @@ bool same_everywhere(double value);
 // collective call and would never return otherwise). Alone: std::exit.
 [[noreturn]] void abort(int code);
 
+// A rank that waits longer than `seconds` (0: no limit) in one exchange with the
+// others prints why on stderr and exits 1, and the launcher then ends the job. Over
+// TCP nothing else would end it: Open MPI has no timeout of its own, and a peer whose
+// host died or whose network was cut closes no connection, so a collective waits for
+// ever. The wait that counts is one call's (or a started sum's), not the step's.
+void set_timeout(double seconds);
+
 // Seconds spent in sum() since the start (for progress and benchmarks).
 double seconds_in_sum();
+
+// Sums started now and finished later (MPI_Iallreduce), so that a gradient bucket
+// travels while the backward pass computes the next. Nothing moves unless some thread
+// calls poll_sums() or wait_sums() (Open MPI has no progress thread of its own over
+// TCP): one thread owns them, and no other thread calls this file meanwhile.
+// Alone: no-ops.
+void start_sum(std::span<float> values);
+bool poll_sums();  // true when every started sum has finished (they are then forgotten)
+void wait_sums();
+// True when another thread than main may make the calls above (MPI_THREAD_SERIALIZED).
+bool threads_may_call();
 
 }  // namespace folio::dist

@@ -81,20 +81,25 @@ std::pair<int64_t, int64_t> my_share(int64_t B) {
   return {B * r / n, B * (r + 1) / n};
 }
 
-// The peak memory of the process, and on several ranks, of each rank with what it
-// spent in the gradient all-reduce (printed by rank 0).
-void report_ranks(Progress& progress, int64_t steps) {
-  std::vector<double> sum_ms(size_t(dist::size()), 0.0), peak_mib(size_t(dist::size()), 0.0);
+// The peak memory of the process, and on several ranks, of each rank with the time its
+// steps waited for the gradient all-reduce (the part of it not hidden behind the
+// backward pass) and its mean step time (printed by rank 0).
+void report_ranks(Progress& progress, int64_t steps, double wait_seconds, double step_seconds) {
+  const size_t n = size_t(dist::size()), r = size_t(dist::rank());
+  std::vector<double> wait_ms(n, 0.0), step_ms(n, 0.0), peak_mib(n, 0.0);
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  sum_ms[size_t(dist::rank())] = 1e3 * dist::seconds_in_sum() / double(std::max<int64_t>(steps, 1));
-  peak_mib[size_t(dist::rank())] = double(usage.ru_maxrss) / 1024.0;  // Linux: KiB
-  dist::sum(sum_ms);
+  wait_ms[r] = 1e3 * wait_seconds / double(std::max<int64_t>(steps, 1));
+  step_ms[r] = 1e3 * step_seconds / double(std::max<int64_t>(steps, 1));
+  peak_mib[r] = double(usage.ru_maxrss) / 1024.0;  // Linux: KiB
+  dist::sum(wait_ms);
+  dist::sum(step_ms);
   dist::sum(peak_mib);
   if (dist::size() == 1) return progress.say(cat("peak memory ", std::lround(peak_mib[0]), " MiB"));
-  for (int r = 0; r < dist::size(); ++r)
-    progress.say(cat("rank ", r, ": all-reduce ", std::lround(sum_ms[size_t(r)] * 1000) / 1000.0,
-                     " ms/step, peak memory ", std::lround(peak_mib[size_t(r)]), " MiB"));
+  auto ms = [](double v) { return std::lround(v * 1000) / 1000.0; };
+  for (size_t i = 0; i < n; ++i)
+    progress.say(cat("rank ", i, ": all-reduce ", ms(wait_ms[i]), " ms/step not hidden, step ", ms(step_ms[i]),
+                     " ms, peak memory ", std::lround(peak_mib[i]), " MiB"));
 }
 
 }  // namespace
@@ -155,32 +160,50 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   const auto [b0, b1] = my_share(opt_.train.batch_size);
   const int shards = int(std::min<int64_t>(num_threads(), b1 - b0));
   if (opt_.data_parallel && shards > 1) data_parallel_ = std::make_unique<DataParallel>(*model_, shards);
+  dist::set_timeout(opt_.comm_timeout);
+  if (dist::size() > 1 && opt_.overlap && dist::threads_may_call()) {
+    std::vector<float*> shard_grads{model_->flat_parameters().grad_data()};
+    for (int s = 1; data_parallel_ && s < data_parallel_->shards(); ++s) shard_grads.push_back(data_parallel_->shard_grad(s));
+    buckets_ = std::make_unique<GradientBuckets>(model_->named_parameters(), std::move(shard_grads),
+                                                 model_->flat_parameters().numel());
+  }
 }
 
-float Trainer::forward_backward(const Batch& batch) {
+double Trainer::forward_backward(const Batch& batch, bool last) {
   const auto [b0, b1] = my_share(batch.B);
   const int64_t T = batch.T, n = (b1 - b0) * T;
   const std::span ids = std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n));
   const std::span targets = std::span(batch.targets).subspan(size_t(b0 * T), size_t(n));
+  // This rank's gradient is of the mean over its share of each micro-batch: weighted by
+  // the share and averaged over the micro-batches, the ranks' gradients sum to the
+  // gradient of the step's mean. Scaled once, after the last micro-batch's backward.
+  const float share = float(b1 - b0) / float(batch.B);
+  const float scale = share / float(opt_.train.grad_accum);
+  GradientBuckets* buckets = last ? buckets_.get() : nullptr;
+  if (buckets) buckets->begin(data_parallel_ ? data_parallel_->shards_used(b1 - b0) : 1, scale);
   float loss = 0;
   if (data_parallel_) {
-    loss = data_parallel_->forward_backward(ids, targets, b1 - b0, T);
+    loss = data_parallel_->forward_backward(ids, targets, b1 - b0, T, buckets);
   } else {
     const Tensor l = model_->forward(ids, b1 - b0, T, targets).loss;
     loss = l.item();
-    if (std::isfinite(loss)) l.backward();
+    if (std::isfinite(loss) && buckets)
+      l.backward([buckets](const TensorImpl& leaf) { buckets->leaf_ready(0, leaf); });
+    else if (std::isfinite(loss))
+      l.backward();
   }
-  if (dist::size() == 1) return loss;
-  // This rank's gradient is of the mean over its share: weighted by the share, the
-  // ranks' gradients sum to the gradient of the batch's mean.
-  const float share = float(b1 - b0) / float(batch.B);
+  const double part = double(loss) * double(share) / double(opt_.train.grad_accum);
+  if (!last) return part;
+  if (buckets) {
+    exposed_seconds_ += buckets->finish();
+    return part;
+  }
+  if (scale == 1.0f && dist::size() == 1) return part;
   const Tensor& flat = model_->flat_parameters();
   const std::span grad(flat.grad_data(), size_t(flat.numel()));
-  for (float& g : grad) g *= share;
+  for (float& g : grad) g *= scale;
   dist::sum(grad);
-  double total = double(loss) * share;
-  dist::sum(std::span(&total, 1));
-  return float(total);
+  return part;
 }
 
 Trainer::Losses Trainer::evaluate() {
@@ -245,7 +268,7 @@ Trainer::Losses Trainer::run() {
   if (root) run_dir_.create(!opt_.resume);
   Progress progress({.quiet = opt_.quiet || !root,
                      .max_iters = tc.max_iters,
-                     .tokens_per_step = tc.batch_size * opt_.model.block_size,
+                     .tokens_per_step = tc.grad_accum * tc.batch_size * opt_.model.block_size,
                      .log_interval = tc.log_interval,
                      .max_time = tc.max_time,
                      .val_tokens_per_byte = data_.val_tokens_per_byte(),
@@ -272,7 +295,7 @@ Trainer::Losses Trainer::run() {
   const Schedule schedule = schedule_of(tc);
   const std::vector<Tensor> params = model_->parameters();
   const int64_t first_step = step_;
-  const double seconds_at_start = train_seconds_;
+  const double run_start_seconds = train_seconds_;
   int64_t saved_step = opt_.resume ? first_step : -1;  // the checkpoint on disk, for messages
   auto kept = [&] {
     return saved_step < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
@@ -311,11 +334,17 @@ Trainer::Losses Trainer::run() {
       evaluate_and_save(step_ > first_step);
     const auto step_start = std::chrono::steady_clock::now();
     const float lr = schedule.at(step_, train_seconds_);
-    // Every rank draws the same windows and reads its own rows of them.
+    double part = 0;  // this rank's part of the step's loss
     const auto [b0, b1] = my_share(tc.batch_size);
-    sampler_.next(data_.train, tc.batch_size, opt_.model.block_size, batch, b0, b1);
-    draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    const float loss = forward_backward(batch);
+    for (int64_t k = 0; k < tc.grad_accum; ++k) {
+      // Every rank draws the same windows and reads its own rows of them.
+      const auto draw_start = std::chrono::steady_clock::now();
+      sampler_.next(data_.train, tc.batch_size, opt_.model.block_size, batch, b0, b1);
+      draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
+      part += forward_backward(batch, k + 1 == tc.grad_accum);
+    }
+    dist::sum(std::span(&part, 1));
+    const float loss = float(part);
     if (!std::isfinite(loss))
       fail("train", "the loss became ", loss, " at step ", step_, " (training diverged); ", kept());
     if (!std::isfinite(clip_grad_norm(params, tc.grad_clip)))
@@ -341,12 +370,8 @@ Trainer::Losses Trainer::run() {
   } else {
     progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
   }
-  report_ranks(progress, step_ - first_step);
-  if (step_ > first_step && !opt_.quiet && root) {
-    const double steps = double(step_ - first_step), spent = train_seconds_ - seconds_at_start;
-    progress.say(cat("drawing batches: ", std::lround(1e6 * draw_seconds / steps), " us a step, ",
-                     std::lround(1e4 * draw_seconds / std::max(spent, 1e-9)) / 100.0, "% of the steps' time"));
-  }
+  const double steps_seconds = train_seconds_ - run_start_seconds;
+  report_ranks(progress, step_ - first_step, dist::seconds_in_sum() + exposed_seconds_, steps_seconds);
   return last;
 }
 

@@ -13,6 +13,7 @@
 #include "train/config.h"
 #include "train/data_parallel.h"
 #include "train/training_data.h"
+#include "train/gradient_buckets.h"
 
 namespace folio {
 
@@ -26,6 +27,12 @@ struct TrainOptions {
   // How the threads share a training step: one batch shard each (train/data_parallel.h),
   // or all of them inside each op. Evaluation always runs inside the ops.
   bool data_parallel = true;
+  // On several ranks: the gradient all-reduce in buckets during the backward pass
+  // (train/gradient_buckets.h), or in one call after it. The weights are the same.
+  bool overlap = true;
+  // On several ranks: seconds a rank may wait in one exchange before it ends the job
+  // (train/distributed.h: set_timeout); 0: no limit.
+  double comm_timeout = 300;
   // A run started --init-from a checkpoint keeps that checkpoint's dropout unless
   // --dropout was given (the one model option a fine-tuning run may change).
   bool dropout_given = false;
@@ -59,9 +66,11 @@ class Trainer {
   double train_seconds() const { return train_seconds_; }
 
  private:
-  // Forward and backward of this rank's share of one batch; leaves the gradient of
-  // the whole batch's mean loss (summed across ranks) and returns that loss.
-  float forward_backward(const Batch& batch);
+  // Forward and backward of this rank's share of one of the step's grad_accum
+  // micro-batches: adds the gradient of its mean loss into the parameters' and returns
+  // this rank's part of the step's loss. After the `last`, the gradients are those of
+  // the step's mean loss, summed across ranks (dist::sum the returned parts for the loss).
+  double forward_backward(const Batch& batch, bool last);
   void save(const Losses& losses);
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
@@ -73,6 +82,8 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops
   BatchSampler sampler_;  // the training windows' order and position
+  std::unique_ptr<GradientBuckets> buckets_;     // null: one rank, or --overlap off
+  double exposed_seconds_ = 0;                   // waited in buckets_->finish(), over this process's steps
   int64_t step_ = 0;
   double train_seconds_ = 0;
   float best_val_ = 0;
