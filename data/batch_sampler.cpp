@@ -5,15 +5,10 @@
 #include <utility>
 
 #include "autograd/error.h"
+#include "data/hash.h"
 
 namespace folio {
 namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser: every input bit moves every output bit
-  x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27, x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // A bijection of [0, n) keyed by `key`: a 4-round Feistel network on the smallest even
 // number of bits that holds n, walked until it lands inside [0, n) (under 4 steps on
@@ -26,7 +21,7 @@ uint64_t permute(uint64_t x, uint64_t n, uint64_t key) {
   do {
     uint64_t left = x >> half, right = x & mask;
     for (uint64_t round = 0; round < 4; ++round) {
-      const uint64_t f = mix(right ^ mix(key + round)) & mask;
+      const uint64_t f = mix64(right ^ mix64(key + round)) & mask;
       left = std::exchange(right, left ^ f);
     }
     x = left << half | right;
@@ -52,14 +47,14 @@ void BatchSampler::restore(const State& s) {
 }
 
 BatchSampler::EpochLayout BatchSampler::layout(int64_t epoch, int64_t n, int64_t T) const {
-  const uint64_t h = mix(seed_ ^ mix(uint64_t(epoch) + 0x5eed));
+  const uint64_t h = mix64(seed_ ^ mix64(uint64_t(epoch) + 0x5eed));
   const int64_t phase = epoch == 0 ? 0 : int64_t(h % uint64_t(std::min(T, n - T)));  // n >= T + 1
   return {phase, (n - 1 - phase) / T};
 }
 
 int64_t BatchSampler::window_start(int64_t epoch, int64_t k, int64_t n, int64_t T) const {
   const EpochLayout l = layout(epoch, n, T);
-  return l.phase + int64_t(permute(uint64_t(k), uint64_t(l.windows), mix(seed_ + uint64_t(epoch)))) * T;
+  return l.phase + int64_t(permute(uint64_t(k), uint64_t(l.windows), mix64(seed_ + uint64_t(epoch)))) * T;
 }
 
 void BatchSampler::next(const TokenSequence& tokens, int64_t B, int64_t T, Batch& batch, int64_t row_begin,

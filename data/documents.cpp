@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "autograd/error.h"
+#include "data/hash.h"
 
 namespace folio {
 namespace {
@@ -104,13 +105,9 @@ DocumentList find_documents(const std::vector<std::string>& inputs, const std::v
 }
 
 bool stable_val(const std::string& name, double val_fraction) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
   // FNV's top bits barely move for short names ("f1.c", "f2.c"): splitmix64's
   // finaliser spreads every bit over all of them first.
-  h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27, h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
+  const uint64_t h = mix64(fnv1a64(name));
   return double(h >> 44) < val_fraction * double(1u << 20);
 }
 

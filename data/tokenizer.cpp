@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "autograd/error.h"
+#include "data/hash.h"
 #include "data/tokenizer_kind.h"
 
 namespace folio {
@@ -25,11 +26,6 @@ std::string method_names() {
     for (const char* m : k->methods)
       if (m) names += cat(names.empty() ? "" : ", ", m);
   return names;
-}
-
-uint64_t fnv1a(uint64_t h, std::string_view bytes) {
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
-  return h;
 }
 
 // The length of the UTF-8 sequence that `lead` starts, or 0 if it starts none.
@@ -90,12 +86,12 @@ const std::string* find_entry(const TokenizerMetadata& metadata, std::string_vie
 }
 
 std::string Tokenizer::fingerprint() const {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = kFnvOffset;
   for (const auto& [key, value] : metadata()) {
-    h = fnv1a(h, key);
-    h = fnv1a(h, std::string_view("\0", 1));  // so that ("ab", "c") and ("a", "bc") differ
-    h = fnv1a(h, value);
-    h = fnv1a(h, std::string_view("\0", 1));
+    h = fnv1a64(key, h);
+    h = fnv1a64(std::string_view("\0", 1), h);  // so that ("ab", "c") and ("a", "bc") differ
+    h = fnv1a64(value, h);
+    h = fnv1a64(std::string_view("\0", 1), h);
   }
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "autograd/error.h"
+#include "data/hash.h"
 
 namespace folio {
 namespace {
@@ -41,12 +42,12 @@ uint64_t token_checksum(const void* bytes, size_t n, uint64_t h) {
   for (; n >= 8; p += 8, n -= 8) {
     uint64_t w = 0;
     std::memcpy(&w, p, 8);  // little-endian machines only (as the shard format)
-    h = (h ^ w) * 0x100000001b3ull;
+    h = (h ^ w) * kFnvPrime;
   }
   if (n > 0) {
     uint64_t w = 0;
     std::memcpy(&w, p, n);
-    h = (h ^ w) * 0x100000001b3ull;
+    h = (h ^ w) * kFnvPrime;
   }
   return h;
 }

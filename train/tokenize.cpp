@@ -16,6 +16,7 @@
 #include "autograd/error.h"
 #include "autograd/parallel.h"
 #include "data/documents.h"
+#include "data/hash.h"
 #include "data/vocab.h"
 #include "io/atomic_file.h"
 #include "io/token_shard.h"
@@ -297,11 +298,8 @@ std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const
   std::vector<const Part*> order;
   for (const Part& p : parts)
     if (p.split == kTrain) order.push_back(&p);
-  auto key = [&](const Part* p) {
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (const unsigned char c : docs[p->doc].name) h = (h ^ c) * 0x100000001b3ull;
-    return h;
-  };
+  // FNV-1a from another offset: an order unrelated to the split's hash.
+  auto key = [&](const Part* p) { return fnv1a64(docs[p->doc].name, 0x9e3779b97f4a7c15ull); };
   std::sort(order.begin(), order.end(), [&](const Part* a, const Part* b) { return key(a) < key(b); });
   int64_t train_bytes = 0;
   for (const Part* p : order) train_bytes += p->end - p->begin;
