@@ -416,7 +416,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
 }  // namespace
 
 const Command kTrain = {
-    "train", "train a model on a text file (default: the bundled tiny Shakespeare)",
+    "train", "train a model on a text file (default: the bundled tiny Shakespeare) or a token directory",
     "Trains a GPT on --data and writes DIR/model.safetensors, DIR/best.safetensors,\n"
     "DIR/state.safetensors and DIR/log.csv into --out DIR; a DIR that holds a run is\n"
     "refused unless --overwrite. --resume continues the run in DIR where it stopped\n"

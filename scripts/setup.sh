@@ -24,7 +24,7 @@ build_packages=(
   libsentencepiece-dev           # subword tokenizers (data/spm_tokenizer.cpp)
   pkg-config                     # how CMake finds SentencePiece (it ships no CMake package)
   sentencepiece                  # tests: spm_train/spm_encode, the reference for folio's tokens
-  python3-sentencepiece          # tests: scripts/folio_numpy.py on subword checkpoints
+  python3-sentencepiece          # tests: folio_numpy.py on subword checkpoints; token shards against spm's own encoding
   libopenmpi-dev openmpi-bin     # folio train on several processes (mpirun); cmake -DFOLIO_MPI=OFF builds without
   iproute2                       # tests and bench: ip netns and tc, two hosts on one machine (scripts/netns-mpi.sh)
   libgtest-dev                   # tests/

@@ -187,8 +187,9 @@ TEST(BatchSampler, EpochResumesExactlyAndRanksReadDisjointRows) {
       resumed.next(tokens, 32, 16, b);
       ASSERT_EQ(a.inputs, b.inputs) << "step " << step;
     }
-    if (step < 9)  // within the first epoch (9 * 32 = 288 < 312 windows): no window twice
+    if (step < 9) {  // within the first epoch (9 * 32 = 288 < 312 windows): no window twice
       for (int64_t r = 0; r < 32; ++r) ASSERT_TRUE(seen.insert(a.inputs[size_t(r * 16)]).second);
+    }
   }
   EXPECT_EQ(whole.state().epoch, 2);
   // A rank reads only its rows; they are the rows of the whole batch.
