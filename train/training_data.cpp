@@ -39,7 +39,7 @@ TrainingData TrainingData::open(const std::string& path, double train_fraction, 
   if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, spec));
   if (spec.name != "char")
     fail("data", "--tokenizer ", spec.name, " goes with a text file: the token directory ", path,
-         " was tokenized already (folio info shows with what)");
+         " was tokenized already (its manifest.json says with what)");
   return from_dir(TokenDir::open(path, spec.vocab_size));
 }
 
