@@ -53,7 +53,10 @@ BatchSampler::EpochLayout BatchSampler::layout(int64_t epoch, int64_t n, int64_t
 }
 
 int64_t BatchSampler::window_start(int64_t epoch, int64_t k, int64_t n, int64_t T) const {
-  const EpochLayout l = layout(epoch, n, T);
+  return start_in(layout(epoch, n, T), epoch, k, T);
+}
+
+int64_t BatchSampler::start_in(const EpochLayout& l, int64_t epoch, int64_t k, int64_t T) const {
   return l.phase + int64_t(permute(uint64_t(k), uint64_t(l.windows), mix64(seed_ + uint64_t(epoch)))) * T;
 }
 
@@ -64,9 +67,10 @@ void BatchSampler::next(const TokenSequence& tokens, int64_t B, int64_t T, Batch
   const int64_t n = tokens.size();
   if (n < T + 1) fail("data", "train split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
   if (row_end < 0) row_end = B;
+  EpochLayout l = layout(epoch_, n, T);  // once an epoch, not once a window
   for (int64_t b = 0; b < B; ++b) {
-    if (position_ >= layout(epoch_, n, T).windows) ++epoch_, position_ = 0;
-    const int64_t start = window_start(epoch_, position_++, n, T);
+    if (position_ >= l.windows) ++epoch_, position_ = 0, l = layout(epoch_, n, T);
+    const int64_t start = start_in(l, epoch_, position_++, T);
     if (b >= row_begin && b < row_end) copy_window(tokens, start, b, batch);
   }
 }

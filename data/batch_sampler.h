@@ -51,6 +51,7 @@ class BatchSampler {
   int64_t window_start(int64_t epoch, int64_t k, int64_t n, int64_t T) const;
 
  private:
+  int64_t start_in(const EpochLayout& l, int64_t epoch, int64_t k, int64_t T) const;  // window_start, laid out
   Sampling mode_;
   uint64_t seed_;
   Rng rng_;
