@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "autograd/error.h"
-#include "data/hash.h"
 
 namespace folio {
 namespace {

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "data/hash.h"
+
 namespace folio {
 
 constexpr int32_t kShardMagic = 20240520, kShardMagicUint32 = 20240801;
@@ -31,7 +33,7 @@ int token_width(int64_t vocab_size);
 // FNV-1a 64 over the bytes taken as little-endian 64-bit words (a short tail is
 // zero-padded): fast enough to check a shard at every start. Chained: pass the
 // previous value as `h` to continue over more bytes (in whole words until the last).
-constexpr uint64_t kChecksumStart = 0xcbf29ce484222325ull;  // FNV-1a 64's offset basis
+constexpr uint64_t kChecksumStart = kFnvOffset;
 uint64_t token_checksum(const void* bytes, size_t n, uint64_t h = kChecksumStart);
 std::string checksum_hex(uint64_t checksum);  // 16 lowercase hex digits
 
