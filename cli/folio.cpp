@@ -135,13 +135,20 @@ std::string checkpoint_option(const po::variables_map& vm) {
 
 void add_dtype(po::options_description& options) {
   options.add_options()("dtype", with_default<std::string>("fp32"),
-                        "matrix products: fp32, or bf16 (bf16 operands, fp32 sums; needs AVX512-BF16)");
+                        "matrix products: fp32, bf16 (bf16 operands, fp32 sums; needs AVX512-BF16), or auto (bf16 "
+                        "where the CPU has AVX512-BF16, else fp32)");
 }
 
 Precision dtype_option(const std::string& text) {
+  if (text == "auto") return kernels::bf16_native() ? Precision::bf16 : Precision::fp32;
   const auto p = parse_precision(text);
-  if (!p) throw UsageError(cat("--dtype must be fp32 or bf16, got '", text, "'"));
+  if (!p) throw UsageError(cat("--dtype must be fp32, bf16 or auto, got '", text, "'"));
   return *p;
+}
+
+std::string dtype_auto_line(Precision chosen) {
+  return cat("--dtype auto: ", to_string(chosen), " matrix products (this CPU ",
+             chosen == Precision::bf16 ? "has" : "lacks", " AVX512-BF16)");
 }
 
 void check_dtype(Precision p) {
