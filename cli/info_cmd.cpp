@@ -63,6 +63,9 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
               shown(t.grad_clip).c_str());
   if (t.optimizer == OptimizerKind::muon)
     std::printf(" --muon-lr %s --muon-weight-decay %s", shown(t.muon_lr).c_str(), shown(t.muon_weight_decay).c_str());
+  std::printf(" --decay %s", to_string(t.decay));
+  if (t.decay == Decay::wsd) std::printf(" --cooldown %s", shown(t.cooldown).c_str());
+  if (t.ema > 0) std::printf(" --ema %s", shown(t.ema).c_str());
   std::printf("\n");
   std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
               (long long)t.eval_iters, (long long)t.log_interval);

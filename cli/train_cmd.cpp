@@ -178,7 +178,16 @@ const std::vector<Option>& options() {
       field("min-lr", override, AT(train.min_lr), "learning rate at the end of the cosine decay"),
       field("warmup-iters", override, AT(train.warmup_iters), "linear warm-up steps"),
       field("lr-decay-iters", override, AT(train.lr_decay_iters),
-            "step where the cosine reaches --min-lr (0: --max-iters; with no step limit, at --max-time)"),
+            "step where the decay reaches --min-lr (0: --max-iters; with no step limit, at --max-time)"),
+      choice("decay", override, AT(train.decay), parse_decay, [](Decay d) { return to_string(d); }, "cosine or wsd",
+             "how the learning rate falls after the warm-up: cosine, or wsd (held at --lr, then a straight line to "
+             "--min-lr over the last --cooldown of the run)"),
+      field("cooldown", override, AT(train.cooldown), "--decay wsd: the fraction of the run its straight line takes",
+            Check::positive),
+      field("ema", fixed, AT(train.ema),
+            "evaluate and keep as best.safetensors an exponential moving average of the weights with this decay "
+            "per step (e.g. 0.99; 0: off)",
+            Check::non_negative),
       field("weight-decay", override, AT(train.weight_decay), "AdamW weight decay (2-D weights only)"),
       field("beta2", override, AT(train.beta2), "AdamW beta2"),
       choice("optimizer", fixed, AT(train.optimizer), parse_optimizer,
@@ -228,7 +237,8 @@ const std::vector<Option>& options() {
             "(a dead host or a cut network; 0: wait for ever)",
             Check::non_negative),
       parsed("dtype", override, AT(train.dtype), dtype_option, [](Precision p) { return std::string(to_string(p)); },
-             "matrix products: fp32, or bf16 (bf16 operands, fp32 sums; needs AVX512-BF16)"),
+             "matrix products: fp32, bf16 (bf16 operands, fp32 sums; needs AVX512-BF16), or auto (bf16 where the "
+             "CPU has AVX512-BF16, else fp32; the run saves which, and its first line says it)"),
       flag_switch("quiet", always, AT(quiet), true, "no progress output"),
   };
   return table;
@@ -399,7 +409,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
         return 0;
       };
   }
-  return [trainer, o, step = saved_state.step, schedule_note] {
+  const bool dtype_auto = given("dtype") && vm["dtype"].as<std::string>() == "auto";
+  return [trainer, o, step = saved_state.step, schedule_note, dtype_auto] {
+    if (dtype_auto && !o.quiet && dist::is_root()) std::printf("%s\n", dtype_auto_line(o.train.dtype).c_str());
     if (o.resume && !o.quiet && dist::is_root()) {
       std::printf("resuming %s from step %lld (of %s) on %s\n", o.out_dir.c_str(), (long long)step,
                   o.train.max_iters ? cat(o.train.max_iters).c_str() : cat(shown(o.train.max_time), " s").c_str(),

@@ -139,6 +139,7 @@ void save_state(const std::string& file, const TrainState& s) {
   auto flat = [](const std::vector<float>& v) { return Tensor::from({int64_t(v.size())}, v); };
   std::vector<NamedTensor> tensors{{"adamw.m", flat(s.adamw_m)}, {"adamw.v", flat(s.adamw_v)}};
   if (s.config.optimizer == OptimizerKind::muon) tensors.push_back({"muon.momentum", flat(s.muon_momentum)});
+  if (s.config.ema > 0) tensors.push_back({"ema.weights", flat(s.ema_weights)});
   save_safetensors(file, tensors,
                    {{"format", "pt"},
                     {"folio_format", std::string(kFormat) + "-state"},
@@ -185,6 +186,14 @@ TrainState load_state(const std::string& file) {
       fail("checkpoint", file, ": tensor muon.momentum is missing or not 1-D (the run's optimizer is muon)");
     check_finite(*t, "muon.momentum", file);
     s.muon_momentum.assign(t->data(), t->data() + t->numel());
+  }
+  if (s.config.ema > 0) {
+    const Tensor* t = f.find("ema.weights");
+    if (!t || t->ndim() != 1)
+      fail("checkpoint", file, ": tensor ema.weights is missing or not 1-D (the run averages its weights: ema ",
+           s.config.ema, ")");
+    check_finite(*t, "ema.weights", file);
+    s.ema_weights.assign(t->data(), t->data() + t->numel());
   }
   // Absent from runs saved before time budgets: their training time is not known, 0.
   for (const auto& [key, value] : f.metadata)

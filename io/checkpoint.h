@@ -50,6 +50,7 @@ struct TrainState {
   // directory's fingerprint ("" for a text file): absent from older runs.
   int64_t data_epoch = 0, data_position = 0;
   std::string data_fingerprint;
+  std::vector<float> ema_weights;  // config.ema > 0: (P,) the average of the weights, flat
 };
 
 void save_state(const std::string& file, const TrainState& state);

@@ -150,7 +150,10 @@ Json to_json(const TrainConfig& c) {
                       {"tokenizer", c.tokenizer},
                       {"vocab_size", c.vocab_size},
                       {"init_from", c.init_from},
-                      {"sampling", to_string(c.sampling)}};
+                      {"sampling", to_string(c.sampling)},
+                      {"decay", to_string(c.decay)},
+                      {"cooldown", double(c.cooldown)},
+                      {"ema", double(c.ema)}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -209,6 +212,14 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
     if (!v) config_fail(where, "sampling must be \"random\" or \"epoch\", got ", clip_json(*s));
     c.sampling = *v;
   }
+  // Optional: runs saved before them decay on a cosine, without an average.
+  if (const Json* d = j.find("decay")) {
+    const auto v = d->is_string() ? parse_decay(d->as_string()) : std::nullopt;
+    if (!v) config_fail(where, "decay must be \"cosine\" or \"wsd\", got ", clip_json(*d));
+    c.decay = *v;
+  }
+  if (j.find("cooldown")) c.cooldown = float(number_field(j, "cooldown", 0.0, 1.0, where));
+  if (j.find("ema")) c.ema = float(number_field(j, "ema", 0.0, 1.0, where));
   if (j.find("vocab_size")) c.vocab_size = int_field(j, "vocab_size", 0, kMaxVocab, where);
   try {
     c.validate();

@@ -157,12 +157,13 @@ TrainState RunDir::recover() const {
   return state;
 }
 
-void RunDir::save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, bool best, bool first) const {
+void RunDir::save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, const nn::GPT* best,
+                  bool first) const {
   // A state an earlier run left here must not pair with this run's pending weights
   // should this first save be cut short.
   if (first && remove_file(state_file())) sync_dir(path_);
   save_model(model_file() + kPending, model, tokenizer, state.step);
-  if (best) save_model(best_file() + kPending, model, tokenizer, state.step);
+  if (best) save_model(best_file() + kPending, *best, tokenizer, state.step);
   save_state(state_file(), state);  // the commit
   if (best) rename_file(best_file() + kPending, best_file());
   rename_file(model_file() + kPending, model_file());

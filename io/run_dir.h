@@ -35,9 +35,11 @@ class RunDir {
   // finishing or dropping the weights of a save that was cut short.
   TrainState recover() const;
   // Saves the weights (and the best weights, when `best`) and the state as one
-  // commit. `first`: the first save of a fresh run, in a directory that may hold
-  // another run's files.
-  void save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, bool best, bool first) const;
+  // commit. `best`: the weights to keep as best.safetensors (the model itself, or the
+  // average of its weights), null when this save is not the best. `first`: the first
+  // save of a fresh run, in a directory that may hold another run's files.
+  void save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, const nn::GPT* best,
+            bool first) const;
 
  private:
   std::string file(const char* name) const;

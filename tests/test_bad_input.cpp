@@ -11,6 +11,7 @@
 #include "autograd/error.h"
 #include "tests/support.h"
 #include "io/json.h"
+#include "io/run_dir.h"
 
 namespace folio {
 namespace {
@@ -156,7 +157,12 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--qk-norm", "yes"}, {"unexpected argument 'yes'"}},
       {{"train", "--out", out, "--threads", "-1"}, {"--threads", "-1"}},
       {{"train", "--out", out, "--parallel", "both"}, {"--parallel", "both", "data or ops"}},
-      {{"train", "--out", out, "--dtype", "fp16"}, {"--dtype", "fp16", "fp32 or bf16"}},
+      {{"train", "--out", out, "--dtype", "fp16"}, {"--dtype", "fp16", "fp32, bf16 or auto"}},
+      {{"train", "--out", out, "--decay", "linear"}, {"--decay", "linear", "cosine or wsd"}},
+      {{"train", "--out", out, "--cooldown", "0"}, {"--cooldown", "positive", "0"}},
+      {{"train", "--out", out, "--cooldown", "1.5"}, {"--cooldown", "1.5", "(0, 1]"}},
+      {{"train", "--out", out, "--ema", "1"}, {"--ema", "1", "[0, 1)"}},
+      {{"train", "--out", out, "--ema", "-0.5"}, {"--ema", "-0.5", ">= 0"}},
       {{"train", "--out", out, "--optimizer", "sgd"}, {"--optimizer", "sgd", "adamw or muon"}},
       {{"train", "--out", out, "--muon-lr", "0"}, {"--muon-lr", "positive", "0"}},
       {{"train", "--out", out, "--muon-lr", "nan"}, {"--muon-lr", "nan"}},
@@ -247,6 +253,19 @@ TEST_F(BadInput, Bf16WithoutAvx512Bf16) {
       {{"eval", "--checkpoint", at("run"), "--dtype", "bf16"}, fragments, 2, no_bf16},
   };
   for (const Case& c : cases) expect_refused(c);
+}
+
+// --dtype auto is the refusal's way out: where bf16 would be emulated, it trains in fp32,
+// says so on the run's first line, and saves fp32 with the run.
+TEST_F(BadInput, DtypeAutoFallsBackToFp32WithoutAvx512Bf16) {
+  const TempDir dir("dtype_auto");
+  const Result r = run_folio({"train", "--data", at("corpus.txt"), "--out", dir / "run", "--dtype", "auto",
+                              "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16",
+                              "--batch-size", "4", "--max-iters", "2", "--eval-iters", "1", "--threads", "1"},
+                             scratch_->path, 120, {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("--dtype auto: fp32 matrix products (this CPU lacks AVX512-BF16)\n")) << r.out;
+  EXPECT_EQ(saved_run(dir / "run").config.dtype, Precision::fp32);
 }
 
 }  // namespace

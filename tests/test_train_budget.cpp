@@ -69,7 +69,8 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
     Json j = Json::parse(v);
     std::erase_if(j.as_object(), [](const auto& kv) {
       return kv.first == "optimizer" || kv.first == "muon_lr" || kv.first == "muon_weight_decay" ||
-             kv.first == "max_time" || kv.first == "grad_accum";
+             kv.first == "max_time" || kv.first == "grad_accum" || kv.first == "decay" || kv.first == "cooldown" ||
+             kv.first == "ema";
     });
     old.emplace_back(k, j.dump());
   }
@@ -81,6 +82,9 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
   EXPECT_EQ(s.config.grad_accum, 1);
   EXPECT_EQ(s.train_seconds, 0.0);
   EXPECT_TRUE(s.muon_momentum.empty());
+  EXPECT_EQ(s.config.decay, Decay::cosine);
+  EXPECT_EQ(s.config.ema, 0.0f);
+  EXPECT_TRUE(s.ema_weights.empty());
 }
 
 TEST(TrainState, BadMuonFieldsAreRefusedByName) {
@@ -121,6 +125,45 @@ TEST(Schedule, CosineFollowsTimeWhenAskedTo) {
   EXPECT_NEAR(s.at(500, 50), 0.55e-3f, 1e-9f);  // half the budget: halfway, whatever the step
   EXPECT_FLOAT_EQ(s.at(15, 100), 1e-4f);
   EXPECT_FLOAT_EQ(s.at(15, 250), 1e-4f);
+}
+
+// Warm-up, then lr held until the last `cooldown` of the progress, then a straight
+// line to min_lr: in steps, and on the clock.
+TEST(Schedule, WarmupStableDecay) {
+  const Schedule steps{.lr = 1e-3f, .min_lr = 1e-4f, .warmup_iters = 10, .decay_iters = 110, .decay = Decay::wsd,
+                       .cooldown = 0.2};
+  EXPECT_FLOAT_EQ(steps.at(4), 1e-3f * 5 / 11);
+  EXPECT_FLOAT_EQ(steps.at(10), 1e-3f);
+  EXPECT_FLOAT_EQ(steps.at(90), 1e-3f);                      // 80 % of the 100 steps after the warm-up
+  EXPECT_NEAR(steps.at(100), 0.55e-3f, 1e-9f);               // halfway down the line
+  EXPECT_NEAR(steps.at(105), 1e-4f + 0.25f * 0.9e-3f, 1e-9f);
+  EXPECT_FLOAT_EQ(steps.at(110), 1e-4f);
+  EXPECT_FLOAT_EQ(steps.at(500), 1e-4f);
+  const Schedule clock{.lr = 1e-3f, .min_lr = 0, .warmup_iters = 10, .decay_iters = 20, .decay_seconds = 100,
+                       .decay = Decay::wsd, .cooldown = 0.5};
+  EXPECT_FLOAT_EQ(clock.at(400, 50), 1e-3f);
+  EXPECT_NEAR(clock.at(400, 75), 0.5e-3f, 1e-9f);
+  EXPECT_FLOAT_EQ(clock.at(400, 100), 0.0f);
+}
+
+TEST(TrainState, DecayAndAverageRoundTrip) {
+  const TempDir dir("ema_state");
+  TrainState s = muon_state();
+  s.config.decay = Decay::wsd;
+  s.config.cooldown = 0.3f;
+  s.config.ema = 0.95f;
+  s.ema_weights = {0.25f, -2.0f};
+  save_state(dir / "state.safetensors", s);
+  const TrainState back = load_state(dir / "state.safetensors");
+  EXPECT_EQ(back.config.decay, Decay::wsd);
+  EXPECT_EQ(back.config.cooldown, 0.3f);
+  EXPECT_EQ(back.config.ema, 0.95f);
+  EXPECT_EQ(back.ema_weights, s.ema_weights);
+  // A run that averages its weights and whose state lacks the average is refused by name.
+  SafetensorsFile f = load_safetensors(dir / "state.safetensors");
+  std::erase_if(f.tensors, [](const NamedTensor& t) { return t.name == "ema.weights"; });
+  save_safetensors(dir / "no_average.safetensors", f.tensors, f.metadata);
+  testing::expect_error([&] { load_state(dir / "no_average.safetensors"); }, {"no_average.safetensors", "ema.weights"});
 }
 
 TrainOptions tiny_timed_run(const TempDir& dir, double seconds) {

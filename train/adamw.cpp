@@ -80,13 +80,14 @@ float Schedule::at(int64_t step, double seconds) const {
   if (timed ? seconds >= decay_seconds : step >= decay_iters) return min_lr;
   const double ratio = timed ? std::max(0.0, seconds / decay_seconds)
                              : double(step - warmup_iters) / double(std::max<int64_t>(1, decay_iters - warmup_iters));
-  const double coeff = 0.5 * (1.0 + std::cos(M_PI * ratio));
+  const double coeff = decay == Decay::wsd ? std::min(1.0, (1.0 - ratio) / cooldown)  // 1, then down to 0
+                                           : 0.5 * (1.0 + std::cos(M_PI * ratio));
   return float(min_lr + coeff * (lr - min_lr));
 }
 
 Schedule schedule_of(const TrainConfig& tc) {
   return {tc.lr, tc.min_lr, tc.warmup_iters, tc.lr_decay_iters ? tc.lr_decay_iters : tc.max_iters,
-          tc.schedule_follows_time() ? tc.max_time : 0.0};
+          tc.schedule_follows_time() ? tc.max_time : 0.0, tc.decay, double(tc.cooldown)};
 }
 
 }  // namespace folio

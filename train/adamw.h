@@ -49,15 +49,20 @@ class AdamW {
 // returns the norm before clipping, as torch.nn.utils.clip_grad_norm_.
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
 
-// Warm-up (linear, over warmup_iters) then cosine decay from lr to min_lr at
-// decay_iters; constant min_lr after. With min_lr == lr and no warm-up: constant.
-// With decay_seconds > 0 the cosine follows time instead: after the warm-up (still in
+// Warm-up (linear, over warmup_iters) then a decay from lr to min_lr at decay_iters;
+// constant min_lr after. The decay is a cosine, or (wsd) lr held until the last
+// `cooldown` fraction of the progress and then a straight line down: a long stable
+// phase at the peak, and the loss falls mostly in the cool-down. With min_lr == lr and
+// no warm-up: constant.
+// With decay_seconds > 0 the decay follows time instead: after the warm-up (still in
 // steps) its progress is seconds / decay_seconds, `seconds` being the training time
 // before the step, so a run on a time budget ends its decay as its budget ends.
 struct Schedule {
   float lr = 1e-3f, min_lr = 1e-4f;
   int64_t warmup_iters = 100, decay_iters = 2000;
   double decay_seconds = 0;
+  Decay decay = Decay::cosine;
+  double cooldown = 0.2;  // wsd: the share of the progress the straight line takes
   float at(int64_t step, double seconds = 0) const;
 };
 

@@ -15,6 +15,14 @@ std::optional<OptimizerKind> parse_optimizer(std::string_view name) {
   return std::nullopt;
 }
 
+const char* to_string(Decay d) { return d == Decay::wsd ? "wsd" : "cosine"; }
+
+std::optional<Decay> parse_decay(std::string_view name) {
+  if (name == "cosine") return Decay::cosine;
+  if (name == "wsd") return Decay::wsd;
+  return std::nullopt;
+}
+
 void TrainConfig::validate() const {
   require_positive("config", {{"batch_size", batch_size}, {"grad_accum", grad_accum}, {"eval_interval", eval_interval},
                               {"eval_iters", eval_iters}, {"log_interval", log_interval}});
@@ -41,6 +49,8 @@ void TrainConfig::validate() const {
   if (!(muon_lr > 0.0f && std::isfinite(muon_lr))) fail("config", "muon_lr must be positive, got ", muon_lr);
   if (!(muon_weight_decay >= 0.0f && std::isfinite(muon_weight_decay)))
     fail("config", "muon_weight_decay must be >= 0, got ", muon_weight_decay);
+  if (!(cooldown > 0.0f && cooldown <= 1.0f)) fail("config", "cooldown ", cooldown, " outside (0, 1]");
+  if (!(ema >= 0.0f && ema < 1.0f)) fail("config", "ema ", ema, " outside [0, 1) (0: off)");
 }
 
 }  // namespace folio

@@ -18,6 +18,13 @@ enum class OptimizerKind { adamw, muon };
 const char* to_string(OptimizerKind k);                                // "adamw", "muon"
 std::optional<OptimizerKind> parse_optimizer(std::string_view name);  // nullopt: neither
 
+// How the learning rate falls after the warm-up (train/adamw.h: Schedule): a cosine from
+// lr to min_lr over the run, or warm-up-stable-decay: lr held, then a straight line to
+// min_lr over the last `cooldown` fraction of the run.
+enum class Decay { cosine, wsd };
+const char* to_string(Decay d);                                 // "cosine", "wsd"
+std::optional<Decay> parse_decay(std::string_view name);        // nullopt: neither
+
 struct TrainConfig {
   static constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
   static constexpr double kMaxTime = 1e9;  // seconds: ~30 years
@@ -42,7 +49,11 @@ struct TrainConfig {
   // the cosine follows it: its progress is training seconds / max_time.
   double max_time = 0;
   int64_t warmup_iters = 100;
-  int64_t lr_decay_iters = 0;   // the cosine reaches min_lr here; 0: at max_iters (or max_time)
+  int64_t lr_decay_iters = 0;   // the decay reaches min_lr here; 0: at max_iters (or max_time)
+  // The shape of the decay, and for wsd the share of the run it takes. Absent from
+  // older runs: cosine (and 0.2, unused).
+  Decay decay = Decay::cosine;
+  float cooldown = 0.2f;
   int64_t eval_interval = 250;
   int64_t eval_iters = 50;
   int64_t log_interval = 50;
@@ -53,6 +64,10 @@ struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::adamw;
   float muon_lr = 0.02f, muon_weight_decay = 0.0f;
   uint64_t seed = 1337;
+  // > 0: an exponential moving average of the weights, with this decay per step, is
+  // what evaluations measure and best.safetensors holds (train/weight_average.h).
+  // 0: off. Absent from older runs: 0.
+  float ema = 0.0f;
   // Precision of the matrix products (autograd/ops.h); weights, moments and
   // checkpoints stay fp32 either way. Absent from runs saved before it existed: fp32.
   Precision dtype = Precision::fp32;

@@ -111,6 +111,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   if (opt_.train.batch_size < dist::size())
     fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch");
+  std::vector<float> saved_average;  // (P,) a resumed run's average of the weights
   if (opt_.resume) {
     // Rank 0 brings the directory in line with its last commit; the others read it after.
     TrainState st;
@@ -138,6 +139,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
     sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
     model_->dropout_rng().set_state(st.dropout_rng);
+    saved_average = std::move(st.ema_weights);
   } else {
     std::optional<ModelCheckpoint> init;
     if (!opt_.train.init_from.empty()) init = load_model(opt_.train.init_from);
@@ -154,6 +156,10 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
   }
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
+  if (opt_.train.ema > 0) {
+    average_ = std::make_unique<WeightAverage>(*model_, opt_.train.ema);
+    if (opt_.resume) average_->restore(saved_average);
+  }
   // Every rank starts from rank 0's weights (the same seed gives the same ones; this
   // makes it so whatever the ranks' libraries do).
   dist::broadcast(std::span(model_->flat_parameters().data(), size_t(model_->flat_parameters().numel())));
@@ -208,6 +214,7 @@ double Trainer::forward_backward(const Batch& batch, bool last) {
 
 Trainer::Losses Trainer::evaluate() {
   NoGradGuard no_grad;
+  const nn::GPT& model = average_ ? average_->model() : *model_;
   model_->eval();
   Rng rng(opt_.train.seed ^ 0xe7a1);  // the same batches at every evaluation
   Batch batch;
@@ -218,7 +225,7 @@ Trainer::Losses Trainer::evaluate() {
     for (int64_t i = 0; i < opt_.train.eval_iters; ++i) {
       sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
       const int64_t T = batch.T, n = (b1 - b0) * T;
-      const float loss = model_->forward(std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n)), b1 - b0, T,
+      const float loss = model.forward(std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n)), b1 - b0, T,
                                          std::span(batch.targets).subspan(size_t(b0 * T), size_t(n)))
                              .loss.item();
       totals[s] += double(loss) * double(b1 - b0) / double(batch.B);
@@ -247,8 +254,11 @@ void Trainer::save(const Losses& losses) {
                       train_seconds_,
                       sampled.epoch,
                       sampled.position,
-                      data_.fingerprint};
-  run_dir_.save(*model_, *data_.tokenizer, st, best, first);
+                      data_.fingerprint,
+                      average_ ? std::vector<float>(average_->weights().begin(), average_->weights().end())
+                               : std::vector<float>{}};
+  const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
+  run_dir_.save(*model_, *data_.tokenizer, st, best_weights, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -354,6 +364,7 @@ Trainer::Losses Trainer::run() {
             fail("train", "the gradient of ", name, " became non-finite at step ", step_, " (training diverged); ",
                  kept());
     optimizer_->step(lr);
+    if (average_) average_->update(*model_, step_);
     model_->zero_grad();
     train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));

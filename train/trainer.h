@@ -14,6 +14,7 @@
 #include "train/data_parallel.h"
 #include "train/training_data.h"
 #include "train/gradient_buckets.h"
+#include "train/weight_average.h"
 
 namespace folio {
 
@@ -50,7 +51,8 @@ class Trainer {
     float train = 0, val = 0;
   };
   // Mean loss over eval_iters batches of each split, in eval mode: every rank takes
-  // its share of each batch, and the figure is the single-process one.
+  // its share of each batch, and the figure is the single-process one. With --ema,
+  // of the averaged weights (what best.safetensors keeps).
   Losses evaluate();
   // Trains until max_iters, max_time (or a SIGINT, SIGTERM or SIGPIPE), saving at every
   // evaluation and at the end. Returns the last evaluation.
@@ -83,6 +85,7 @@ class Trainer {
   std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops
   BatchSampler sampler_;  // the training windows' order and position
   std::unique_ptr<GradientBuckets> buckets_;     // null: one rank, or --overlap off
+  std::unique_ptr<WeightAverage> average_;       // null: no --ema
   double exposed_seconds_ = 0;                   // waited in buckets_->finish(), over this process's steps
   int64_t step_ = 0;
   double train_seconds_ = 0;
