@@ -25,7 +25,13 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/kernels/matmul.h"
 #include "data/dataset.h"
+
+// The first line of a test of bf16 products: skipped on a CPU where oneDNN has none
+// (below AVX-512), as `folio train --dtype bf16` is refused there.
+#define FOLIO_SKIP_WITHOUT_BF16()                                                    \
+  if (!::folio::kernels::bf16_runs()) GTEST_SKIP() << "oneDNN runs no bf16 products on this CPU (it lacks AVX-512)"
 
 namespace folio::testing {
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <functional>
 
+#include "tests/support.h"
 #include "autograd/kernels/matmul.h"
 #include "train/data_parallel.h"
 
@@ -80,12 +81,13 @@ void expect_bf16_op(const Fn& f, const std::vector<Tensor>& inputs, size_t produ
 }
 
 TEST(Bf16Ops, MatmulEveryLayout) {
+  FOLIO_SKIP_WITHOUT_BF16();
   auto mm = [](bool ta, bool tb) {
     return Fn([=](const std::vector<Tensor>& v, Precision p) { return matmul(v[0], v[1], ta, tb, p); });
   };
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
-      SCOPED_TRACE(testing::Message() << "ta " << ta << " tb " << tb);
+      SCOPED_TRACE(::testing::Message() << "ta " << ta << " tb " << tb);
       auto a = [&](int64_t b, int64_t m, int64_t k, uint64_t seed) {
         return b ? leaf(ta ? Shape{b, k, m} : Shape{b, m, k}, seed) : leaf(ta ? Shape{k, m} : Shape{m, k}, seed);
       };
@@ -103,6 +105,7 @@ TEST(Bf16Ops, MatmulEveryLayout) {
 }
 
 TEST(Bf16Ops, LinearAtTheModelsShapes) {
+  FOLIO_SKIP_WITHOUT_BF16();
   const Fn lin = [](const std::vector<Tensor>& v, Precision p) { return linear(v[0], v[1], v[2], p); };
   expect_bf16_op(lin, {leaf({12, 64, 128}, 1), leaf({384, 128}, 2), leaf({384}, 3)});  // S: packed q/k/v
   expect_bf16_op(lin, {leaf({6, 64, 512}, 4), leaf({128, 512}, 5), leaf({128}, 6)});   // feed-forward proj
@@ -135,6 +138,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 // Every product of a step (forward and backward, of every layer) follows the model's
 // precision, on the data-parallel replicas' threads too.
 TEST(Bf16Model, EveryProductRunsInTheModelsPrecision) {
+  FOLIO_SKIP_WITHOUT_BF16();
   const int64_t B = 4, T = 16;
   const auto x = tokens(B * T, 1), y = tokens(B * T, 2);
   nn::GPT model(small_config());
@@ -159,6 +163,7 @@ TEST(Bf16Model, EveryProductRunsInTheModelsPrecision) {
 
 // The whole model: loss and gradient near fp32's, and not equal to it (bf16 did run).
 TEST(Bf16Model, GPTLossAndGradientNearFp32) {
+  FOLIO_SKIP_WITHOUT_BF16();
   const int64_t B = 4, T = 16;
   const auto x = tokens(B * T, 1), y = tokens(B * T, 2);
   nn::GPT fp32(small_config()), bf16(small_config());
@@ -178,6 +183,7 @@ TEST(Bf16Model, GPTLossAndGradientNearFp32) {
 // switched after the replicas exist: the data-parallel gradient equals the model's
 // own bf16 gradient to fp32 rounding, where fp32 replicas would be ~1e-3 off.
 TEST(Bf16Model, DataParallelReplicasFollowTheModel) {
+  FOLIO_SKIP_WITHOUT_BF16();
   const int64_t B = 4, T = 16;
   const auto x = tokens(B * T, 3), y = tokens(B * T, 4);
   nn::GPT alone(small_config()), split(small_config());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/rng.h"
 
@@ -186,6 +187,7 @@ TEST(MatmulBf16, ConversionRoundsToNearestEven) {
 // The model's products (config S: B*T = 768, C = 128, 4 heads of 32), in the layouts
 // linear and attention use them forward and backward.
 TEST(MatmulBf16, ModelShapesMatchReference) {
+  FOLIO_SKIP_WITHOUT_BF16();
   struct Case {
     int64_t batch, M, N, K;
     bool ta, tb, ba, bb, acc, bias, relu = false;
@@ -213,6 +215,7 @@ TEST(MatmulBf16, ModelShapesMatchReference) {
 }
 
 TEST(MatmulBf16, EveryLayoutOnRaggedShapes) {
+  FOLIO_SKIP_WITHOUT_BF16();
   const int64_t shapes[][4] = {{1, 1, 1, 1}, {3, 7, 13, 5}, {2, 33, 1, 65}};
   for (auto& s : shapes)
     for (int layout = 0; layout < 64; ++layout) {
@@ -225,6 +228,7 @@ TEST(MatmulBf16, EveryLayoutOnRaggedShapes) {
 }
 
 TEST(MatmulBf16, SharesThePrimitiveCacheWithoutMixingTypes) {
+  FOLIO_SKIP_WITHOUT_BF16();
   Gemm g;
   g.M = 9, g.N = 10, g.K = 11;
   std::vector<float> a(9 * 11, 1.0f + 1.0f / 256), b(11 * 10, 1.0f), c(9 * 10);

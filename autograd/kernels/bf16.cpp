@@ -70,4 +70,10 @@ bool bf16_native() {
   return (isa & need) == need;
 }
 
+bool bf16_runs() {
+  const auto isa = unsigned(dnnl::get_effective_cpu_isa());
+  const auto need = unsigned(dnnl::cpu_isa::avx512_core);
+  return (isa & need) == need;
+}
+
 }  // namespace folio::kernels

@@ -58,5 +58,8 @@ inline float to_float(bf16 x) {
 // Whether oneDNN runs bf16 products with the CPU's own bf16 instructions
 // (AVX512-BF16, or AMX): without them it emulates them, far slower than fp32.
 bool bf16_native();
+// Whether oneDNN runs bf16 products at all: it emulates them on AVX-512 without
+// AVX512-BF16, and has none below AVX-512 (an AVX2 CPU), where creating one fails.
+bool bf16_runs();
 
 }  // namespace folio::kernels
