@@ -26,9 +26,9 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
               (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size,
               shown(c.dropout).c_str(), c.bias ? "on" : "off", nn::to_string(c.activation));
   // The model options as the flags that give them (switches only when on).
-  std::printf("options      --pos %s%s%s --logit-softcap %s%s\n", nn::to_string(c.pos), c.qk_norm ? " --qk-norm" : "",
+  std::printf("options      --pos %s%s%s --logit-softcap %s%s%s\n", nn::to_string(c.pos), c.qk_norm ? " --qk-norm" : "",
               c.zero_init_proj ? " --zero-init-proj" : "", shown(c.logit_softcap).c_str(),
-              c.tie_weights ? " --tie-weights" : "");
+              c.tie_weights ? " --tie-weights" : "", c.bigram ? " --bigram" : "");
   std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
   const Tokenizer& tok = *ck.tokenizer;
   std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());

@@ -161,6 +161,9 @@ const std::vector<Option>& options() {
           [](float c) { return shown(c); }, "cap the logits smoothly: C * tanh(logits / C) (0: off)")),
       from_checkpoint(flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
                   "the output layer uses the token embedding matrix as its weight")),
+      from_checkpoint(flag_switch("bigram", fixed, AT(model.bigram), true,
+                  "add a learned vector for each pair (previous token, token) to the token embedding: an exact "
+                  "(V + 1) x V table, for vocabularies of up to 1024 tokens")),
       field("batch-size", override, AT(train.batch_size),
             "sequences per micro-batch (a step takes --grad-accum of them)", Check::positive),
       field("grad-accum", override, AT(train.grad_accum),

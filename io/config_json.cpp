@@ -85,7 +85,8 @@ Json to_json(const nn::GPTConfig& c) {
                       {"qk_norm", c.qk_norm},
                       {"zero_init_proj", c.zero_init_proj},
                       {"logit_softcap", double(c.logit_softcap)},
-                      {"tie_weights", c.tie_weights}};
+                      {"tie_weights", c.tie_weights},
+                      {"bigram", c.bigram}};
 }
 
 nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
@@ -115,7 +116,7 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
       config_fail(where, "pos \"rope\" needs an even head size, got n_embd / n_head = ", c.n_embd / c.n_head);
   }
   for (auto [key, flag] : {std::pair{"qk_norm", &c.qk_norm}, std::pair{"zero_init_proj", &c.zero_init_proj},
-                           std::pair{"tie_weights", &c.tie_weights}})
+                           std::pair{"tie_weights", &c.tie_weights}, std::pair{"bigram", &c.bigram}})
     if (const Json* v = j.find(key)) {
       if (!v->is_bool()) config_fail(where, key, " must be true or false, got ", clip_json(*v));
       *flag = v->as_bool();

@@ -62,6 +62,9 @@ Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t 
 // With rotary positions, the keys are stored rotated, each at its absolute position.
 struct KVCache {
   Tensor k, v;
+  // GPT::forward_cached keeps each row's last token here (in the first layer's cache):
+  // the previous token of the next call's first, for a bigram table. (B)
+  std::vector<int32_t> last_ids;
   int64_t length() const { return k.defined() ? k.size(2) : 0; }
 };
 

@@ -154,6 +154,7 @@ Decoder::Decoder(const GPT& model, int64_t streams)
                        std::vector<float>(cache)});
   }
   length_.assign(size_t(streams), 0);
+  last_id_.assign(size_t(streams), 0);
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
   ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C);
 }
@@ -176,6 +177,7 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t st
                   sizeof(float) * T * hs);
     }
   length_[size_t(stream)] = T;
+  last_id_[size_t(stream)] = ids.back();
   std::memcpy(logits_.data(), logits.data() + (T - 1) * config_.vocab_size, sizeof(float) * config_.vocab_size);
   return logits_;
 }
@@ -229,14 +231,19 @@ void Decoder::check_step(int32_t id, int64_t stream) const {
   if (id < 0 || id >= V) fail("decoder", "token id ", id, " outside the vocabulary of ", V);
 }
 
-void Decoder::embed(int32_t id, int64_t pos, float* x, float* cos, float* sin) const {
-  const int64_t C = config_.n_embd;
+void Decoder::embed(int32_t id, int64_t stream, float* x, float* cos, float* sin) const {
+  const int64_t C = config_.n_embd, V = config_.vocab_size, pos = length_[size_t(stream)];
   const float* tok = model_.token_embedding->weight.data() + id * C;
+  std::memcpy(x, tok, sizeof(float) * C);
+  if (model_.bigram_embedding) {  // as GPT::embed: row previous * V + id, previous V at the start
+    const int64_t previous = pos == 0 ? V : last_id_[size_t(stream)];
+    const float* pair = model_.bigram_embedding->weight.data() + (previous * V + id) * C;
+    for (int64_t c = 0; c < C; ++c) x[c] += pair[c];
+  }
   if (model_.position_embedding) {
     const float* where = model_.position_embedding->weight.data() + pos * C;
-    for (int64_t c = 0; c < C; ++c) x[c] = tok[c] + where[c];
+    for (int64_t c = 0; c < C; ++c) x[c] += where[c];
   } else {
-    std::memcpy(x, tok, sizeof(float) * C);
     RotaryTables::row(pos, C / config_.n_head, cos, sin);
   }
 }
@@ -257,7 +264,7 @@ void Decoder::softcap(float* logits, int64_t n) const {
 std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   check_step(id, stream);
   const int64_t C = config_.n_embd, pos = length_[size_t(stream)];
-  embed(id, pos, x_.data(), cos_.data(), sin_.data());
+  embed(id, stream, x_.data(), cos_.data(), sin_.data());
   const RowScratch s{att_.data(), h_.data(), cos_.data(), sin_.data()};  // h_ is free while attending
   for (Layer& L : layers_) {
     kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
@@ -276,6 +283,7 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   lm_head_.apply(h_.data(), logits_.data(), x16_);
   softcap(logits_.data(), config_.vocab_size);
   ++length_[size_t(stream)];
+  last_id_[size_t(stream)] = id;
   return logits_;
 }
 
@@ -298,7 +306,7 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
   }
   ensure_batch(B);
   for (int64_t b = 0; b < B; ++b)
-    embed(ids[b], length_[size_t(streams[b])], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
+    embed(ids[b], streams[b], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
   for (Layer& L : layers_) {
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
@@ -322,7 +330,7 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
                             bh_.data() + b * C, C, kLayerNormEps);
   lm_head_.apply_rows(bh_.data(), blogits_.data(), B, x16_);  // (B, C) -> (B, V)
   softcap(blogits_.data(), B * V);
-  for (int64_t b = 0; b < B; ++b) ++length_[size_t(streams[b])];
+  for (int64_t b = 0; b < B; ++b) ++length_[size_t(streams[b])], last_id_[size_t(streams[b])] = ids[b];
   return {blogits_.data(), size_t(B * V)};
 }
 

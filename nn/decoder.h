@@ -97,7 +97,8 @@ class Decoder {
   static int64_t panel_floats(const GPT& model);  // of all its products (0 for bf16 ones)
   // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
   void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
-  void embed(int32_t id, int64_t pos, float* x, float* cos, float* sin) const;  // token + position -> x (C)
+  // token (+ bigram of the stream's last token and this one) + position -> x (C)
+  void embed(int32_t id, int64_t stream, float* x, float* cos, float* sin) const;
   void check_step(int32_t id, int64_t stream) const;
   void activate(float* f, int64_t n) const;  // the feed-forward's activation, in place
   void softcap(float* logits, int64_t n) const;
@@ -108,6 +109,7 @@ class Decoder {
   std::vector<Layer> layers_;
   Matrix lm_head_;
   std::vector<int64_t> length_;  // (streams)
+  std::vector<int32_t> last_id_;  // (streams) the last token run, the bigram table's previous one
   // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (4C), att_ (block_size),
   // logits_ (V), cos_, sin_ (C).
   std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_;

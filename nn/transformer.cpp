@@ -86,6 +86,9 @@ void GPTConfig::validate() const {
   if (!(logit_softcap >= 0.0f && std::isfinite(logit_softcap)) ||
       (logit_softcap > 0.0f && !std::isfinite(1.0f / logit_softcap)))
     fail("config", "logit_softcap must be >= 0 (0: off) and, if positive, its inverse finite; got ", logit_softcap);
+  if (bigram && vocab_size > kMaxBigramVocab)
+    fail("config", "bigram keeps a row per pair of tokens, (vocab_size + 1) * vocab_size of them: vocab_size ",
+         vocab_size, " exceeds ", kMaxBigramVocab, " (it is meant for characters, not subwords)");
 }
 
 int64_t GPTConfig::parameter_count() const {
@@ -93,7 +96,7 @@ int64_t GPTConfig::parameter_count() const {
   const int64_t positions = pos == Positions::learned ? Embedding::parameter_count(block_size, C) : 0;
   const int64_t head = tie_weights ? (bias ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, bias);
   return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias) +
-         LayerNorm::parameter_count(C) + head;
+         LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C);
 }
 
 GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
@@ -130,22 +133,36 @@ void GPT::build(Arena arena) {
   lm_head = register_module("lm_head", config.tie_weights
                                            ? std::make_shared<Linear>(token_embedding->weight, config.bias, arena)
                                            : std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
+  if (config.bigram)
+    bigram_embedding = register_module("bigram_embedding", std::make_shared<Embedding>(config.bigram_rows(), C, arena));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
   flat_ = arena.flat();
 }
 
-Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const {
+Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
+                  std::span<const int32_t> before) const {
   if (B < 1 || T < 1 || int64_t(ids.size()) != B * T)
     fail("gpt", ids.size(), " token ids for a batch of B ", B, " x T ", T);
   if (start + T > config_.block_size)
     fail("gpt", "sequence of ", start + T, " positions exceeds block_size ", config_.block_size);
-  const Tensor tok = token_embedding->forward(ids, {B, T});  // (B, T, C)
-  if (!position_embedding) return drop_->forward(tok);        // rope: the blocks rotate q and k instead
+  Tensor x = token_embedding->forward(ids, {B, T});  // (B, T, C); checks every id is below V
+  if (bigram_embedding) {
+    if (!before.empty() && int64_t(before.size()) != B) fail("gpt", before.size(), " previous tokens for ", B, " rows");
+    const int32_t V = int32_t(config_.vocab_size);
+    std::vector<int32_t> pairs(ids.size());  // (B, T) rows of the bigram table
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) {
+        const int32_t previous = t > 0 ? ids[size_t(b * T + t - 1)] : before.empty() ? V : before[size_t(b)];
+        pairs[size_t(b * T + t)] = previous * V + ids[size_t(b * T + t)];
+      }
+    x = add(x, bigram_embedding->forward(pairs, {B, T}));
+  }
+  if (!position_embedding) return drop_->forward(x);  // rope: the blocks rotate q and k instead
   std::vector<int32_t> positions(T);
   std::iota(positions.begin(), positions.end(), int32_t(start));
   const Tensor pos = position_embedding->forward(positions, {T});  // (T, C)
-  return drop_->forward(add(tok, pos));
+  return drop_->forward(add(x, pos));
 }
 
 Tensor GPT::head(const Tensor& x) const {
@@ -168,7 +185,13 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
 
 Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const {
   if (caches.size() != blocks.size()) caches.assign(blocks.size(), KVCache{});
-  Tensor x = embed(ids, B, T, caches[0].length());
+  std::vector<int32_t>& last = caches[0].last_ids;  // (B) empty before the first call
+  if (caches[0].length() > 0 && bigram_embedding && int64_t(last.size()) != B)
+    fail("gpt", "a cache of ", last.size(), " rows continued with ", B);
+  Tensor x = embed(ids, B, T, caches[0].length(), caches[0].length() > 0 ? std::span<const int32_t>(last)
+                                                                         : std::span<const int32_t>());
+  last.resize(size_t(B));
+  for (int64_t b = 0; b < B; ++b) last[size_t(b)] = ids[size_t(b * T + T - 1)];
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(x, caches[l]);
   return head(x);
 }

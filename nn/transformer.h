@@ -79,15 +79,23 @@ struct GPTConfig {
   bool zero_init_proj = false;         // attn.proj and ffwd.proj weights start at zero
   float logit_softcap = 0.0f;          // > 0: logits = c * tanh(logits / c); 0: off
   bool tie_weights = false;            // lm_head's weight is token_embedding's (V, C) matrix
+  // An exact bigram table added to the token embedding: ((V + 1) V, C), row
+  // previous * V + token; the first token of a sequence has no previous one and takes
+  // row V * V + token. Only for vocabularies of up to kMaxBigramVocab tokens.
+  bool bigram = false;
+  static constexpr int64_t kMaxBigramVocab = 1024;
+  int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   void validate() const;  // throws naming the bad field
   // The number of parameters a GPT of this config has, computed without building it
   // (so a checkpoint's claim can be checked before anything is allocated).
   int64_t parameter_count() const;
 };
 
-// Token (+ learned position) embeddings -> n_layer Blocks -> LayerNorm -> Linear onto V
-// (-> soft cap). With tie_weights, the Linear's weight is the token embedding's: the
-// parameter is named once, token_embedding.weight, and lm_head has only its bias.
+// Token (+ bigram) (+ learned position) embeddings -> n_layer Blocks -> LayerNorm ->
+// Linear onto V (-> soft cap). With tie_weights, the Linear's weight is the token
+// embedding's: the parameter is named once, token_embedding.weight, and lm_head has
+// only its bias. The bigram table's parameter comes last, so that every other weight
+// is drawn as it would be without it.
 class GPT : public Module {
  public:
   // Fresh weights, drawn from config.seed.
@@ -105,7 +113,8 @@ class GPT : public Module {
   // to in this very forward pass (folio attention shows them).
   Output forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets = {},
                  std::vector<Tensor>* attention = nullptr) const;
-  // Inference with a KV cache: positions start at caches[0].length().
+  // Inference with a KV cache: positions start at caches[0].length() (and with a bigram
+  // table, the first token's previous one is caches[0].last_ids).
   Tensor forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const;
 
   const GPTConfig& config() const { return config_; }
@@ -119,10 +128,14 @@ class GPT : public Module {
   std::vector<std::shared_ptr<Block>> blocks;
   std::shared_ptr<LayerNorm> ln_f;
   std::shared_ptr<Linear> lm_head;
+  std::shared_ptr<Embedding> bigram_embedding;  // null without config.bigram
 
  private:
   void build(Arena arena);
-  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start) const;
+  // before: the token ahead of each row's first (B), for the bigram table; empty at
+  // the start of the sequences.
+  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
+               std::span<const int32_t> before = {}) const;
   Tensor head(const Tensor& x) const;  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap
   GPTConfig config_;
   std::shared_ptr<Rng> dropout_rng_;

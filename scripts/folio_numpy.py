@@ -100,6 +100,10 @@ def forward(W, config, ids):
     if config.get("tie_weights", False):  # one (V, C) matrix, stored once, used twice
         W = dict(W, **{"lm_head.weight": W["token_embedding.weight"]})
     x = W["token_embedding.weight"][ids].astype(np.float64)
+    if config.get("bigram", False):  # row previous * V + id; the first token's previous is V
+        V = config["vocab_size"]
+        previous = np.concatenate([np.full((B, 1), V), ids[:, :-1]], axis=1)
+        x = x + W["bigram_embedding.weight"][previous * V + ids]
     if not use_rope:
         x = x + W["position_embedding.weight"][:T]
     mask = np.tril(np.ones((T, T), dtype=bool))

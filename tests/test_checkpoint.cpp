@@ -69,7 +69,7 @@ TEST(Checkpoint, ModelOptionsRoundTrip) {
   const auto vocab = make_tokenizer({}, "abcdefg");
   nn::GPTConfig c = tiny(vocab->vocab_size());
   c.pos = nn::Positions::rope, c.qk_norm = true, c.activation = nn::Activation::relu2, c.zero_init_proj = true;
-  c.logit_softcap = 15.5f, c.tie_weights = true;
+  c.logit_softcap = 15.5f, c.tie_weights = true, c.bigram = true;
   nn::GPT model(c);
   save_model(dir / "model.safetensors", model, *vocab, 7);
   const SafetensorsFile f = load_safetensors(dir / "model.safetensors");
@@ -79,12 +79,12 @@ TEST(Checkpoint, ModelOptionsRoundTrip) {
   EXPECT_EQ(f.find("position_embedding.weight"), nullptr);
   testing::expect_contains(f.meta("config"), {"\"pos\":\"rope\"", "\"qk_norm\":true", "\"activation\":\"relu2\"",
                                               "\"zero_init_proj\":true", "\"logit_softcap\":15.5",
-                                              "\"tie_weights\":true"});
+                                              "\"tie_weights\":true", "\"bigram\":true"});
 
   const ModelCheckpoint ck = load_model(dir.path.string());
   const nn::GPTConfig& got = ck.model->config();
   EXPECT_EQ(got.pos, nn::Positions::rope);
-  EXPECT_TRUE(got.qk_norm && got.zero_init_proj && got.tie_weights);
+  EXPECT_TRUE(got.qk_norm && got.zero_init_proj && got.tie_weights && got.bigram);
   EXPECT_EQ(got.activation, nn::Activation::relu2);
   EXPECT_EQ(got.logit_softcap, 15.5f);
   EXPECT_TRUE(ck.model->lm_head->weight.same(ck.model->token_embedding->weight));  // tied again
@@ -101,7 +101,7 @@ TEST(Checkpoint, ModelOptionsRoundTrip) {
 TEST(Checkpoint, FilesWithoutTheModelOptionsLoadWithTheDefaults) {
   auto expect_defaults = [](const nn::GPTConfig& c) {
     EXPECT_EQ(c.pos, nn::Positions::learned);
-    EXPECT_FALSE(c.qk_norm || c.zero_init_proj || c.tie_weights);
+    EXPECT_FALSE(c.qk_norm || c.zero_init_proj || c.tie_weights || c.bigram);
     EXPECT_EQ(c.logit_softcap, 0.0f);
   };
   const ModelCheckpoint old = load_model(std::string(FOLIO_SOURCE_DIR) + "/fuzz/corpus/accept-model.safetensors");
@@ -119,7 +119,7 @@ TEST(Checkpoint, FilesWithoutTheModelOptionsLoadWithTheDefaults) {
       Json::Object o = Json::parse(v).as_object();
       std::erase_if(o, [](const auto& kv) {
         return kv.first == "pos" || kv.first == "qk_norm" || kv.first == "zero_init_proj" ||
-               kv.first == "logit_softcap" || kv.first == "tie_weights";
+               kv.first == "logit_softcap" || kv.first == "tie_weights" || kv.first == "bigram";
       });
       v = Json(o).dump();
       EXPECT_EQ(v.find("pos"), std::string::npos) << v;

@@ -35,7 +35,14 @@ float max_diff(std::span<const float> a, std::span<const float> b) {
   return d;
 }
 
-class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {};
+class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().dtype == Precision::bf16) {
+      FOLIO_SKIP_WITHOUT_BF16();
+    }
+  }
+};
 
 TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   const DecoderCase& c = GetParam();
@@ -61,7 +68,7 @@ TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
 // step_batch (one product per weight matrix for several streams) against step on a
 // decoder per stream: streams at different positions, in any order, some sitting out
 // a step (as requests join and leave a server's batch).
-class BatchMatchesStep : public ::testing::TestWithParam<DecoderCase> {};
+class BatchMatchesStep : public DecoderMatchesForward {};  // the same cases, the same skip
 
 TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
   const DecoderCase& c = GetParam();
@@ -120,6 +127,11 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                     c.activation = nn::Activation::relu2;
                                     c.logit_softcap = 3.0f;
                                     c.tie_weights = true;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"bigram", with(kSmall, [](auto& c) { c.bigram = true; }), Precision::fp32, 2e-5f},
+                      DecoderCase{"bigram_rope", with(kSmall, [](auto& c) {
+                                    c.bigram = true;
+                                    c.pos = nn::Positions::rope;
                                   }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).

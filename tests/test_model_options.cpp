@@ -1,5 +1,5 @@
-// The model options of issue 14 (GPTConfig: pos, qk_norm, relu2, zero_init_proj,
-// logit_softcap, tie_weights): gradients with each one and with all of them, the
+// The model options (GPTConfig: pos, qk_norm, relu2, zero_init_proj, logit_softcap,
+// tie_weights, bigram): gradients with each one and with all of them, the
 // KV-cached forward against the whole one, rope against its formula, the fast
 // attention against the per-Head specification, weight tying's one parameter, the
 // zero-initialised projections, parameter counts, replicas and bf16.
@@ -49,6 +49,7 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("zero_init_proj", [](GPTConfig& c) { c.zero_init_proj = true; });
   with("logit_softcap", [](GPTConfig& c) { c.logit_softcap = 2.0f; });
   with("tie_weights", [](GPTConfig& c) { c.tie_weights = true; });
+  with("bigram", [](GPTConfig& c) { c.bigram = true; });
   return out;
 }
 
@@ -174,6 +175,42 @@ TEST(ModelOptions, CachedForwardEqualsTheWholeForward) {
 // With rope the model has no position table, and order still matters. Without any
 // positions, causal attention sees the earlier tokens as a set: swapping two of them
 // would leave the last position's logits as they are. With rope it changes them.
+// The bigram table's row for position t is (token t - 1, token t), and the first
+// position's is (none, token 0): changing one row moves the logits from the first
+// position that reads it on, and none before.
+TEST(ModelOptions, BigramRowsArePairsOfPreviousAndCurrentToken) {
+  GPTConfig c = tiny();
+  c.bigram = true;
+  GPT gpt(c);
+  redraw(gpt, 0.3f, 9);
+  gpt.eval();
+  NoGradGuard no_grad;
+  const std::vector<int32_t> ids{2, 5, 1, 4, 6, 3};  // (1, 6); the pair (1, 4) at t = 3 only, and never (4, 1)
+  const int64_t V = c.vocab_size, C = c.n_embd, T = 6;
+  EXPECT_EQ(gpt.bigram_embedding->weight.size(0), (V + 1) * V);
+  const std::vector<float> before = gpt.forward(ids, 1, T).logits.to_vector();  // (1, T, V)
+  auto first_moved = [&](int64_t row) {
+    float* w = gpt.bigram_embedding->weight.data() + row * C;
+    const std::vector<float> kept(w, w + C);
+    for (int64_t i = 0; i < C; ++i) w[i] += 1.0f;
+    gpt.bigram_embedding->weight.mark_modified();
+    const std::vector<float> after = gpt.forward(ids, 1, T).logits.to_vector();
+    std::copy(kept.begin(), kept.end(), w);
+    gpt.bigram_embedding->weight.mark_modified();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t v = 0; v < V; ++v)
+        if (after[size_t(t * V + v)] != before[size_t(t * V + v)]) return t;
+    return T;
+  };
+  EXPECT_EQ(first_moved(1 * V + 4), 3);
+  EXPECT_EQ(first_moved(4 * V + 1), T);  // the reversed pair is not in the text
+  EXPECT_EQ(first_moved(V * V + 2), 0);  // (none, 2): the first position
+  EXPECT_EQ(first_moved(V * V + 5), T);  // a later 5 has a previous token
+  GPTConfig subwords = c;
+  subwords.vocab_size = 2000;
+  folio::testing::expect_error([&] { subwords.validate(); }, {"bigram", "2000", "1024"});
+}
+
 TEST(ModelOptions, RopeReplacesThePositionTable) {
   GPT gpt(all_options());
   EXPECT_EQ(gpt.position_embedding, nullptr);
@@ -261,11 +298,12 @@ TEST(ModelOptions, ZeroInitProjectionsLeaveTheRestAsTheyWere) {
 }
 
 TEST(ModelOptions, ParameterCountOfEveryCombination) {
-  for (int bits = 0; bits < 64; ++bits) {
+  for (int bits = 0; bits < 128; ++bits) {
     GPTConfig c = tiny();
     c.pos = bits & 1 ? Positions::rope : Positions::learned;
     c.qk_norm = bits & 2, c.zero_init_proj = bits & 4, c.tie_weights = bits & 8, c.bias = !(bits & 16);
     c.activation = bits & 32 ? Activation::relu2 : Activation::relu;
+    c.bigram = bits & 64;
     const GPT gpt(c);
     EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
     EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;
