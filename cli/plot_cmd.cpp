@@ -11,7 +11,10 @@ namespace {
 void declare(po::options_description& opts) {
   opts.add_options()("run", po::value<std::vector<std::string>>()->composing(),
                      "a run directory (or its log.csv); the bare words after plot are runs too")
-      ("out", with_default<std::string>("loss.svg"), "the SVG file to write");
+      ("out", with_default<std::string>("loss.svg"), "the SVG file to write")
+      ("x", with_default<std::string>("step"),
+       "the horizontal axis: step, or time (each run's training seconds, its log's train_s: runs of "
+       "different speeds on one clock)");
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
@@ -26,10 +29,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
     if (name.empty() || name == ".") name = std::filesystem::absolute(named).lexically_normal().filename().string();
     curves.push_back(viz::read_loss_log(log.string(), name));
   }
+  const std::string x = vm["x"].as<std::string>();
+  if (x != "step" && x != "time") throw UsageError(cat("--x must be step or time, got '", x, "'"));
+  const viz::PlotAxis axis = x == "time" ? viz::PlotAxis::time : viz::PlotAxis::step;
   const std::string out = vm["out"].as<std::string>();
   check_output_file(out, "out");
   return [=] {
-    write_output(out, viz::loss_plot_svg(curves), plural(int64_t(curves.size()), "run"));
+    write_output(out, viz::loss_plot_svg(curves, axis), plural(int64_t(curves.size()), "run"));
     return 0;
   };
 }

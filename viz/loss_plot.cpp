@@ -10,6 +10,9 @@
 #include "viz/svg.h"
 
 namespace folio::viz {
+namespace {
+std::vector<std::string> split(const std::string& line, char sep);
+}  // namespace
 
 LossCurve read_loss_log(const std::string& path, const std::string& name) {
   std::ifstream in(path);
@@ -18,6 +21,8 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
   std::string line;
   if (!std::getline(in, line) || line.rfind("step,train_loss,val_loss", 0) != 0)
     fail("plot", path, ": not a folio log.csv (its first line should be step,train_loss,val_loss,...)");
+  const std::vector<std::string> header = split(line, ',');
+  const auto train_s = std::find(header.begin(), header.end(), "train_s");  // absent from older logs
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     std::istringstream row(line);
@@ -28,6 +33,15 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
     if (!(row >> p.step >> c1 >> p.train >> c2 >> p.val >> c3 >> lr >> c4 >> tokens_per_sec >> c5 >> p.elapsed_s) ||
         c1 != ',' || c2 != ',' || c3 != ',' || c4 != ',' || c5 != ',' || !(row.eof() || row.peek() == ','))
       fail("plot", path, ":", number, ": expected comma-separated numbers, got '", line, "'");
+    if (train_s != header.end()) {
+      const std::vector<std::string> cells = split(line, ',');
+      const size_t at = size_t(train_s - header.begin());
+      char* end = nullptr;
+      p.train_s = at < cells.size() ? std::strtod(cells[at].c_str(), &end) : -1;
+      if (at >= cells.size() || end != cells[at].c_str() + cells[at].size() || !(p.train_s >= 0))
+        fail("plot", path, ":", number, ": expected the training seconds in column ", at + 1, " (train_s), got '",
+             line, "'");
+    }
     curve.points.push_back(p);
   }
   if (curve.points.empty()) fail("plot", path, ": no evaluations logged yet");
@@ -35,6 +49,14 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
 }
 
 namespace {
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : line)
+    if (c == sep) out.emplace_back();
+    else out.back().push_back(c);
+  return out;
+}
 
 // About `count` round tick values covering [lo, hi].
 std::vector<double> ticks(double lo, double hi, int count) {
@@ -62,7 +84,11 @@ constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", 
 
 }  // namespace
 
-std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
+std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
+  const bool timed_axis = axis == PlotAxis::time;
+  auto at = [&](const LossPoint& p) {  // where a point sits on the horizontal axis
+    return !timed_axis ? double(p.step) : p.train_s >= 0 ? p.train_s : p.elapsed_s;
+  };
   // The legend goes under the plot, a line per run, so it never hides a curve.
   constexpr double W = 760, left = 64, right = 24, top = 36, bottom = 76, legend_line = 18;
   const double H = 460 + legend_line * double(curves.size());
@@ -70,7 +96,7 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
   double max_step = 1, lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const LossCurve& c : curves)
     for (const LossPoint& p : c.points) {
-      max_step = std::max(max_step, double(p.step));
+      max_step = std::max(max_step, at(p));
       for (double v : {p.train, p.val})
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
@@ -81,7 +107,8 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
   auto Y = [&](double loss) { return top + (plot_bottom - top) * (hi - loss) / (hi - lo); };
 
   Svg svg(W, H);
-  svg.text(left, 22, "loss against step (solid: val, dashed: train)", 14, "start", "font-weight=\"bold\"");
+  svg.text(left, 22, std::string("loss against ") + (timed_axis ? "training time" : "step") +
+                         " (solid: val, dashed: train)", 14, "start", "font-weight=\"bold\"");
   for (double t : ticks(lo, hi, 6)) {
     svg.line(left, Y(t), W - right, Y(t), "#e5e5e5");
     svg.text(left - 6, Y(t) + 4, short_number(t), 11, "end");
@@ -90,23 +117,25 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves) {
   const LossCurve* timed = curves.empty() ? nullptr : &curves[0];
   for (double t : ticks(0, max_step, 8)) {
     svg.line(X(t), top, X(t), plot_bottom, "#f0f0f0");
-    svg.text(X(t), plot_bottom + 16, short_number(t, 6), 11, "middle");
-    if (timed && t <= double(timed->points.back().step)) {
+    svg.text(X(t), plot_bottom + 16, timed_axis ? duration(t) : short_number(t, 6), 11, "middle");
+    if (!timed_axis && timed && t <= double(timed->points.back().step)) {
       const auto it = std::lower_bound(timed->points.begin(), timed->points.end(), t,
                                        [](const LossPoint& p, double s) { return double(p.step) < s; });
       svg.text(X(t), plot_bottom + 30, duration(it->elapsed_s), 10, "middle", "fill=\"#777\"");
     }
   }
   svg.rect(left, top, W - left - right, plot_bottom - top, "none", "stroke=\"#999\"");
-  svg.text((left + W - right) / 2, plot_bottom + 50, "step  (elapsed wall time of " + (timed ? timed->name : "") + " below)",
+  svg.text((left + W - right) / 2, plot_bottom + 50,
+           timed_axis ? std::string("training time (the steps' seconds, evaluations excluded)")
+                      : "step  (elapsed wall time of " + (timed ? timed->name : "") + " below)",
            12, "middle");
   for (size_t i = 0; i < curves.size(); ++i) {
     const LossCurve& c = curves[i];
     const std::string colour = kColours[i % std::size(kColours)];
     std::vector<std::pair<double, double>> train, val;
     for (const LossPoint& p : c.points) {
-      if (std::isfinite(p.train)) train.emplace_back(X(double(p.step)), Y(p.train));
-      if (std::isfinite(p.val)) val.emplace_back(X(double(p.step)), Y(p.val));
+      if (std::isfinite(p.train)) train.emplace_back(X(at(p)), Y(p.train));
+      if (std::isfinite(p.val)) val.emplace_back(X(at(p)), Y(p.val));
     }
     svg.polyline(train, colour, 1.5, "stroke-dasharray=\"5,4\" opacity=\"0.8\"");
     svg.polyline(val, colour, 2);
