@@ -49,6 +49,8 @@ def parse_args():
     p.add_argument("--seeds", default="1337", help="comma-separated seeds")
     p.add_argument("--variant", action="append", required=True, help="NAME=OPTIONS (the first is the base)")
     p.add_argument("--steps", type=int, default=0, help="steps for every variant (0: probe each one's speed)")
+    p.add_argument("--steps-of", action="append", default=[],
+                   help="NAME=N: the steps of one variant, measured before (skips its probe)")
     p.add_argument("--probe", default="", help="comma-separated variants that change the step's cost")
     p.add_argument("--probe-steps", type=int, default=40)
     p.add_argument("--probe-threads", type=int, default=2)
@@ -121,7 +123,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     steps = {}
     probed = {variants[0][0]} | {n for n in args.probe.split(",") if n}
+    given = {k: int(v) for k, _, v in (x.partition("=") for x in args.steps_of)}
     for name, options in variants:
+        if name in given:
+            steps[name] = given[name]
+            continue
         if args.steps or name not in probed:
             steps[name] = args.steps or steps[variants[0][0]]
             continue
