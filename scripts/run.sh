@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Set up, build, train the default model on the bundled corpus, and print a sample.
-# Extra arguments go to `folio train` (e.g. --max-iters 500 for a quicker run).
+# Set up, build, train the 3-minute recipe (configs/shakespeare-3min.ini) on the bundled
+# corpus, and print a sample. Extra arguments go to `folio train` and override the
+# recipe (e.g. --max-iters 100 for a quicker run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh folio_cli   # only what the main job needs; test.sh builds the rest
-out=runs/shakespeare-char
+out=runs/shakespeare-3min
 rm -rf "$out"   # a fresh run each time; use `folio train --resume --out DIR` to continue one
-build/folio train --out "$out" "$@"
+build/folio train --config configs/shakespeare-3min.ini --out "$out" "$@"
 echo
 echo "=== a sample from $out/best.safetensors ==="
 build/folio generate --checkpoint "$out/best.safetensors" --max-new-tokens 500
