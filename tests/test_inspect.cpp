@@ -133,11 +133,8 @@ TEST(LossPlot, ReadsLogsDrawsThemAndNamesBadLines) {
 TEST(LossPlot, TimeAxisUsesTheTrainingSeconds) {
   TempDir dir;
   const fs::path log = dir.path / "log.csv";
-  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb
-"
-                        "0,4.2,4.3,0,0,0.5,6.2,0,6.2
-100,2.5,2.6,0.001,9000,70,3.7,60,3.7
-";
+  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n"
+                        "0,4.2,4.3,0,0,0.5,6.2,0,6.2\n100,2.5,2.6,0.001,9000,70,3.7,60,3.7\n";
   const viz::LossCurve curve = viz::read_loss_log(log.string(), "a");
   EXPECT_DOUBLE_EQ(curve.points[1].train_s, 60.0);
   const viz::LossCurve slower{"b", {{0, 4.0, 4.1, 0, 0}, {50, 2.0, 2.1, 70, 60}}};
@@ -146,7 +143,8 @@ TEST(LossPlot, TimeAxisUsesTheTrainingSeconds) {
   EXPECT_NE(svg.find("1m00s"), std::string::npos) << svg;  // the axis ticks are durations
   // Both runs' last points sit at the same x, 60 s, though one is step 100 and the
   // other step 50. Each curve is two polylines (train, val) of one point here.
-  const std::string svg2 = viz::loss_plot_svg({{"a", {curve.points[1]}}, {"b", {slower.points[1]}}}, viz::PlotAxis::time);
+  const std::string svg2 = viz::loss_plot_svg({viz::LossCurve{"a", {curve.points[1]}}, viz::LossCurve{"b", {slower.points[1]}}},
+                                                viz::PlotAxis::time);
   std::vector<std::string> xs;
   for (size_t at = svg2.find(" points=\""); at != std::string::npos; at = svg2.find(" points=\"", at + 1)) {
     const size_t from = at + 9;
@@ -154,7 +152,8 @@ TEST(LossPlot, TimeAxisUsesTheTrainingSeconds) {
   }
   ASSERT_EQ(xs.size(), 4u) << svg2;
   EXPECT_EQ(xs[1], xs[3]);
-  EXPECT_NE(viz::loss_plot_svg({{"a", {curve.points[1]}}, {"b", {slower.points[1]}}}, viz::PlotAxis::step), svg2);
+  EXPECT_NE(viz::loss_plot_svg({viz::LossCurve{"a", {curve.points[1]}}, viz::LossCurve{"b", {slower.points[1]}}},
+                                      viz::PlotAxis::step), svg2);
   std::ofstream(log, std::ios::app) << "200,2.0,2.2,0.0005,9100,140,3.1,oops,3.1\n";
   EXPECT_THROW(viz::read_loss_log(log.string(), "x"), Error);
 }
