@@ -185,11 +185,10 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
 
 Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const {
   if (caches.size() != blocks.size()) caches.assign(blocks.size(), KVCache{});
-  std::vector<int32_t>& last = caches[0].last_ids;  // (B) empty before the first call
+  std::vector<int32_t>& last = caches[0].last_ids;  // (B) empty before the first call, as at the start
   if (caches[0].length() > 0 && bigram_embedding && int64_t(last.size()) != B)
     fail("gpt", "a cache of ", last.size(), " rows continued with ", B);
-  Tensor x = embed(ids, B, T, caches[0].length(), caches[0].length() > 0 ? std::span<const int32_t>(last)
-                                                                         : std::span<const int32_t>());
+  Tensor x = embed(ids, B, T, caches[0].length(), last);
   last.resize(size_t(B));
   for (int64_t b = 0; b < B; ++b) last[size_t(b)] = ids[size_t(b * T + T - 1)];
   for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(x, caches[l]);

@@ -11,7 +11,15 @@
 
 namespace folio::viz {
 namespace {
-std::vector<std::string> split(const std::string& line, char sep);
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : line)
+    if (c == sep) out.emplace_back();
+    else out.back().push_back(c);
+  return out;
+}
+
 }  // namespace
 
 LossCurve read_loss_log(const std::string& path, const std::string& name) {
@@ -50,14 +58,6 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
 
 namespace {
 
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out(1);
-  for (char c : line)
-    if (c == sep) out.emplace_back();
-    else out.back().push_back(c);
-  return out;
-}
-
 // About `count` round tick values covering [lo, hi].
 std::vector<double> ticks(double lo, double hi, int count) {
   const double raw = (hi - lo) / std::max(count, 1);
@@ -93,17 +93,17 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
   constexpr double W = 760, left = 64, right = 24, top = 36, bottom = 76, legend_line = 18;
   const double H = 460 + legend_line * double(curves.size());
   const double plot_bottom = H - bottom - legend_line * double(curves.size());
-  double max_step = 1, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  double max_x = 1, lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const LossCurve& c : curves)
     for (const LossPoint& p : c.points) {
-      max_step = std::max(max_step, at(p));
+      max_x = std::max(max_x, at(p));
       for (double v : {p.train, p.val})
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
   if (!(lo <= hi)) lo = 0, hi = 1;
   const double pad = std::max((hi - lo) * 0.05, 0.01);
   lo -= pad, hi += pad;
-  auto X = [&](double step) { return left + (W - left - right) * step / max_step; };
+  auto X = [&](double step) { return left + (W - left - right) * step / max_x; };
   auto Y = [&](double loss) { return top + (plot_bottom - top) * (hi - loss) / (hi - lo); };
 
   Svg svg(W, H);
@@ -115,7 +115,7 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
   }
   // Step ticks, with the first run's elapsed time at that step beneath them.
   const LossCurve* timed = curves.empty() ? nullptr : &curves[0];
-  for (double t : ticks(0, max_step, 8)) {
+  for (double t : ticks(0, max_x, 8)) {
     svg.line(X(t), top, X(t), plot_bottom, "#f0f0f0");
     svg.text(X(t), plot_bottom + 16, timed_axis ? duration(t) : short_number(t, 6), 11, "middle");
     if (!timed_axis && timed && t <= double(timed->points.back().step)) {

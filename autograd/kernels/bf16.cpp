@@ -64,16 +64,13 @@ void to_bf16(const float* x, bf16* y, int64_t n) {
 
 // oneDNN's view rather than cpuid's: it is what decides how the products run, and it
 // honours ONEDNN_MAX_CPU_ISA, so a machine with the instructions can test the refusal.
-bool bf16_native() {
-  const auto isa = unsigned(dnnl::get_effective_cpu_isa());
-  const auto need = unsigned(dnnl::cpu_isa::avx512_core_bf16);
+static bool onednn_has(dnnl::cpu_isa needed) {
+  const auto isa = unsigned(dnnl::get_effective_cpu_isa()), need = unsigned(needed);
   return (isa & need) == need;
 }
 
-bool bf16_runs() {
-  const auto isa = unsigned(dnnl::get_effective_cpu_isa());
-  const auto need = unsigned(dnnl::cpu_isa::avx512_core);
-  return (isa & need) == need;
-}
+bool bf16_native() { return onednn_has(dnnl::cpu_isa::avx512_core_bf16); }
+
+bool bf16_runs() { return onednn_has(dnnl::cpu_isa::avx512_core); }
 
 }  // namespace folio::kernels
