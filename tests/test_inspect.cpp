@@ -39,7 +39,11 @@ TEST(Attention, WeightsFromTheForwardPassAreTheHeadsWeights) {
   const Tensor logits = gpt.forward(ids, 1, T, {}, &att).logits;
   ASSERT_EQ(att.size(), 2u);
   EXPECT_EQ(att[0].shape(), Shape({1, 3, T, T}));
-  EXPECT_EQ(gpt.forward(ids, 1, T).logits.at({0, 5, 2}), logits.at({0, 5, 2}));  // asking changes nothing
+  // Asking changes nothing but the path: the fused attention and the one that keeps
+  // the weights sum in different orders, so the logits agree to rounding, not bits.
+  const Tensor unasked = gpt.forward(ids, 1, T).logits;  // (1, T, V)
+  for (int64_t i = 0; i < unasked.numel(); ++i)
+    EXPECT_NEAR(unasked.data()[i], logits.data()[i], 2e-6f) << "logit " << i;
 
   // Layer l's input, rebuilt from the modules: embeddings, then the blocks before l.
   std::vector<int32_t> positions(T);
