@@ -26,10 +26,20 @@
 namespace folio {
 namespace {
 
-// A register of 16 floats (GCC/Clang vector extension: one zmm with AVX-512, two ymm
-// with AVX2); slices are padded to multiples of it, so no loop has a scalar tail.
+// One register of floats (GCC/Clang vector extension): a zmm, ymm or xmm.
+// A 64-byte vector on AVX2 is not two registers to GCC but an object it splits through
+// the stack: that ran this op 6 to 9 times slower on one AVX2 core (bench_ops
+// CausalAttention: 8-12 GFLOP/s, against 47-75 with ymm vectors). Slices are padded to
+// multiples of W = 16 floats (a multiple of any of them), so no loop has a scalar tail.
+#if defined(__AVX512F__)
 using vec = float __attribute__((vector_size(64)));
-constexpr int64_t W = 16, R = 8;  // tile: R rows by W (or 2 W) columns
+#elif defined(__AVX__)
+using vec = float __attribute__((vector_size(32)));
+#else
+using vec = float __attribute__((vector_size(16)));
+#endif
+constexpr int64_t L = sizeof(vec) / sizeof(float);  // lanes of one register
+constexpr int64_t W = 16, R = 8;                      // tile: R rows by L (or 2 L) columns
 
 inline vec load(const float* p) {
   vec v;
@@ -39,7 +49,7 @@ inline vec load(const float* p) {
 inline void store(float* p, vec v) { std::memcpy(p, &v, sizeof v); }
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// c[r * ldc + (0, NW W)] (+)= sum_{k0 <= k < k1} a[r * ars + k * aks] * b[k * ldb + (0, NW W)],
+// c[r * ldc + (0, NW L)] (+)= sum_{k0 <= k < k1} a[r * ars + k * aks] * b[k * ldb + (0, NW L)],
 // r < R: the one product of the op, with a read along rows (q, pd, ds, dy) or down
 // columns (pd^T, ds^T). R = 8 rows of accumulators keep both FMA pipes busy through
 // their latency; with NW = 2 vectors per row, a step of k loads 10 values for 16 FMAs
@@ -50,7 +60,7 @@ void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
   vec acc[R][NW] = {};
   for (int64_t k = k0; k < k1; ++k) {
     vec bk[NW];
-    for (int w = 0; w < NW; ++w) bk[w] = load(b + k * ldb + w * W);
+    for (int w = 0; w < NW; ++w) bk[w] = load(b + k * ldb + w * L);
     const float* ak = a + k * aks;
 #pragma GCC unroll 8
     for (int64_t r = 0; r < R; ++r)
@@ -59,25 +69,26 @@ void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
 #pragma GCC unroll 8
   for (int64_t r = 0; r < R; ++r)
     for (int w = 0; w < NW; ++w) {
-      float* cr = c + r * ldc + w * W;
+      float* cr = c + r * ldc + w * L;
       store(cr, add ? acc[r][w] + load(cr) : acc[r][w]);
     }
 }
 
-// Two vectors per row with AVX-512's 32 registers (with AVX2 a vec is two of its 16).
+// Two vectors per row with AVX-512's 32 registers; one with AVX2's 16 (8 rows of two
+// accumulators, two b vectors and a broadcast would not fit).
 #ifdef __AVX512F__
 constexpr int kWide = 2;
 #else
 constexpr int kWide = 1;
 #endif
 
-// Columns [0, n) of rows [0, R) (n a multiple of W): wide tiles, then a narrow one.
+// Columns [0, n) of rows [0, R) (n a multiple of L): wide tiles, then a narrow one.
 // Each element's sum runs over k in order either way, so the width changes no result.
 void tiles(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, int64_t k0, int64_t k1, float* c,
            int64_t ldc, int64_t n, bool add = false) {
   int64_t j0 = 0;
-  for (; j0 + kWide * W <= n; j0 += kWide * W) tile<kWide>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
-  for (; j0 < n; j0 += W) tile<1>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
+  for (; j0 + kWide * L <= n; j0 += kWide * L) tile<kWide>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
+  for (; j0 < n; j0 += L) tile<1>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
 }
 
 // A slice's sizes: T queries (= keys) of hs dims, padded to Tp and hsp (multiples of W).
@@ -141,20 +152,25 @@ int64_t scratch_size(const Dims& d, bool dropped) { return 5 * d.Tp * d.hsp + (d
 // holding key i0 + R - 1: columns [0, visible(i0)).
 int64_t visible(int64_t i0) { return (i0 / W + 1) * W; }
 
-// op over x's lanes, by halves (a loop over the lanes would be W dependent steps).
-template <class Op>
-float reduce_lanes(vec x, Op op) {
-  using v8 = float __attribute__((vector_size(32)));
-  using v4 = float __attribute__((vector_size(16)));
-  v8 a, b;
+// op over x's lanes, by halves (a loop over the lanes would be L dependent steps).
+using v4 = float __attribute__((vector_size(16)));
+using v8 = float __attribute__((vector_size(32)));
+template <class Half, class V, class Op>
+Half fold_halves(V x, Op op) {
+  Half a, b;
   std::memcpy(&a, &x, sizeof a);
   std::memcpy(&b, reinterpret_cast<const char*>(&x) + sizeof a, sizeof b);
-  a = op(a, b);
-  v4 c, e;
-  std::memcpy(&c, &a, sizeof c);
-  std::memcpy(&e, reinterpret_cast<const char*>(&a) + sizeof c, sizeof e);
-  c = op(c, e);
-  return op(op(c[0], c[1]), op(c[2], c[3]));
+  return op(a, b);
+}
+template <class V, class Op>  // a template, so that only the branch for V compiles
+float reduce_lanes(V x, Op op) {
+  if constexpr (sizeof(V) == sizeof(v4)) {
+    return op(op(x[0], x[1]), op(x[2], x[3]));
+  } else if constexpr (sizeof(V) == sizeof(v8)) {
+    return reduce_lanes(fold_halves<v4>(x, op), op);
+  } else {
+    return reduce_lanes(fold_halves<v8>(x, op), op);
+  }
 }
 constexpr auto kMax = [](auto a, auto b) { return a > b ? a : b; };
 constexpr auto kSum = [](auto a, auto b) { return a + b; };
@@ -165,14 +181,15 @@ constexpr auto kSum = [](auto a, auto b) { return a + b; };
 // Stage by stage over the rows, so that the rows' exps overlap in the pipeline: per row
 // (and with per-element loops) this ran at a third of the speed.
 void softmax_rows(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp) {
-  const vec lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  vec lane;
+  for (int64_t l = 0; l < L; ++l) lane[l] = float(l);
   const vec masked = vec{} - std::numeric_limits<float>::infinity();
   const int64_t rows = std::min(R, T - i0);
   float m[R];
   for (int64_t r = 0; r < rows; ++r) {
     float* row = p + r * Tp;
     vec mx = masked;
-    for (int64_t j0 = 0; j0 < n; j0 += W) {
+    for (int64_t j0 = 0; j0 < n; j0 += L) {
       vec x = load(row + j0);
       x = lane + float(j0) <= float(i0 + r) ? x : masked;
       mx = kMax(x, mx);
@@ -189,9 +206,9 @@ void softmax_rows(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = p + r * Tp;
     vec total{};
-    for (int64_t j0 = 0; j0 < n; j0 += W) total += load(row + j0);
+    for (int64_t j0 = 0; j0 < n; j0 += L) total += load(row + j0);
     const vec inv = vec{} + 1.0f / reduce_lanes(total, kSum);
-    for (int64_t j0 = 0; j0 < n; j0 += W) store(row + j0, load(row + j0) * inv);
+    for (int64_t j0 = 0; j0 < n; j0 += L) store(row + j0, load(row + j0) * inv);
     std::fill(row + n, row + Tp, 0.0f);
   }
   std::fill(p + std::max<int64_t>(rows, 0) * Tp, p + R * Tp, 0.0f);  // padding rows
@@ -268,12 +285,12 @@ void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out
       const float *pi = p + i * Tp, *pdi = pd + i * Tp;
       float* dsi = ds + i * Tp;
       vec dot{};
-      for (int64_t j0 = 0; j0 < n; j0 += W) dot += load(pdi + j0) * load(dsi + j0);
+      for (int64_t j0 = 0; j0 < n; j0 += L) dot += load(pdi + j0) * load(dsi + j0);
       const vec D = vec{} + reduce_lanes(dot, kSum);
       if (!drop.mask) {  // pd = p: p (dpd - D), one rounding fewer
-        for (int64_t j0 = 0; j0 < n; j0 += W) store(dsi + j0, scale * load(pi + j0) * (load(dsi + j0) - D));
+        for (int64_t j0 = 0; j0 < n; j0 += L) store(dsi + j0, scale * load(pi + j0) * (load(dsi + j0) - D));
       } else {
-        for (int64_t j0 = 0; j0 < n; j0 += W)
+        for (int64_t j0 = 0; j0 < n; j0 += L)
           store(dsi + j0, scale * (load(pdi + j0) * load(dsi + j0) - load(pi + j0) * D));
       }
       std::fill(dsi + n, dsi + Tp, 0.0f);
