@@ -29,8 +29,8 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   if (::fsync(fd) != 0) failed("cannot fsync", errno, fd);
   if (::close(fd) != 0) failed("cannot close", errno, -1);
   if (::rename(tmp.c_str(), path.c_str()) != 0) failed("cannot rename the temp file over it", errno, -1);
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const std::string dir = parent.empty() ? std::string(".") : parent;
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) ::fsync(dfd), ::close(dfd);  // best effort: the file itself is whole either way
 }
