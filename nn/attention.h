@@ -24,9 +24,9 @@ struct RotaryTables {
 // remove one arbitrary direction (the all-ones one) from the dot products. The scores
 // keep the head_size^-0.5 scale, so they stay within +-sqrt(head_size).
 struct BlockOptions {
-  bool qk_norm = false;                         // rms_norm() on q and k, per head, before the scores
-  std::shared_ptr<const RotaryTables> rotary;   // set: q and k are rotated by position
-  bool zero_init_proj = false;                  // the output projections start at zero
+  bool qk_norm = false;                                  // rms_norm() on q and k, per head, before the scores
+  std::shared_ptr<const RotaryTables> rotary = nullptr;  // set: q and k are rotated by position
+  bool zero_init_proj = false;                           // the output projections start at zero
 };
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),

@@ -103,7 +103,9 @@ TEST_F(CliRuns, ResumeKeepsTheScheduleOrSaysWhatChanges) {
   testing::expect_contains(longer.out, {"resuming " + run_ + " from step 20 (of 40)", "keeps the run's horizon of 20"});
   EXPECT_EQ(longer.err, "");
   for (const std::string& row : rows(run_))
-    if (cell(row, 0) > 20) EXPECT_LE(cell(row, 3), 1e-4 + 1e-9) << row << " (the lr after step 20)";
+    if (cell(row, 0) > 20) {
+      EXPECT_LE(cell(row, 3), 1e-4 + 1e-9) << row << " (the lr after step 20)";
+    }
 
   const Result stretched = folio("train --out " + run_ + " --resume --max-iters 60 --lr-decay-iters 100 --quiet");
   ASSERT_EQ(stretched.code, 0) << stretched.err;

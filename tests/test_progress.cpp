@@ -40,7 +40,9 @@ TEST(Progress, EtaCountsDownWithoutJumps) {
     eta.step_done(now, step % every == 0);
     const int64_t evals_left = (total - 1) / every - step / every + 1;
     const double left = eta.seconds_left(total - step - 1, evals_left);
-    if (step > every + 1) EXPECT_NEAR(previous - left, dt, 0.05) << "step " << step;
+    if (step > every + 1) {
+      EXPECT_NEAR(previous - left, dt, 0.05) << "step " << step;
+    }
     previous = left;
   }
   EXPECT_NEAR(previous, 2.0, 0.05);  // the last evaluation is still ahead
