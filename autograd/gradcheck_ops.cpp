@@ -190,6 +190,18 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
                      [] { return V{leaf({2, 2, 3, 6}, 1)}; }, "tables (7, 3)"));
   cases.push_back(op("rope", "every position", [](const V& v) { return rope(v[0], cos, sin, 0); },
                      [] { return V{leaf({7, 6}, 2)}; }, "tables (7, 3)"));
+  // qkv (B 2, T 3, 2 heads x 3 x hs 6); tables of exactly T rows, and of more
+  static const Tensor cos3 = [] { Rng r(7); return Tensor::uniform({3, 3}, r, -1.0f, 1.0f); }();
+  static const Tensor sin3 = [] { Rng r(8); return Tensor::uniform({3, 3}, r, -1.0f, 1.0f); }();
+  cases.push_back(op("position_qk_packed", "qk_norm",
+                     [](const V& v) { return position_qk_packed(v[0], 2, true, Tensor{}, Tensor{}); },
+                     [] { return V{leaf({2, 3, 36}, 1)}; }, "2 heads"));
+  cases.push_back(op("position_qk_packed", "rope",
+                     [](const V& v) { return position_qk_packed(v[0], 2, false, cos3, sin3); },
+                     [] { return V{leaf({2, 3, 36}, 2)}; }, "2 heads, tables (3, 3)"));
+  cases.push_back(op("position_qk_packed", "qk_norm and rope",
+                     [](const V& v) { return position_qk_packed(v[0], 2, true, cos, sin); },
+                     [] { return V{leaf({2, 3, 36}, 3)}; }, "2 heads, tables (7, 3)"));
   cases.push_back(op("dropout", "train, fixed mask",
                      [](const V& v) {
                        Rng rng(42);  // the same mask on every evaluation

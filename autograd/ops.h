@@ -104,6 +104,13 @@ Tensor rms_norm(const Tensor& x, float eps = kRmsNormEps);
 // rotated by that position's angle: y_i = x_i cos - x_{i+HS/2} sin,
 // y_{i+HS/2} = x_i sin + x_{i+HS/2} cos. The tables are constants (no gradient).
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t start);
+// MultiHead's packed projection with its attention options applied, in one op:
+// qkv (B, T, n_head * 3 * hs) laid out as causal_attention_packed reads it -> the same
+// shape, each head's key and query rms_norm'ed (qk_norm) and then rope'd from position
+// 0 (cos and sin defined: (P >= T, hs / 2)), its value copied. Equal to those ops on
+// select_heads' copies.
+Tensor position_qk_packed(const Tensor& qkv, int64_t n_head, bool qk_norm, const Tensor& cos, const Tensor& sin,
+                          float eps = kRmsNormEps);
 // Zeroes each element with probability p, scales the rest by 1/(1-p); identity when
 // !training or p == 0. The mask is a function of one draw from rng, so it is seeded.
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);

@@ -85,9 +85,15 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
   const float scale = 1.0f / std::sqrt(float(hs));
   // Attention in one op (no masked half computed, the weights' dropout inside) when
   // nothing needs the weights themselves.
-  const bool fused = !cache && !weights;
-  if (fused && !options_.qk_norm && !options_.rotary)  // q, k and v read in place
-    return resid_dropout_->forward(proj->forward(causal_attention_packed(qkv, n_head, scale, attn_dropout_->fused())));
+  if (!cache && !weights) {  // q, k and v read in place, after one pass that applies the options
+    const Tensor packed = !options_.qk_norm && !options_.rotary
+                              ? qkv
+                              : position_qk_packed(qkv, n_head, options_.qk_norm,
+                                                   options_.rotary ? options_.rotary->cos : Tensor{},
+                                                   options_.rotary ? options_.rotary->sin : Tensor{});
+    const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused());  // (B, T, nh * hs)
+    return resid_dropout_->forward(proj->forward(y));
+  }
   // The new positions follow the cached ones: keys are cached as the scores see them.
   const int64_t start = cache ? cache->length() : 0;
   Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, start);  // (B, nh, T, hs)
@@ -108,15 +114,10 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
     cache->k = k = append(cache->k, k);
     cache->v = v = append(cache->v, v);
   }
-  Tensor y;  // (B, nh, T, hs)
-  if (fused) {
-    y = causal_attention(q, k, v, scale, attn_dropout_->fused());  // fp32 in both precisions: faster here
-  } else {
-    Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, L+T)
-    if (weights) *weights = att;
-    att = attn_dropout_->forward(att);
-    y = matmul(att, v, false, false, precision());
-  }
+  Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, L+T)
+  if (weights) *weights = att;
+  att = attn_dropout_->forward(att);
+  Tensor y = matmul(att, v, false, false, precision());  // (B, nh, T, hs)
   y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});  // heads side by side
   return resid_dropout_->forward(proj->forward(y));
 }

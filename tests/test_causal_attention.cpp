@@ -1,7 +1,8 @@
 // causal_attention (the fused op) against the composition it replaces, q k^T ->
 // causal_softmax -> @ v, forward values and all three gradients, at the model's shapes
-// (whole vectors: no padding) and at odd ones (padded rows and columns). The shared
-// gradient check covers its derivative on small inputs (autograd/gradcheck_ops.cpp).
+// (whole vectors: no padding) and at odd ones (padded rows and columns); the same for
+// position_qk_packed, which applies the attention options before it. The shared
+// gradient check covers their derivatives on small inputs (autograd/gradcheck_ops.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +110,48 @@ TEST(CausalAttention, PackedSameAsComposition) {
   expect_packed_same_as_composition(3, 37, 2, 12, 0.4f);
 }
 
+// position_qk_packed against what it replaces: per-head copies of q and k, rms_norm,
+// then rope; v copied. Values and the gradient of qkv through all three.
+void expect_options_same_as_composition(int64_t B, int64_t T, int64_t n_head, int64_t hs, bool qk_norm,
+                                        bool rotary) {
+  Rng tables(14);
+  const Tensor cos = rotary ? Tensor::uniform({T + 3, hs / 2}, tables, -1.0f, 1.0f) : Tensor{};  // (P, hs/2)
+  const Tensor sin = rotary ? Tensor::uniform({T + 3, hs / 2}, tables, -1.0f, 1.0f) : Tensor{};
+  const int64_t stride = 3 * hs;
+  struct {
+    Tensor k, q, v, dqkv;
+  } got[2];
+  for (const bool fused : {true, false}) {
+    Rng r(13);
+    Tensor qkv = Tensor::randn({B, T, n_head * stride}, r).set_requires_grad();  // (B, T, nh * 3 * hs)
+    const Tensor gk = Tensor::randn({B, n_head, T, hs}, r), gq = Tensor::randn({B, n_head, T, hs}, r),
+                 gv = Tensor::randn({B, n_head, T, hs}, r);
+    auto options = [&](Tensor x) {
+      if (qk_norm) x = rms_norm(x);
+      return rotary ? rope(x, cos, sin, 0) : x;
+    };
+    const Tensor from = fused ? position_qk_packed(qkv, n_head, qk_norm, cos, sin) : qkv;
+    Tensor k = select_heads(from, n_head, hs, 0, stride), q = select_heads(from, n_head, hs, hs, stride);
+    const Tensor v = select_heads(from, n_head, hs, 2 * hs, stride);  // (B, nh, T, hs) each
+    if (!fused) k = options(k), q = options(q);
+    sum(k * gk + q * gq + v * gv).backward();
+    got[fused ? 0 : 1] = {k.detach(), q.detach(), v.detach(), qkv.grad()};
+  }
+  expect_near(got[0].k, got[1].k, "k");
+  expect_near(got[0].q, got[1].q, "q");
+  expect_near(got[0].v, got[1].v, "v");
+  expect_near(got[0].dqkv, got[1].dqkv, "dqkv");
+}
+
+TEST(CausalAttention, PositionOptionsPackedSameAsComposition) {
+  for (const bool qk_norm : {false, true})
+    for (const bool rotary : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "qk_norm " << qk_norm << ", rope " << rotary);
+      expect_options_same_as_composition(2, 64, 4, 32, qk_norm, rotary);  // config S
+      expect_options_same_as_composition(3, 37, 2, 12, qk_norm, rotary);  // odd sizes
+    }
+}
+
 TEST(CausalAttention, SameOnOneThreadAndTwo) {  // with dropout: each slice numbers its own weights
   const Shape shape{2, 3, 40, 24};
   set_num_threads(1);
@@ -130,6 +173,12 @@ TEST(CausalAttention, RefusesMismatchedInputs) {
   EXPECT_THROW(causal_attention(Tensor::zeros({4}), Tensor::zeros({4}), Tensor::zeros({4}), 1.0f), Error);
   EXPECT_THROW(causal_attention_packed(Tensor::zeros({2, 4, 10}), 2, 1.0f), Error);  // 10 is not 2 x 3 x hs
   EXPECT_THROW(causal_attention_packed(Tensor::zeros({4, 12}), 2, 1.0f), Error);
+  const Tensor tables = Tensor::zeros({4, 3});  // (P 4, hs/2 3): for hs 6
+  EXPECT_THROW(position_qk_packed(Tensor::zeros({2, 4, 10}), 2, true, {}, {}), Error);  // 10 is not 2 x 3 x hs
+  EXPECT_THROW(position_qk_packed(Tensor::zeros({2, 5, 36}), 2, false, tables, tables), Error);  // T 5 > P 4
+  EXPECT_THROW(position_qk_packed(Tensor::zeros({2, 4, 24}), 2, false, tables, tables), Error);  // hs 4, not 6
+  EXPECT_THROW(position_qk_packed(Tensor::zeros({2, 4, 36}), 2, false, tables, Tensor::zeros({4, 2})), Error);
+  EXPECT_THROW(position_qk_packed(Tensor::zeros({2, 4, 36}), 2, true, {}, {}, 0.0f), Error);  // eps 0
 }
 
 }  // namespace
