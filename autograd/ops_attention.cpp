@@ -74,18 +74,6 @@ void rotate_rows(const float* in, float* out, bool add, int64_t rows, int64_t T,
   }
 }
 
-// Rotates the pairs (i, i + h) of one row of 2h values in place by the angles whose
-// cos and sin are given, times `dir` (-1 rotates back). Each pair is read before it
-// is written, so the row may be rotated where it lies.
-inline void rotate_half_in_place(float* y, int64_t h, const float* cos, const float* sin, float dir) {
-#pragma omp simd
-  for (int64_t i = 0; i < h; ++i) {
-    const float a = y[i], b = y[i + h], s = dir * sin[i];
-    y[i] = a * cos[i] - b * s;
-    y[i + h] = a * s + b * cos[i];
-  }
-}
-
 }  // namespace
 
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t start) {
@@ -120,7 +108,7 @@ Tensor position_qk_packed(const Tensor& qkv, int64_t n_head, bool qk_norm, const
     fail("position_qk_packed", "tables cos ", cos.shape(), " and sin ", sin.shape(), " must be (P >= ", T, ", ", h,
          ") for an even head size; got head size ", hs);
   if (qk_norm && !(eps > 0.0f && std::isfinite(eps))) fail("position_qk_packed", "eps must be positive, got ", eps);
-  Tensor out = Tensor::empty(qkv.shape());
+  Tensor out = Tensor::empty(qkv.shape());  // (B, T, n_head * 3 * hs)
   // 1 / rms of every row's heads' key and query, for backward.
   Tensor rstd = Tensor::empty(Shape{qk_norm ? rows * n_head * 2 : 1});  // (B * T * n_head * 2)
   {
@@ -136,7 +124,7 @@ Tensor position_qk_packed(const Tensor& qkv, int64_t n_head, bool qk_norm, const
           float* y = o + at + part * hs;
           if (qk_norm) r[(row * n_head + hd) * 2 + part] = kernels::rms_norm_row(x, y, hs, eps);
           else std::copy(x, x + hs, y);
-          if (rotary) rotate_half_in_place(y, h, c, s, 1.0f);
+          if (rotary) kernels::rotate_half_row(y, y, h, c, s, 1.0f);
         }
         std::copy(in + at + 2 * hs, in + at + 3 * hs, o + at + 2 * hs);
       }
@@ -165,7 +153,7 @@ Tensor position_qk_packed(const Tensor& qkv, int64_t n_head, bool qk_norm, const
               const float* gr = g + at + part * hs;
               float* dst = gx + at + part * hs;
               std::copy(gr, gr + hs, gn);
-              if (part < 2 && rotary) rotate_half_in_place(gn, h, c, s, -1.0f);
+              if (part < 2 && rotary) kernels::rotate_half_row(gn, gn, h, c, s, -1.0f);
               if (part < 2 && qk_norm) {
                 const float* xr = xs + at + part * hs;
                 const float k = r[(row * n_head + hd) * 2 + part];

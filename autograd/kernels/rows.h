@@ -66,13 +66,14 @@ inline float rms_norm_row(const float* x, float* out, int64_t C, float eps) {
 }
 
 // Rotary embedding of one row of 2h values, pairs (i, i + h) rotated by the angles
-// whose cos and sin are given (times `dir`: -1 rotates back). y may not alias x.
+// whose cos and sin are given (times `dir`: -1 rotates back). y may be x: each pair is
+// read before it is written.
 inline void rotate_half_row(const float* x, float* y, int64_t h, const float* cos, const float* sin, float dir) {
 #pragma omp simd
   for (int64_t i = 0; i < h; ++i) {
-    const float s = dir * sin[i];
-    y[i] = x[i] * cos[i] - x[i + h] * s;
-    y[i + h] = x[i] * s + x[i + h] * cos[i];
+    const float a = x[i], b = x[i + h], s = dir * sin[i];
+    y[i] = a * cos[i] - b * s;
+    y[i + h] = a * s + b * cos[i];
   }
 }
 
