@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "nn/model_options.h"
 
 namespace folio::cli {
 namespace {
@@ -25,10 +26,7 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %s, bias %s, %s\n",
               (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size,
               shown(c.dropout).c_str(), c.bias ? "on" : "off", nn::to_string(c.activation));
-  // The model options as the flags that give them (switches only when on).
-  std::printf("options      --pos %s%s%s --logit-softcap %s%s%s\n", nn::to_string(c.pos), c.qk_norm ? " --qk-norm" : "",
-              c.zero_init_proj ? " --zero-init-proj" : "", shown(c.logit_softcap).c_str(),
-              c.tie_weights ? " --tie-weights" : "", c.bigram ? " --bigram" : "");
+  std::printf("options      %s\n", nn::options_as_flags(c).c_str());  // as the flags that give them
   std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
   const Tokenizer& tok = *ck.tokenizer;
   std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());

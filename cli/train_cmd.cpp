@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "cli/common.h"
 #include "data/dataset.h"
+#include "nn/model_options.h"
 #include "train/adamw.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
@@ -103,11 +105,51 @@ Option choice(const char* flag, OnResume r, At at, Parse parse, Show show, const
       [=](auto value) { return std::string(show(value)); }, help);
 }
 
+// folio train's flag for one of the model options (nn/model_options.h).
+Option model_flag(const nn::ModelOption& m) {
+  const char* flag = m.flag;
+  return std::visit(
+      nn::Overloaded{
+          [&](const nn::Toggle& t) {
+            return flag_switch(flag, OnResume::fixed, [at = t.at](TrainOptions& o) -> bool& { return o.model.*at; },
+                               true, m.help);
+          },
+          [&](const nn::Number& n) {
+            return parsed(
+                flag, OnResume::fixed, [at = n.at](TrainOptions& o) -> float& { return o.model.*at; },
+                [=](const std::string& s) {
+                  float v = 0;
+                  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+                  if (ec == std::errc() && end == s.data() + s.size() && v >= n.min && v <= n.max) return v;
+                  const std::string range = n.max < std::numeric_limits<float>::max()
+                                                ? cat("in [", n.min, ", ", n.max, "]")
+                                                : cat(">= ", n.min);
+                  throw UsageError(cat("--", flag, " must be a number ", range, ", got '", s, "'"));
+                },
+                [](float v) { return shown(v); }, m.help);
+          },
+          [&](const nn::Choice& c) {
+            return Option{flag, OnResume::fixed,
+                          [=](po::options_description& d, TrainOptions& defaults) {
+                            d.add_options()(flag, po::value<std::string>()->default_value(c.get(defaults.model)),
+                                            m.help);
+                          },
+                          [=](const po::variable_value& v, TrainOptions& o) {
+                            const std::string& s = v.as<std::string>();
+                            if (!c.set(o.model, s))
+                              throw UsageError(cat("--", flag, " must be ", nn::names_list(c), ", got '", s, "'"));
+                          },
+                          [=](TrainOptions a, TrainOptions b) { return c.get(a.model) == c.get(b.model); }};
+          }},
+      m.value);
+}
+
 #define AT(member) [](TrainOptions& o) -> auto& { return o.member; }
 using enum OnResume;
 
 const std::vector<Option>& options() {
-  static const std::vector<Option> table = {
+  static const std::vector<Option> table = [] {
+    std::vector<Option> rows = {
       field("config", override, AT(train.recipe),
             "read options from this file (INI style: 'n-layer = 6'); the command line overrides it"),
       field("data", override, AT(train.data),
@@ -140,30 +182,10 @@ const std::vector<Option>& options() {
       from_checkpoint(choice("activation", fixed, AT(model.activation), nn::parse_activation,
              [](nn::Activation a) { return nn::to_string(a); }, "relu, gelu or relu2",
              "feed-forward activation: relu, gelu or relu2 (relu squared)")),
-      // The model options of README's "Model options": each is part of the model.
-      from_checkpoint(choice("pos", fixed, AT(model.pos), nn::parse_positions, [](nn::Positions p) { return nn::to_string(p); },
-             "learned or rope",
-             "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; "
-             "needs an even n_embd / n_head)")),
-      from_checkpoint(flag_switch("qk-norm", fixed, AT(model.qk_norm), true,
-                  "RMS-normalise each head's queries and keys (no weight) before the scores")),
-      from_checkpoint(flag_switch("zero-init-proj", fixed, AT(model.zero_init_proj), true,
-                  "start the attention and feed-forward output projections at zero")),
-      from_checkpoint(parsed(
-          "logit-softcap", fixed, AT(model.logit_softcap),
-          [](const std::string& s) {
-            float v = 0;
-            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec != std::errc() || end != s.data() + s.size() || !(v >= 0.0f && std::isfinite(v)))
-              throw UsageError(cat("--logit-softcap must be a number >= 0 (0: off), got '", s, "'"));
-            return v;
-          },
-          [](float c) { return shown(c); }, "cap the logits smoothly: C * tanh(logits / C) (0: off)")),
-      from_checkpoint(flag_switch("tie-weights", fixed, AT(model.tie_weights), true,
-                  "the output layer uses the token embedding matrix as its weight")),
-      from_checkpoint(flag_switch("bigram", fixed, AT(model.bigram), true,
-                  "add a learned vector for each pair (previous token, token) to the token embedding: an exact "
-                  "(V + 1) x V table, for vocabularies of up to 1024 tokens")),
+    };
+    // The model options (nn/model_options.h), each part of the model.
+    for (const nn::ModelOption& option : nn::model_options()) rows.push_back(from_checkpoint(model_flag(option)));
+    rows.insert(rows.end(), {
       field("batch-size", override, AT(train.batch_size),
             "sequences per micro-batch (a step takes --grad-accum of them)", Check::positive),
       field("grad-accum", override, AT(train.grad_accum),
@@ -243,7 +265,9 @@ const std::vector<Option>& options() {
              "matrix products: fp32, bf16 (bf16 operands, fp32 sums; needs AVX512-BF16), or auto (bf16 where the "
              "CPU has AVX512-BF16, else fp32; the run saves which, and its first line says it)"),
       flag_switch("quiet", always, AT(quiet), true, "no progress output"),
-  };
+    });
+    return rows;
+  }();
   return table;
 }
 #undef AT

@@ -5,8 +5,10 @@
 #include <charconv>
 #include <cstdio>
 #include <limits>
+#include <variant>
 
 #include "data/vocab.h"
+#include "nn/model_options.h"
 
 namespace folio {
 namespace {
@@ -55,6 +57,33 @@ double number_field(const Json& j, const char* key, double lo, double hi, const 
   return v.as_double();
 }
 
+// A model option's value as a checkpoint's config holds it: a switch as true or
+// false, a number as a number, a choice as its name.
+Json option_json(const nn::ModelOption& option, const nn::GPTConfig& c) {
+  return std::visit(nn::Overloaded{[&](const nn::Toggle& t) { return Json(c.*(t.at)); },
+                                   [&](const nn::Number& n) { return Json(double(c.*(n.at))); },
+                                   [&](const nn::Choice& ch) { return Json(ch.get(c)); }},
+                    option.value);
+}
+
+void read_option(const nn::ModelOption& option, const Json& v, nn::GPTConfig& c, const std::string& where) {
+  const char* key = option.key;
+  std::visit(nn::Overloaded{[&](const nn::Toggle& t) {
+                              if (!v.is_bool()) config_fail(where, key, " must be true or false, got ", clip_json(v));
+                              c.*(t.at) = v.as_bool();
+                            },
+                            [&](const nn::Number& n) {
+                              if (!v.is_number() || !(v.as_double() >= n.min && v.as_double() <= n.max))
+                                config_fail(where, key, " = ", clip_json(v), " outside [", n.min, ", ", n.max, "]");
+                              c.*(n.at) = float(v.as_double());
+                            },
+                            [&](const nn::Choice& ch) {
+                              if (!v.is_string() || !ch.set(c, v.as_string()))
+                                config_fail(where, key, " must be ", names_list(ch, '"'), ", got ", clip_json(v));
+                            }},
+             option.value);
+}
+
 }  // namespace
 
 // A decimal uint64 in the one form std::to_string writes: digits only (no sign, no
@@ -72,21 +101,17 @@ ConfigError::ConfigError(const std::string& where, std::string detail)
 
 
 Json to_json(const nn::GPTConfig& c) {
-  return Json::Object{{"vocab_size", c.vocab_size},
-                      {"block_size", c.block_size},
-                      {"n_layer", c.n_layer},
-                      {"n_head", c.n_head},
-                      {"n_embd", c.n_embd},
-                      {"dropout", double(c.dropout)},
-                      {"bias", c.bias},
-                      {"activation", nn::to_string(c.activation)},
-                      {"seed", std::to_string(c.seed)},
-                      {"pos", nn::to_string(c.pos)},
-                      {"qk_norm", c.qk_norm},
-                      {"zero_init_proj", c.zero_init_proj},
-                      {"logit_softcap", double(c.logit_softcap)},
-                      {"tie_weights", c.tie_weights},
-                      {"bigram", c.bigram}};
+  Json::Object o{{"vocab_size", c.vocab_size},
+                 {"block_size", c.block_size},
+                 {"n_layer", c.n_layer},
+                 {"n_head", c.n_head},
+                 {"n_embd", c.n_embd},
+                 {"dropout", double(c.dropout)},
+                 {"bias", c.bias},
+                 {"activation", nn::to_string(c.activation)},
+                 {"seed", std::to_string(c.seed)}};
+  for (const nn::ModelOption& option : nn::model_options()) o.emplace_back(option.key, option_json(option, c));
+  return o;
 }
 
 nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
@@ -106,22 +131,17 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   if (!activation) config_fail(where, "activation must be \"gelu\", \"relu\" or \"relu2\", got ", clip_json(act));
   c.activation = *activation;
   if (c.n_embd % c.n_head) config_fail(where, "n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
-  // The model options (issue 14) are optional: a model saved before they existed has
-  // none of them, and is the model their defaults describe.
-  if (const Json* pos = j.find("pos")) {
-    const auto p = pos->is_string() ? nn::parse_positions(pos->as_string()) : std::nullopt;
-    if (!p) config_fail(where, "pos must be \"learned\" or \"rope\", got ", clip_json(*pos));
-    c.pos = *p;
-    if (c.pos == nn::Positions::rope && (c.n_embd / c.n_head) % 2)
-      config_fail(where, "pos \"rope\" needs an even head size, got n_embd / n_head = ", c.n_embd / c.n_head);
+  // The model options are optional: a model saved before one existed has no key for
+  // it, and is the model its default describes.
+  for (const nn::ModelOption& option : nn::model_options())
+    if (const Json* v = j.find(option.key)) read_option(option, *v, c, where);
+  // What one field cannot say alone (rope's even head size, a cap's finite inverse).
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    config_fail(where, what.substr(what.find("] ") + 2));
   }
-  for (auto [key, flag] : {std::pair{"qk_norm", &c.qk_norm}, std::pair{"zero_init_proj", &c.zero_init_proj},
-                           std::pair{"tie_weights", &c.tie_weights}, std::pair{"bigram", &c.bigram}})
-    if (const Json* v = j.find(key)) {
-      if (!v->is_bool()) config_fail(where, key, " must be true or false, got ", clip_json(*v));
-      *flag = v->as_bool();
-    }
-  if (j.find("logit_softcap")) c.logit_softcap = float(number_field(j, "logit_softcap", 0.0, kMaxFloat, where));
   return c;
 }
 

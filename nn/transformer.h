@@ -72,8 +72,9 @@ struct GPTConfig {
   // 1.771 / 1.779 (seeds 1337 / 42) against GELU's 1.854 / 1.850.
   Activation activation = Activation::relu;
   uint64_t seed = 1337;  // initialisation
-  // Options of issue 14 (README: "Model options"). Each is saved with the model; a
-  // checkpoint written before they existed has none, which means these defaults.
+  // The model options: each has a row in nn/model_options.h, which saves it with the
+  // model, makes it a flag and shows it. A checkpoint written before one existed has
+  // no key for it, which means its default here.
   Positions pos = Positions::learned;  // rope: no position table; needs an even head size
   bool qk_norm = false;                // q and k RMS-normalised per head (no weight) before the scores
   bool zero_init_proj = false;         // attn.proj and ffwd.proj weights start at zero

@@ -1,0 +1,77 @@
+#include "nn/model_options.h"
+
+#include <charconv>
+#include <limits>
+
+namespace folio::nn {
+namespace {
+
+// A Choice over an enum field, from its to_string/parse pair.
+template <class E>
+Choice choice(E GPTConfig::* at, std::vector<std::string> names, const char* (*show)(E),
+              std::optional<E> (*parse)(std::string_view)) {
+  return {std::move(names), [=](const GPTConfig& c) { return std::string(show(c.*at)); },
+          [=](GPTConfig& c, std::string_view text) {
+            const std::optional<E> v = parse(text);
+            if (v) c.*at = *v;
+            return v.has_value();
+          }};
+}
+
+constexpr float kMaxFloat = std::numeric_limits<float>::max();
+
+}  // namespace
+
+// In the order folio info shows them.
+const std::vector<ModelOption>& model_options() {
+  static const std::vector<ModelOption> table = {
+      {"pos", "pos",
+       "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; needs an "
+       "even n_embd / n_head)",
+       choice(&GPTConfig::pos, {"learned", "rope"}, to_string, parse_positions)},
+      {"qk-norm", "qk_norm", "RMS-normalise each head's queries and keys (no weight) before the scores",
+       Toggle{&GPTConfig::qk_norm}},
+      {"zero-init-proj", "zero_init_proj", "start the attention and feed-forward output projections at zero",
+       Toggle{&GPTConfig::zero_init_proj}},
+      {"logit-softcap", "logit_softcap", "cap the logits smoothly: C * tanh(logits / C) (0: off)",
+       Number{&GPTConfig::logit_softcap, 0.0f, kMaxFloat}},
+      {"tie-weights", "tie_weights", "the output layer uses the token embedding matrix as its weight",
+       Toggle{&GPTConfig::tie_weights}},
+      {"bigram", "bigram",
+       "add a learned vector for each pair (previous token, token) to the token embedding: an exact (V + 1) x V "
+       "table, for vocabularies of up to 1024 tokens",
+       Toggle{&GPTConfig::bigram}},
+  };
+  return table;
+}
+
+std::string option_text(const ModelOption& option, const GPTConfig& c) {
+  if (const auto* t = std::get_if<Toggle>(&option.value)) return c.*(t->at) ? "true" : "false";
+  if (const auto* n = std::get_if<Number>(&option.value)) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, c.*(n->at));  // shortest exact form
+    return std::string(buf, ec == std::errc() ? end : buf);
+  }
+  return std::get<Choice>(option.value).get(c);
+}
+
+std::string options_as_flags(const GPTConfig& c) {
+  std::string flags;
+  for (const ModelOption& o : model_options()) {
+    const bool is_switch = std::holds_alternative<Toggle>(o.value);
+    if (is_switch && !(c.*(std::get<Toggle>(o.value).at))) continue;
+    flags.append(flags.empty() ? "--" : " --").append(o.flag);
+    if (!is_switch) flags.append(" ").append(option_text(o, c));
+  }
+  return flags;
+}
+
+std::string names_list(const Choice& choice, char quote) {
+  std::string list;
+  const std::string q = quote ? std::string(1, quote) : "";
+  for (size_t i = 0; i < choice.names.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choice.names.size() ? " or " : ", ") + q + choice.names[i] + q;
+  return list;
+}
+
+}  // namespace folio::nn

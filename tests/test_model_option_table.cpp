@@ -1,0 +1,117 @@
+// The table of model options (nn/model_options.h) that the checkpoint's config, folio
+// train's flags and folio info read: every row, including one added later, is checked
+// here without a line of this file changing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "io/config_json.h"
+#include "nn/model_options.h"
+#include "tests/support.h"
+
+namespace folio::nn {
+namespace {
+
+GPTConfig small() {  // head size 4: even, as rope needs; 7 tokens, as the bigram table allows
+  GPTConfig c;
+  c.vocab_size = 7, c.block_size = 6, c.n_layer = 1, c.n_head = 2, c.n_embd = 8;
+  return c;
+}
+
+// The config with `option` moved off its default (a switch on, a number up, another
+// name), every other field as it was.
+GPTConfig with_other_value(const ModelOption& option, GPTConfig c) {
+  const std::string before = option_text(option, c);
+  std::visit(Overloaded{[&](const Toggle& t) { c.*(t.at) = !(c.*(t.at)); },
+                        [&](const Number& n) { c.*(n.at) = std::min(n.max, c.*(n.at) + 1.5f); },
+                        [&](const Choice& ch) {
+                          for (const std::string& name : ch.names)
+                            if (name != before) return void(ch.set(c, name));
+                        }},
+             option.value);
+  EXPECT_NE(option_text(option, c), before) << option.key << " has no value but its default";
+  return c;
+}
+
+std::map<std::string, std::string> texts(const GPTConfig& c) {
+  std::map<std::string, std::string> out;
+  for (const ModelOption& o : model_options()) out[o.key] = option_text(o, c);
+  return out;
+}
+
+// Unique names; the JSON key is the flag with '_' for '-'; a choice's names all parse.
+TEST(ModelOptionTable, NamesAreUniqueAndSpelledAlike) {
+  std::set<std::string> flags, keys;
+  for (const ModelOption& o : model_options()) {
+    EXPECT_TRUE(flags.insert(o.flag).second) << o.flag;
+    EXPECT_TRUE(keys.insert(o.key).second) << o.key;
+    std::string key = o.flag;
+    std::replace(key.begin(), key.end(), '-', '_');
+    EXPECT_EQ(key, o.key);
+    EXPECT_GT(std::string(o.help).size(), 10u) << o.flag;
+    if (const auto* ch = std::get_if<Choice>(&o.value))
+      for (const std::string& name : ch->names) {
+        GPTConfig c = small();
+        EXPECT_TRUE(ch->set(c, name)) << o.flag << " " << name;
+        EXPECT_EQ(ch->get(c), name);
+      }
+  }
+}
+
+// Each option off its default survives a checkpoint's config, and moves nothing else;
+// without its key, a config loads the default, which is the model before the option.
+TEST(ModelOptionTable, EachOptionRoundTripsThroughTheCheckpointConfig) {
+  const GPTConfig base = small();
+  for (const ModelOption& option : model_options()) {
+    SCOPED_TRACE(option.key);
+    const GPTConfig changed = with_other_value(option, base);
+    const Json saved = to_json(changed);
+    ASSERT_NE(saved.find(option.key), nullptr);
+    EXPECT_EQ(texts(model_config_from_json(saved, "file")), texts(changed));
+    EXPECT_EQ(to_json(model_config_from_json(saved, "file")).dump(), saved.dump());
+
+    Json::Object without = to_json(base).as_object();
+    std::erase_if(without, [&](const auto& kv) { return kv.first == option.key; });
+    EXPECT_EQ(texts(model_config_from_json(Json(without), "file")), texts(base));
+  }
+}
+
+// A value of the wrong kind names the file and the key.
+TEST(ModelOptionTable, AValueOfTheWrongKindIsRefusedByName) {
+  for (const ModelOption& option : model_options()) {
+    Json::Object o = to_json(small()).as_object();
+    for (auto& [k, v] : o)
+      if (k == option.key) v = Json(Json::Array{});
+    try {
+      model_config_from_json(Json(o), "file.safetensors");
+      ADD_FAILURE() << option.key << " = [] was accepted";
+    } catch (const ConfigError& e) {
+      testing::expect_contains(e.what(), {"file.safetensors", std::string(option.key)});
+    }
+  }
+}
+
+// folio info's line: every option that is not a switch, with its value, and each
+// switch that is on, in the table's order.
+TEST(ModelOptionTable, FlagsShowEveryValueAndTheSwitchesThatAreOn) {
+  const GPTConfig base = small();
+  for (const ModelOption& option : model_options()) {
+    SCOPED_TRACE(option.key);
+    const std::string flags = options_as_flags(with_other_value(option, base));
+    const bool is_switch = std::holds_alternative<Toggle>(option.value);
+    EXPECT_NE(flags.find(cat("--", option.flag, is_switch ? "" : " ")), std::string::npos) << flags;
+    EXPECT_EQ(options_as_flags(base).find(cat("--", option.flag, " ")) != std::string::npos ||
+                  options_as_flags(base).ends_with(cat("--", option.flag)),
+              !is_switch)
+        << options_as_flags(base);
+  }
+  EXPECT_EQ(options_as_flags(base), "--pos learned --logit-softcap 0");
+  GPTConfig on = base;
+  on.pos = Positions::rope, on.qk_norm = true, on.logit_softcap = 30.0f, on.bigram = true;
+  EXPECT_EQ(options_as_flags(on), "--pos rope --qk-norm --logit-softcap 30 --bigram");
+}
+
+}  // namespace
+}  // namespace folio::nn
