@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -120,26 +119,23 @@ Option model_flag(const nn::ModelOption& m) {
                 [=](const std::string& s) {
                   float v = 0;
                   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-                  if (ec == std::errc() && end == s.data() + s.size() && v >= n.min && v <= n.max) return v;
-                  const std::string range = n.max < std::numeric_limits<float>::max()
-                                                ? cat("in [", n.min, ", ", n.max, "]")
-                                                : cat(">= ", n.min);
-                  throw UsageError(cat("--", flag, " must be a number ", range, ", got '", s, "'"));
+                  if (ec == std::errc() && end == s.data() + s.size() && v >= n.min && std::isfinite(v)) return v;
+                  throw UsageError(cat("--", flag, " must be a number >= ", n.min, " (", n.note, "), got '", s, "'"));
                 },
                 [](float v) { return shown(v); }, m.help);
           },
-          [&](const nn::Choice& c) {
+          [&](const nn::Choice& choice) {
             return Option{flag, OnResume::fixed,
-                          [=](po::options_description& d, TrainOptions& defaults) {
-                            d.add_options()(flag, po::value<std::string>()->default_value(c.get(defaults.model)),
-                                            m.help);
+                          [=, help = m.help](po::options_description& d, TrainOptions& defaults) {
+                            d.add_options()(flag, po::value<std::string>()->default_value(choice.get(defaults.model)),
+                                            help);
                           },
                           [=](const po::variable_value& v, TrainOptions& o) {
                             const std::string& s = v.as<std::string>();
-                            if (!c.set(o.model, s))
-                              throw UsageError(cat("--", flag, " must be ", nn::names_list(c), ", got '", s, "'"));
+                            if (!choice.set(o.model, s))
+                              throw UsageError(cat("--", flag, " must be ", nn::names_list(choice), ", got '", s, "'"));
                           },
-                          [=](TrainOptions a, TrainOptions b) { return c.get(a.model) == c.get(b.model); }};
+                          [=](TrainOptions a, TrainOptions b) { return choice.get(a.model) == choice.get(b.model); }};
           }},
       m.value);
 }

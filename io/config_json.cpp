@@ -73,8 +73,8 @@ void read_option(const nn::ModelOption& option, const Json& v, nn::GPTConfig& c,
                               c.*(t.at) = v.as_bool();
                             },
                             [&](const nn::Number& n) {
-                              if (!v.is_number() || !(v.as_double() >= n.min && v.as_double() <= n.max))
-                                config_fail(where, key, " = ", clip_json(v), " outside [", n.min, ", ", n.max, "]");
+                              if (!v.is_number() || !(v.as_double() >= n.min && v.as_double() <= kMaxFloat))
+                                config_fail(where, key, " = ", clip_json(v), " outside [", n.min, ", ", kMaxFloat, "]");
                               c.*(n.at) = float(v.as_double());
                             },
                             [&](const nn::Choice& ch) {
@@ -139,8 +139,9 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   try {
     c.validate();
   } catch (const Error& e) {
-    const std::string what = e.what();
-    config_fail(where, what.substr(what.find("] ") + 2));
+    std::string what = e.what();
+    if (what.starts_with("[config] ")) what.erase(0, 9);
+    config_fail(where, what);
   }
   return c;
 }
@@ -283,6 +284,7 @@ void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
     }
   };
   round_trip(to_json(train), [](const Json& j) { train_config_from_json(j, "options"); });
+  if (model) model->validate();  // what the model cannot be, said as the model says it, before the file's limits
   if (model) round_trip(to_json(*model), [](const Json& j) { model_config_from_json(j, "options"); });
 }
 

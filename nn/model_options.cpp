@@ -1,7 +1,6 @@
 #include "nn/model_options.h"
 
 #include <charconv>
-#include <limits>
 
 namespace folio::nn {
 namespace {
@@ -18,8 +17,6 @@ Choice choice(E GPTConfig::* at, std::vector<std::string> names, const char* (*s
           }};
 }
 
-constexpr float kMaxFloat = std::numeric_limits<float>::max();
-
 }  // namespace
 
 // In the order folio info shows them.
@@ -34,7 +31,7 @@ const std::vector<ModelOption>& model_options() {
       {"zero-init-proj", "zero_init_proj", "start the attention and feed-forward output projections at zero",
        Toggle{&GPTConfig::zero_init_proj}},
       {"logit-softcap", "logit_softcap", "cap the logits smoothly: C * tanh(logits / C) (0: off)",
-       Number{&GPTConfig::logit_softcap, 0.0f, kMaxFloat}},
+       Number{&GPTConfig::logit_softcap, 0.0f, "0: off"}},
       {"tie-weights", "tie_weights", "the output layer uses the token embedding matrix as its weight",
        Toggle{&GPTConfig::tie_weights}},
       {"bigram", "bigram",
@@ -46,13 +43,15 @@ const std::vector<ModelOption>& model_options() {
 }
 
 std::string option_text(const ModelOption& option, const GPTConfig& c) {
-  if (const auto* t = std::get_if<Toggle>(&option.value)) return c.*(t->at) ? "true" : "false";
-  if (const auto* n = std::get_if<Number>(&option.value)) {
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, c.*(n->at));  // shortest exact form
-    return std::string(buf, ec == std::errc() ? end : buf);
-  }
-  return std::get<Choice>(option.value).get(c);
+  return std::visit(Overloaded{[&](const Toggle& t) { return std::string(c.*(t.at) ? "true" : "false"); },
+                               [&](const Number& n) {
+                                 char buf[32];
+                                 const auto [end, ec] =
+                                     std::to_chars(buf, buf + sizeof buf, c.*(n.at), std::chars_format::general);
+                                 return std::string(buf, ec == std::errc() ? end : buf);
+                               },
+                               [&](const Choice& ch) { return ch.get(c); }},
+                    option.value);
 }
 
 std::string options_as_flags(const GPTConfig& c) {

@@ -2,7 +2,7 @@
 // The model options (README, "Model options"): one row each. Everything that names an
 // option reads this table: a checkpoint's config (io/config_json.cpp), folio train's
 // flags (cli/train_cmd.cpp) and folio info's options line. So a new option is its
-// GPTConfig field, its row here, and the model code that uses it (nn/, the KV-cached
+// GPTConfig field, its row in model_options.cpp, and the model code that uses it (nn/, the KV-cached
 // decoder, and the independent numpy reference, scripts/folio_numpy.py).
 //
 // A checkpoint saved before an option existed has no key for it and loads with the
@@ -22,10 +22,11 @@ struct Toggle {
   bool GPTConfig::* at;
 };
 
-// A number in [min, max] (a JSON number); GPTConfig::validate() may ask more of it.
+// A finite number >= min (a JSON number); GPTConfig::validate() may ask more of it.
 struct Number {
   float GPTConfig::* at;
-  float min, max;
+  float min;
+  const char* note;  // what a value means, for errors: "0: off"
 };
 
 // One of a few names (a JSON string).
@@ -51,7 +52,7 @@ struct Overloaded : F... {
 };
 
 // The value as folio train's flag would spell it: "true"/"false", the number in its
-// shortest exact form, or the choice's name.
+// shortest exact form (as the command line shows defaults), or the choice's name.
 std::string option_text(const ModelOption& option, const GPTConfig& c);
 
 // The options of `c` as the flags that give them: choices and numbers always, switches

@@ -341,7 +341,7 @@ TEST_F(Cli, BadInputExitsTwoAndWritesNothing) {
       {"train --n-embd 30 --n-head 4" + out, "divisible"},
       {"train --dropout 1" + out, "dropout"},
       {"train --pos foo" + out, "--pos must be learned or rope, got 'foo'"},
-      {"train --logit-softcap -1" + out, "--logit-softcap must be a number >= 0, got '-1'"},
+      {"train --logit-softcap -1" + out, "--logit-softcap must be a number >= 0 (0: off), got '-1'"},
       {"train --lr abc" + out, "lr"},
       {"train --data " + (dir_ / "nope.txt").string() + out, "nope.txt"},
       {"train --data " + dir_.string() + out, "directory"},

@@ -1,6 +1,6 @@
 // The table of model options (nn/model_options.h) that the checkpoint's config, folio
-// train's flags and folio info read: every row, including one added later, is checked
-// here without a line of this file changing.
+// train's flags and folio info read. The loops check every row, one added later too;
+// the last test also pins today's info line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +25,7 @@ GPTConfig small() {  // head size 4: even, as rope needs; 7 tokens, as the bigra
 GPTConfig with_other_value(const ModelOption& option, GPTConfig c) {
   const std::string before = option_text(option, c);
   std::visit(Overloaded{[&](const Toggle& t) { c.*(t.at) = !(c.*(t.at)); },
-                        [&](const Number& n) { c.*(n.at) = std::min(n.max, c.*(n.at) + 1.5f); },
+                        [&](const Number& n) { c.*(n.at) += 1.5f; },
                         [&](const Choice& ch) {
                           for (const std::string& name : ch.names)
                             if (name != before) return void(ch.set(c, name));
@@ -78,17 +78,23 @@ TEST(ModelOptionTable, EachOptionRoundTripsThroughTheCheckpointConfig) {
   }
 }
 
-// A value of the wrong kind names the file and the key.
-TEST(ModelOptionTable, AValueOfTheWrongKindIsRefusedByName) {
+// A value of the wrong kind, a number below its minimum or an unknown name is refused,
+// naming the file and the key.
+TEST(ModelOptionTable, ABadValueIsRefusedByName) {
   for (const ModelOption& option : model_options()) {
-    Json::Object o = to_json(small()).as_object();
-    for (auto& [k, v] : o)
-      if (k == option.key) v = Json(Json::Array{});
-    try {
-      model_config_from_json(Json(o), "file.safetensors");
-      ADD_FAILURE() << option.key << " = [] was accepted";
-    } catch (const ConfigError& e) {
-      testing::expect_contains(e.what(), {"file.safetensors", std::string(option.key)});
+    std::vector<Json> bad{Json(Json::Array{})};
+    if (const auto* n = std::get_if<Number>(&option.value)) bad.push_back(Json(double(n->min) - 1.0));
+    if (std::holds_alternative<Choice>(option.value)) bad.push_back(Json("no-such-name"));
+    for (const Json& value : bad) {
+      Json::Object o = to_json(small()).as_object();
+      for (auto& [k, v] : o)
+        if (k == option.key) v = value;
+      try {
+        model_config_from_json(Json(o), "file.safetensors");
+        ADD_FAILURE() << option.key << " = " << value.dump() << " was accepted";
+      } catch (const ConfigError& e) {
+        testing::expect_contains(e.what(), {"file.safetensors", std::string(option.key)});
+      }
     }
   }
 }
