@@ -146,17 +146,19 @@ Decoder::Decoder(const GPT& model, int64_t streams)
   if (streams < 1) fail("decoder", "streams must be >= 1, got ", streams);
   const int64_t C = config_.n_embd, cache = streams * config_.block_size * C;  // n_head * head_size == C
   const Precision p = model.precision();
-  for (const auto& b : model.blocks) {
-    const auto products = block_products(*b);
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    const Block& b = *model.blocks[l];
+    const auto products = block_products(b);
     auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, store_); };
-    layers_.push_back({b->ln1->weight.data(), b->ln1->bias.data(), b->ln2->weight.data(), b->ln2->bias.data(),
-                       matrix(0), matrix(1), matrix(2), matrix(3), std::vector<float>(cache),
+    layers_.push_back({b.ln1->weight.data(), b.ln1->bias.data(), b.ln2->weight.data(), b.ln2->bias.data(),
+                       matrix(0), matrix(1), matrix(2), matrix(3),
+                       model.x0_gates ? model.x0_gates->gate[l].data() : nullptr, std::vector<float>(cache),
                        std::vector<float>(cache)});
   }
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
-  ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C);
+  ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
 }
 
 std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t stream) {
@@ -265,8 +267,11 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   check_step(id, stream);
   const int64_t C = config_.n_embd, pos = length_[size_t(stream)];
   embed(id, stream, x_.data(), cos_.data(), sin_.data());
+  x0_ = x_;
   const RowScratch s{att_.data(), h_.data(), cos_.data(), sin_.data()};  // h_ is free while attending
   for (Layer& L : layers_) {
+    if (L.x0_gate)  // as GPT::add_x0
+      for (int64_t c = 0; c < C; ++c) x_[c] += L.x0_gate[c] * x0_[c];
     kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
     L.qkv.apply(h_.data(), qkv_.data(), x16_);
     attend(L, stream, pos, qkv_.data(), y_.data(), s);
@@ -292,7 +297,7 @@ void Decoder::ensure_batch(int64_t B) {
   if (int64_t(bx_.size()) >= B * C) return;
   bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * 4 * C);
   blogits_.resize(B * config_.vocab_size), batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
-  bcos_.resize(B * C), bsin_.resize(B * C);
+  bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C);
 }
 
 std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids) {
@@ -307,7 +312,11 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
   ensure_batch(B);
   for (int64_t b = 0; b < B; ++b)
     embed(ids[b], streams[b], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
+  std::copy(bx_.begin(), bx_.begin() + B * C, bx0_.begin());
   for (Layer& L : layers_) {
+    if (L.x0_gate)  // as GPT::add_x0
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c) bx_[b * C + c] += L.x0_gate[c] * bx0_[b * C + c];
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
     L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_);  // (B, C) -> (B, 3C)

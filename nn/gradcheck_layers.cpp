@@ -94,6 +94,16 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
            for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] += 0.3f * r.normal();
          return of_module<LayerNorm>(ln, last, {randn_leaf({3, 6}, 2)});
        }},
+      {"Gates", "",
+       [] {
+         auto gates = std::make_shared<Gates>(2, 4);
+         Rng r(4);  // away from their zero start
+         for (const Tensor& p : gates->parameters())
+           for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0.7f * r.normal();
+         return of_module<Gates>(
+             gates, [](const Gates& m, const V& v) { return m.forward(v[v.size() - 2], v.back(), 1); },
+             {randn_leaf({2, 3, 4}, 2), randn_leaf({2, 3, 4}, 3)});
+       }},
       {"Dropout", "train, fixed mask",
        [] {
          // A Dropout seeded afresh on every call: the same mask each time.
@@ -135,7 +145,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
        [] {
          GPTConfig c = tiny_gpt();
          c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2;
-         c.logit_softcap = 3.0f, c.tie_weights = true, c.bigram = true;
+         c.logit_softcap = 3.0f, c.tie_weights = true, c.bigram = true, c.x0_shortcut = true;
          return gpt(true, c, 2.0f);  // ReLU²'s curvature: central differences need smaller activations
        }},
       // d loss / d (embedded input), through the blocks, the final LayerNorm and the head.

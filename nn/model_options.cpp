@@ -38,6 +38,10 @@ const std::vector<ModelOption>& model_options() {
        "add a learned vector for each pair (previous token, token) to the token embedding: an exact (V + 1) x V "
        "table, for vocabularies of up to 1024 tokens",
        Toggle{&GPTConfig::bigram}},
+      {"x0-shortcut", "x0_shortcut",
+       "add the embedding's output into every block's input, through a learned per-channel gate a block that "
+       "starts at zero",
+       Toggle{&GPTConfig::x0_shortcut}},
   };
   return table;
 }

@@ -96,7 +96,8 @@ int64_t GPTConfig::parameter_count() const {
   const int64_t positions = pos == Positions::learned ? Embedding::parameter_count(block_size, C) : 0;
   const int64_t head = tie_weights ? (bias ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, bias);
   return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias) +
-         LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C);
+         LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C) +
+         (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0);
 }
 
 GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
@@ -135,6 +136,7 @@ void GPT::build(Arena arena) {
                                            : std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
   if (config.bigram)
     bigram_embedding = register_module("bigram_embedding", std::make_shared<Embedding>(config.bigram_rows(), C, arena));
+  if (config.x0_shortcut) x0_gates = register_module("x0_gates", std::make_shared<Gates>(config.n_layer, C, arena));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
   flat_ = arena.flat();
@@ -172,11 +174,17 @@ Tensor GPT::head(const Tensor& x) const {
   return logits;
 }
 
+Tensor GPT::add_x0(const Tensor& x, const Tensor& x0, size_t layer) const {
+  return x0_gates ? x0_gates->forward(x, x0, layer) : x;  // (B, T, C)
+}
+
 GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets,
                          std::vector<Tensor>* attention) const {
-  Tensor x = embed(ids, B, T, 0);
+  const Tensor x0 = embed(ids, B, T, 0);  // (B, T, C)
+  Tensor x = x0;
   if (attention) attention->assign(blocks.size(), Tensor{});
-  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward(x, attention ? &(*attention)[l] : nullptr);
+  for (size_t l = 0; l < blocks.size(); ++l)
+    x = blocks[l]->forward(add_x0(x, x0, l), attention ? &(*attention)[l] : nullptr);
   Output out;
   out.logits = head(x);  // (B, T, V)
   if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);
@@ -188,10 +196,11 @@ Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, s
   std::vector<int32_t>& last = caches[0].last_ids;  // (B) empty before the first call, as at the start
   if (caches[0].length() > 0 && bigram_embedding && int64_t(last.size()) != B)
     fail("gpt", "a cache of ", last.size(), " rows continued with ", B);
-  Tensor x = embed(ids, B, T, caches[0].length(), last);
+  const Tensor x0 = embed(ids, B, T, caches[0].length(), last);  // (B, T, C)
   last.resize(size_t(B));
   for (int64_t b = 0; b < B; ++b) last[size_t(b)] = ids[size_t(b * T + T - 1)];
-  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(x, caches[l]);
+  Tensor x = x0;
+  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(add_x0(x, x0, l), caches[l]);
   return head(x);
 }
 

@@ -72,9 +72,9 @@ struct GPTConfig {
   // 1.771 / 1.779 (seeds 1337 / 42) against GELU's 1.854 / 1.850.
   Activation activation = Activation::relu;
   uint64_t seed = 1337;  // initialisation
-  // The model options: each has a row in nn/model_options.h, which saves it with the
-  // model, makes it a flag and shows it. A checkpoint written before one existed has
-  // no key for it, which means its default here.
+  // The model options: each has a row in nn/model_options.cpp's table, which saves
+  // it with the model, makes it a flag and shows it. A checkpoint written before one
+  // existed has no key for it, which means its default here.
   Positions pos = Positions::learned;  // rope: no position table; needs an even head size
   bool qk_norm = false;                // q and k RMS-normalised per head (no weight) before the scores
   bool zero_init_proj = false;         // attn.proj and ffwd.proj weights start at zero
@@ -84,6 +84,11 @@ struct GPTConfig {
   // previous * V + token; the first token of a sequence has no previous one and takes
   // row V * V + token. Only for vocabularies of up to kMaxBigramVocab tokens.
   bool bigram = false;
+  // Every block's input gains gate_l * x0, x0 being the embedding's output (after its
+  // dropout) and gate_l a learned (C) vector per block that starts at zero: the later
+  // blocks see the tokens directly, not only through the residual stream the earlier
+  // ones wrote. At zero the model computes what it would without the option.
+  bool x0_shortcut = false;
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   void validate() const;  // throws naming the bad field
@@ -95,8 +100,9 @@ struct GPTConfig {
 // Token (+ bigram) (+ learned position) embeddings -> n_layer Blocks -> LayerNorm ->
 // Linear onto V (-> soft cap). With tie_weights, the Linear's weight is the token
 // embedding's: the parameter is named once, token_embedding.weight, and lm_head has
-// only its bias. The bigram table's parameter comes last, so that every other weight
-// is drawn as it would be without it.
+// only its bias. The bigram table's parameter comes after every other drawn one, so
+// that every other weight is drawn as it would be without it; the x0 gates (zeros,
+// nothing drawn) come last.
 class GPT : public Module {
  public:
   // Fresh weights, drawn from config.seed.
@@ -130,6 +136,7 @@ class GPT : public Module {
   std::shared_ptr<LayerNorm> ln_f;
   std::shared_ptr<Linear> lm_head;
   std::shared_ptr<Embedding> bigram_embedding;  // null without config.bigram
+  std::shared_ptr<Gates> x0_gates;              // (C) a block; null without config.x0_shortcut
 
  private:
   void build(Arena arena);
@@ -138,6 +145,8 @@ class GPT : public Module {
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
                std::span<const int32_t> before = {}) const;
   Tensor head(const Tensor& x) const;  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap
+  // x (B, T, C) + x0_gates[layer] * x0 (B, T, C) with the x0 shortcut; else x.
+  Tensor add_x0(const Tensor& x, const Tensor& x0, size_t layer) const;
   GPTConfig config_;
   std::shared_ptr<Rng> dropout_rng_;
   std::shared_ptr<Dropout> drop_;

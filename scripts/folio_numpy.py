@@ -107,8 +107,11 @@ def forward(W, config, ids):
     if not use_rope:
         x = x + W["position_embedding.weight"][:T]
     mask = np.tril(np.ones((T, T), dtype=bool))
+    x0 = x  # the embedding, which the x0 shortcut adds into every block's input
     for l in range(config["n_layer"]):
         p = f"blocks.{l}."
+        if config.get("x0_shortcut", False):
+            x = x + W[f"x0_gates.{l}"] * x0
         h = layer_norm(x, W[p + "ln1.weight"], W[p + "ln1.bias"])
         heads = []
         for i in range(n_head):

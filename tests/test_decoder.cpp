@@ -35,6 +35,14 @@ float max_diff(std::span<const float> a, std::span<const float> b) {
   return d;
 }
 
+// The x0 shortcut's gates start at zero, where the decoder could ignore them and
+// still agree: give them values.
+void open_x0_gates(nn::GPT& gpt) {
+  if (gpt.x0_gates)
+    for (const Tensor& gate : gpt.x0_gates->gate)
+      for (int64_t i = 0; i < gate.numel(); ++i) gate.data()[i] = 0.5f - 0.1f * float(i % 9);
+}
+
 class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
  protected:
   void SetUp() override {
@@ -47,6 +55,7 @@ class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
 TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   const DecoderCase& c = GetParam();
   nn::GPT gpt(c.config);
+  open_x0_gates(gpt);
   gpt.eval();
   gpt.set_precision(c.dtype);
   NoGradGuard no_grad;
@@ -73,6 +82,7 @@ class BatchMatchesStep : public DecoderMatchesForward {};  // the same cases, th
 TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
   const DecoderCase& c = GetParam();
   nn::GPT gpt(c.config);
+  open_x0_gates(gpt);
   gpt.eval();
   gpt.set_precision(c.dtype);
   NoGradGuard no_grad;
@@ -131,6 +141,10 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                       DecoderCase{"bigram", with(kSmall, [](auto& c) { c.bigram = true; }), Precision::fp32, 2e-5f},
                       DecoderCase{"bigram_rope", with(kSmall, [](auto& c) {
                                     c.bigram = true;
+                                    c.pos = nn::Positions::rope;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"x0_shortcut_rope", with(kSmall, [](auto& c) {
+                                    c.x0_shortcut = true;
                                     c.pos = nn::Positions::rope;
                                   }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention

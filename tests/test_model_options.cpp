@@ -1,5 +1,5 @@
 // The model options (GPTConfig: pos, qk_norm, relu2, zero_init_proj, logit_softcap,
-// tie_weights, bigram): gradients with each one and with all of them, the
+// tie_weights, bigram, x0_shortcut): gradients with each one and with all of them, the
 // KV-cached forward against the whole one, rope against its formula, the fast
 // attention against the per-Head specification, weight tying's one parameter, the
 // zero-initialised projections, parameter counts, replicas and bf16.
@@ -31,7 +31,7 @@ GPTConfig tiny() {  // head size 4: even, as rope needs
 
 GPTConfig all_options(GPTConfig c = tiny()) {
   c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2, c.zero_init_proj = true;
-  c.logit_softcap = 2.0f, c.tie_weights = true;
+  c.logit_softcap = 2.0f, c.tie_weights = true, c.x0_shortcut = true;
   return c;
 }
 
@@ -50,6 +50,7 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("logit_softcap", [](GPTConfig& c) { c.logit_softcap = 2.0f; });
   with("tie_weights", [](GPTConfig& c) { c.tie_weights = true; });
   with("bigram", [](GPTConfig& c) { c.bigram = true; });
+  with("x0_shortcut", [](GPTConfig& c) { c.x0_shortcut = true; });
   return out;
 }
 
@@ -80,7 +81,7 @@ TEST_P(EachOption, GradOfLoss) {
   const std::vector<int32_t> ids{1, 3, 4, 0, 2, 2, 4, 0, 1, 3}, targets{3, 4, 0, 2, 2, 4, 1, 1, 4, 0};
   EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 5, targets).loss; }, gpt.parameters()));
 }
-INSTANTIATE_TEST_SUITE_P(ModelOptions, EachOption, ::testing::Range(0, 6),
+INSTANTIATE_TEST_SUITE_P(ModelOptions, EachOption, ::testing::Range(0, int(each_option().size())),
                          [](const auto& info) { return each_option()[size_t(info.param)].first; });
 
 TEST(ModelOptions, GradOfLossAndLogitsWithAllOptions) {
@@ -297,13 +298,40 @@ TEST(ModelOptions, ZeroInitProjectionsLeaveTheRestAsTheyWere) {
   EXPECT_EQ(zero, 4);
 }
 
+// The x0 shortcut starts as the model without it: the same weights, and zero gates
+// last, so the same logits. A gate opened in the second block moves every position's
+// logits (each position reads its own embedding).
+TEST(ModelOptions, X0ShortcutStartsAsTheModelWithoutIt) {
+  GPTConfig c = tiny();
+  c.n_layer = 2;
+  const GPT plain(c);
+  c.x0_shortcut = true;
+  const GPT gated(c);
+  const auto a = plain.named_parameters(), b = gated.named_parameters();
+  ASSERT_EQ(b.size(), a.size() + 2);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i].second.to_vector(), a[i].second.to_vector()) << b[i].first;
+  EXPECT_EQ(b[a.size()].first, "x0_gates.0");
+  EXPECT_EQ(b[a.size() + 1].second.to_vector(), std::vector<float>(size_t(c.n_embd), 0.0f));
+  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2};
+  EXPECT_EQ(gated.forward(ids, 1, 6).logits.to_vector(), plain.forward(ids, 1, 6).logits.to_vector());
+  gated.x0_gates->gate[1].data()[0] = 0.5f;
+  const std::vector<float> moved = gated.forward(ids, 1, 6).logits.to_vector(),
+                           before = plain.forward(ids, 1, 6).logits.to_vector();
+  for (int64_t t = 0; t < 6; ++t) {
+    const auto at = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + t * c.vocab_size, v.begin() + (t + 1) * c.vocab_size);
+    };
+    EXPECT_NE(at(moved), at(before)) << "position " << t;
+  }
+}
+
 TEST(ModelOptions, ParameterCountOfEveryCombination) {
-  for (int bits = 0; bits < 128; ++bits) {
+  for (int bits = 0; bits < 256; ++bits) {
     GPTConfig c = tiny();
     c.pos = bits & 1 ? Positions::rope : Positions::learned;
     c.qk_norm = bits & 2, c.zero_init_proj = bits & 4, c.tie_weights = bits & 8, c.bias = !(bits & 16);
     c.activation = bits & 32 ? Activation::relu2 : Activation::relu;
-    c.bigram = bits & 64;
+    c.bigram = bits & 64, c.x0_shortcut = bits & 128;
     const GPT gpt(c);
     EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
     EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;
