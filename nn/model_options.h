@@ -50,6 +50,8 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;  // clang before 17 deduces no aggregate's arguments
 
 // The value as folio train's flag would spell it: "true"/"false", the number in its
 // shortest exact form (as the command line shows defaults), or the choice's name.
