@@ -66,16 +66,18 @@ Json option_json(const nn::ModelOption& option, const nn::GPTConfig& c) {
                     option.value);
 }
 
-void read_option(const nn::ModelOption& option, const Json& v, nn::GPTConfig& c, const std::string& where) {
+// Reads the option's key from the config object j, when it is there.
+void read_option(const nn::ModelOption& option, const Json& j, nn::GPTConfig& c, const std::string& where) {
   const char* key = option.key;
+  const Json* found = j.find(key);
+  if (!found) return;  // a model saved before the option existed: its default
+  const Json& v = *found;
   std::visit(nn::Overloaded{[&](const nn::Toggle& t) {
                               if (!v.is_bool()) config_fail(where, key, " must be true or false, got ", clip_json(v));
                               c.*(t.at) = v.as_bool();
                             },
                             [&](const nn::Number& n) {
-                              if (!v.is_number() || !(v.as_double() >= n.min && v.as_double() <= kMaxFloat))
-                                config_fail(where, key, " = ", clip_json(v), " outside [", n.min, ", ", kMaxFloat, "]");
-                              c.*(n.at) = float(v.as_double());
+                              c.*(n.at) = float(number_field(j, key, n.min, kMaxFloat, where));
                             },
                             [&](const nn::Choice& ch) {
                               if (!v.is_string() || !ch.set(c, v.as_string()))
@@ -133,8 +135,7 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   if (c.n_embd % c.n_head) config_fail(where, "n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
   // The model options are optional: a model saved before one existed has no key for
   // it, and is the model its default describes.
-  for (const nn::ModelOption& option : nn::model_options())
-    if (const Json* v = j.find(option.key)) read_option(option, *v, c, where);
+  for (const nn::ModelOption& option : nn::model_options()) read_option(option, j, c, where);
   // What one field cannot say alone (rope's even head size, a cap's finite inverse).
   try {
     c.validate();
