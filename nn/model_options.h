@@ -1,7 +1,7 @@
 #pragma once
 // The model options (README, "Model options"): one row each. Everything that names an
 // option reads this table: a checkpoint's config (io/config_json.cpp), folio train's
-// flags (cli/train_cmd.cpp) and folio info's options line. So a new option is its
+// flags (cli/train_options.cpp) and folio info's options line. So a new option is its
 // GPTConfig field, its row in model_options.cpp, and the model code that uses it (nn/, the KV-cached
 // decoder, and the independent numpy reference, scripts/folio_numpy.py).
 //
