@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -82,14 +83,21 @@ T positive(const po::variables_map& vm, const char* name) {
   return v;
 }
 
+// The whole of `text` as a T (an integer or a floating-point number), or nothing when
+// any of it is not: "1e-3x", "" and an out-of-range value are all refused.
+template <class T>
+std::optional<T> whole_number(const std::string& text) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
 // An unsigned 64-bit option (a seed), declared as a string: boost's own conversion
 // would read "-1" as 2^64 - 1 instead of refusing it.
 inline uint64_t u64_option(const std::string& text, const char* name) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    throw UsageError(cat("--", name, " must be an integer in [0, 2^64), got '", text, "'"));
-  return v;
+  if (const auto v = whole_number<uint64_t>(text)) return *v;
+  throw UsageError(cat("--", name, " must be an integer in [0, 2^64), got '", text, "'"));
 }
 
 }  // namespace folio::cli

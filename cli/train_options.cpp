@@ -1,7 +1,6 @@
 // The rows of folio train's options (cli/train_options.h).
 #include "cli/train_options.h"
 
-#include <charconv>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -94,9 +93,8 @@ TrainOption model_flag(const nn::ModelOption& m) {
             return parsed(
                 flag, OnResume::fixed, [at = n.at](TrainOptions& o) -> float& { return o.model.*at; },
                 [=](const std::string& s) {
-                  float v = 0;
-                  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-                  if (ec == std::errc() && end == s.data() + s.size() && v >= n.min && std::isfinite(v)) return v;
+                  const auto v = whole_number<float>(s);
+                  if (v && *v >= n.min && std::isfinite(*v)) return *v;
                   throw UsageError(cat("--", flag, " must be a number >= ", n.min, " (", n.note, "), got '", s, "'"));
                 },
                 [](float v) { return shown(v); }, m.help);
@@ -205,11 +203,10 @@ const std::vector<TrainOption>& train_options() {
       parsed(
           "val-fraction", override, AT(train.train_fraction),
           [](const std::string& s) {
-            double v = 0;
-            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec != std::errc() || end != s.data() + s.size() || !(v > 0.0 && v < 1.0))
+            const auto v = whole_number<double>(s);
+            if (!v || !(*v > 0.0 && *v < 1.0))
               throw UsageError(cat("--val-fraction must be a number in (0, 1), got '", s, "'"));
-            return 1.0 - v;
+            return 1.0 - *v;
           },
           [](double train_fraction) { return shown(1.0 - train_fraction); }, "last fraction of the text held out"),
       parsed(
