@@ -101,6 +101,9 @@ void add_shape_ops(std::vector<GradcheckCase>& cases) {
     cases.push_back(op("select_heads", cat("offset ", offset),
                        [offset](const V& v) { return select_heads(v[0], 2, 2, offset, 6); },
                        [] { return V{leaf({2, 3, 12}, 1)}; }));
+  // The values of that projection gain a (B, T, 2 * 2) tensor.
+  cases.push_back(op("add_into_heads", "", [](const V& v) { return mul(add_into_heads(v[0], v[1], 2, 2, 4, 6), v[2]); },
+                     [] { return V{leaf({2, 3, 12}, 1), leaf({2, 3, 4}, 2), leaf({2, 3, 12}, 3)}; }));
 }
 
 void add_products(std::vector<GradcheckCase>& cases) {

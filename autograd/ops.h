@@ -46,6 +46,11 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);  
 // x (B, T, W) -> (B, n_head, T, head_size), out[b, h, t, d] = x[b, t, offset + h * stride + d]:
 // one of q/k/v, per head, out of a packed projection.
 Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t offset, int64_t stride);
+// The way back in: x (B, T, W), y (B, T, n_head * head_size) -> x with each head's slice
+// of y added at its place, out[b, t, offset + h * stride + d] = x[...] + y[b, t, h * head_size + d]
+// (MultiHead adds value embeddings into its packed projection's values with it).
+Tensor add_into_heads(const Tensor& x, const Tensor& y, int64_t n_head, int64_t head_size, int64_t offset,
+                      int64_t stride);
 
 // ---- matrix products (ops_matmul.cpp), through oneDNN
 // Precision of a product: fp32, or bf16, where the operands are rounded to bfloat16

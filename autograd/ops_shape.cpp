@@ -218,4 +218,44 @@ Tensor select_heads(const Tensor& x, int64_t n_head, int64_t head_size, int64_t 
   return out;
 }
 
+Tensor add_into_heads(const Tensor& x, const Tensor& y, int64_t n_head, int64_t head_size, int64_t offset,
+                      int64_t stride) {
+  if (x.ndim() != 3) fail("add_into_heads", "needs x (B, T, W), got shape ", x.shape());
+  const int64_t B = x.size(0), T = x.size(1), W = x.size(2), width = n_head * head_size;
+  if (n_head < 1 || head_size < 1 || offset < 0 || stride < head_size ||
+      offset + (n_head - 1) * stride + head_size > W)
+    fail("add_into_heads", n_head, " heads of size ", head_size, " at offset ", offset, " stride ", stride,
+         " do not fit in shape ", x.shape());
+  if (y.shape() != Shape{B, T, width})
+    fail("add_into_heads", "y ", y.shape(), " must be (", B, ", ", T, ", ", width, ") for x ", x.shape());
+  Tensor out = Tensor::empty(x.shape());  // (B, T, W)
+  std::memcpy(out.data(), x.data(), sizeof(float) * x.numel());
+  const float* src = y.data();
+  float* o = out.data();
+#pragma omp parallel for if (out.numel() >= kParallelGrain)
+  for (int64_t bt = 0; bt < B * T; ++bt)
+    for (int64_t h = 0; h < n_head; ++h) {
+      float* dst = o + bt * W + offset + h * stride;
+      const float* add = src + bt * width + h * head_size;
+      for (int64_t d = 0; d < head_size; ++d) dst[d] += add[d];
+    }
+  record(out, "add_into_heads", {&x, &y},
+         [B, T, W, n_head, head_size, offset, stride, width](const Tensor& grad, const InputGrads& in) {
+           const float* g = grad.data();
+           in.write(0, [=](float* gx) {  // x passes through
+             for (int64_t i = 0; i < B * T * W; ++i) gx[i] += g[i];
+           });
+           in.write(1, [=](float* gy) {  // y's gradient: its slices' places in the output's
+#pragma omp parallel for if (grad.numel() >= kParallelGrain)
+             for (int64_t bt = 0; bt < B * T; ++bt)
+               for (int64_t h = 0; h < n_head; ++h) {
+                 const float* from = g + bt * W + offset + h * stride;
+                 float* to = gy + bt * width + h * head_size;
+                 for (int64_t d = 0; d < head_size; ++d) to[d] += from[d];
+               }
+           });
+         });
+  return out;
+}
+
 }  // namespace folio

@@ -122,18 +122,23 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
   return resid_dropout_->forward(proj->forward(y));
 }
 
-Tensor MultiHead::forward(const Tensor& x, Tensor* weights) const {
-  if (x.ndim() != 3 || x.size(1) > block_size)
-    fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  return attend(linear(x, qkv_weight_, {}, precision()), x.size(0), x.size(1), nullptr, weights);
+Tensor MultiHead::project(const Tensor& x, const Tensor& values) const {
+  const Tensor qkv = linear(x, qkv_weight_, {}, precision());  // (B, T, nh * 3 * hs)
+  return values.defined() ? add_into_heads(qkv, values, n_head, head_size, 2 * head_size, 3 * head_size) : qkv;
 }
 
-Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache) const {
+Tensor MultiHead::forward(const Tensor& x, Tensor* weights, const Tensor& values) const {
+  if (x.ndim() != 3 || x.size(1) > block_size)
+    fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
+  return attend(project(x, values), x.size(0), x.size(1), nullptr, weights);
+}
+
+Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache, const Tensor& values) const {
   if (grad_enabled()) fail("multihead", "forward_cached is for inference: use a NoGradGuard");
   if (x.ndim() != 3 || cache.length() + x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " with ", cache.length(), " cached positions exceeds block_size ",
          block_size);
-  return attend(linear(x, qkv_weight_, {}, precision()), x.size(0), x.size(1), &cache);
+  return attend(project(x, values), x.size(0), x.size(1), &cache);
 }
 
 Tensor MultiHead::forward_heads(const Tensor& x) const {

@@ -85,13 +85,14 @@ class MultiHead : public Module {
     return n_head * Head::parameter_count(n_embd, head_size) + Linear::parameter_count(n_head * head_size, n_embd, bias);
   }
   // With `weights`, also hands out the attention weights (B, n_head, T, T) after the
-  // softmax and before dropout.
-  Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
+  // softmax and before dropout. With `values` (B, T, n_head * head_size), each head's
+  // values gain their slice of it (GPT's value embeddings).
+  Tensor forward(const Tensor& x, Tensor* weights = nullptr, const Tensor& values = {}) const;
   Tensor forward_heads(const Tensor& x) const;
   // Inference only: attends the new positions x (B, Tn, C) to the cache and to each
   // other, and appends their keys and values to the cache. The new positions are
   // cache.length(), cache.length() + 1, ...: what rotary positions rotate them by.
-  Tensor forward_cached(const Tensor& x, KVCache& cache) const;
+  Tensor forward_cached(const Tensor& x, KVCache& cache, const Tensor& values = {}) const;
 
   // The heads' key, query and value weights as one (n_head * 3 * head_size, C) matrix,
   // per head [k; q; v]: a view of the heads' parameters.
@@ -106,6 +107,9 @@ class MultiHead : public Module {
   BlockOptions options_;
   Tensor qkv_weight_;
   Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights = nullptr) const;
+  // x (B, T, C) -> the packed projection (B, T, n_head * 3 * head_size), its values
+  // plus `values` when given.
+  Tensor project(const Tensor& x, const Tensor& values) const;
   std::shared_ptr<Dropout> attn_dropout_, resid_dropout_;
 };
 

@@ -152,8 +152,9 @@ Decoder::Decoder(const GPT& model, int64_t streams)
     auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, store_); };
     layers_.push_back({b.ln1->weight.data(), b.ln1->bias.data(), b.ln2->weight.data(), b.ln2->bias.data(),
                        matrix(0), matrix(1), matrix(2), matrix(3),
-                       model.x0_gates ? model.x0_gates->gate[l].data() : nullptr, std::vector<float>(cache),
-                       std::vector<float>(cache)});
+                       model.x0_gates ? model.x0_gates->gate[l].data() : nullptr,
+                       model.value_embeddings.empty() ? nullptr : model.value_embeddings[l]->weight.data(),
+                       std::vector<float>(cache), std::vector<float>(cache)});
   }
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);
@@ -225,6 +226,14 @@ void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y
   }
 }
 
+void Decoder::add_value_embedding(const Layer& L, int32_t id, float* qkv) const {
+  if (!L.value_embed) return;
+  const int64_t C = config_.n_embd, hs = C / config_.n_head;
+  const float* ve = L.value_embed + int64_t(id) * C;  // (C): head h's slice at h * hs
+  for (int64_t h = 0; h < config_.n_head; ++h)
+    for (int64_t d = 0; d < hs; ++d) qkv[h * 3 * hs + 2 * hs + d] += ve[h * hs + d];  // per head [k; q; v]
+}
+
 void Decoder::check_step(int32_t id, int64_t stream) const {
   const int64_t block = config_.block_size, V = config_.vocab_size;
   if (stream < 0 || stream >= streams()) fail("decoder", "stream ", stream, " outside [0, ", streams(), ")");
@@ -274,6 +283,7 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
       for (int64_t c = 0; c < C; ++c) x_[c] += L.x0_gate[c] * x0_[c];
     kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
     L.qkv.apply(h_.data(), qkv_.data(), x16_);
+    add_value_embedding(L, id, qkv_.data());
     attend(L, stream, pos, qkv_.data(), y_.data(), s);
     L.proj.apply(y_.data(), h_.data(), x16_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
@@ -321,6 +331,7 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
     L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_);  // (B, C) -> (B, 3C)
     for (int64_t b = 0; b < B; ++b) {
+      add_value_embedding(L, ids[b], bqkv_.data() + b * 3 * C);
       const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
                          bsin_.data() + b * C};
       attend(L, streams[b], length_[size_t(streams[b])], bqkv_.data() + b * 3 * C, by_.data() + b * C, s);

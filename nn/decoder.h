@@ -85,7 +85,8 @@ class Decoder {
   struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
     Matrix qkv, proj, fc, fc2;
-    const float* x0_gate;  // (C) with the x0 shortcut, else null
+    const float* x0_gate;      // (C) with the x0 shortcut, else null
+    const float* value_embed;  // (V, C) with value embeddings, else null
     // Per stream: keys (n_head, head_size, block_size), transposed for the scores'
     // loop, and values (n_head, block_size, head_size); position p in slot p % block_size.
     std::vector<float> k, v;  // (streams, n_head, head_size, block_size), (streams, n_head, block_size, head_size)
@@ -98,6 +99,9 @@ class Decoder {
   static int64_t panel_floats(const GPT& model);  // of all its products (0 for bf16 ones)
   // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
   void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
+  // qkv (3C): each head's value gains its slice of the token's value embedding, as
+  // MultiHead::project (nothing without value embeddings).
+  void add_value_embedding(const Layer& L, int32_t id, float* qkv) const;
   // token (+ bigram of the stream's last token and this one) + position -> x (C)
   void embed(int32_t id, int64_t stream, float* x, float* cos, float* sin) const;
   void check_step(int32_t id, int64_t stream) const;

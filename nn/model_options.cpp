@@ -42,6 +42,9 @@ const std::vector<ModelOption>& model_options() {
        "add the embedding's output into every block's input, through a learned per-channel gate a block that "
        "starts at zero",
        Toggle{&GPTConfig::x0_shortcut}},
+      {"value-embed", "value_embed",
+       "add a learned vector for each token into every block's attention values: a (V, C) table a block",
+       Toggle{&GPTConfig::value_embed}},
   };
   return table;
 }

@@ -64,13 +64,13 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
     : Block(n_embd, n_head, block_size, dropout, bias, act, Arena(parameter_count(n_embd, n_head, bias), init),
             std::move(dropout_rng), std::move(options)) {}
 
-Tensor Block::forward(const Tensor& x, Tensor* attention) const {
-  const Tensor h = add(x, attn->forward(ln1->forward(x), attention));
+Tensor Block::forward(const Tensor& x, Tensor* attention, const Tensor& values) const {
+  const Tensor h = add(x, attn->forward(ln1->forward(x), attention, values));
   return add(h, ffwd->forward(ln2->forward(h)));
 }
 
-Tensor Block::forward_cached(const Tensor& x, KVCache& cache) const {
-  const Tensor h = add(x, attn->forward_cached(ln1->forward(x), cache));
+Tensor Block::forward_cached(const Tensor& x, KVCache& cache, const Tensor& values) const {
+  const Tensor h = add(x, attn->forward_cached(ln1->forward(x), cache, values));
   return add(h, ffwd->forward(ln2->forward(h)));
 }
 
@@ -97,6 +97,7 @@ int64_t GPTConfig::parameter_count() const {
   const int64_t head = tie_weights ? (bias ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, bias);
   return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias) +
          LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C) +
+         (value_embed ? n_layer * Embedding::parameter_count(vocab_size, C) : 0) +
          (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0);
 }
 
@@ -136,6 +137,10 @@ void GPT::build(Arena arena) {
                                            : std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
   if (config.bigram)
     bigram_embedding = register_module("bigram_embedding", std::make_shared<Embedding>(config.bigram_rows(), C, arena));
+  if (config.value_embed)
+    for (int64_t l = 0; l < config.n_layer; ++l)
+      value_embeddings.push_back(register_module("value_embeddings." + std::to_string(l),
+                                                 std::make_shared<Embedding>(config.vocab_size, C, arena)));
   if (config.x0_shortcut) x0_gates = register_module("x0_gates", std::make_shared<Gates>(config.n_layer, C, arena));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
@@ -178,13 +183,17 @@ Tensor GPT::add_x0(const Tensor& x, const Tensor& x0, size_t layer) const {
   return x0_gates ? x0_gates->forward(x, x0, layer) : x;  // (B, T, C)
 }
 
+Tensor GPT::values(std::span<const int32_t> ids, int64_t B, int64_t T, size_t layer) const {
+  return value_embeddings.empty() ? Tensor{} : value_embeddings[layer]->forward(ids, {B, T});  // (B, T, C)
+}
+
 GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets,
                          std::vector<Tensor>* attention) const {
   const Tensor x0 = embed(ids, B, T, 0);  // (B, T, C)
   Tensor x = x0;
   if (attention) attention->assign(blocks.size(), Tensor{});
   for (size_t l = 0; l < blocks.size(); ++l)
-    x = blocks[l]->forward(add_x0(x, x0, l), attention ? &(*attention)[l] : nullptr);
+    x = blocks[l]->forward(add_x0(x, x0, l), attention ? &(*attention)[l] : nullptr, values(ids, B, T, l));
   Output out;
   out.logits = head(x);  // (B, T, V)
   if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);
@@ -200,7 +209,8 @@ Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, s
   last.resize(size_t(B));
   for (int64_t b = 0; b < B; ++b) last[size_t(b)] = ids[size_t(b * T + T - 1)];
   Tensor x = x0;
-  for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward_cached(add_x0(x, x0, l), caches[l]);
+  for (size_t l = 0; l < blocks.size(); ++l)
+    x = blocks[l]->forward_cached(add_x0(x, x0, l), caches[l], values(ids, B, T, l));
   return head(x);
 }
 

@@ -53,8 +53,9 @@ class Block : public Module {
     return 2 * LayerNorm::parameter_count(n_embd) + MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias) +
            FeedForward::parameter_count(n_embd, bias);
   }
-  Tensor forward(const Tensor& x, Tensor* attention = nullptr) const;  // attention: see MultiHead
-  Tensor forward_cached(const Tensor& x, KVCache& cache) const;
+  // attention and values (B, T, C): see MultiHead.
+  Tensor forward(const Tensor& x, Tensor* attention = nullptr, const Tensor& values = {}) const;
+  Tensor forward_cached(const Tensor& x, KVCache& cache, const Tensor& values = {}) const;
   std::shared_ptr<LayerNorm> ln1, ln2;
   std::shared_ptr<MultiHead> attn;
   std::shared_ptr<FeedForward> ffwd;
@@ -89,6 +90,11 @@ struct GPTConfig {
   // blocks see the tokens directly, not only through the residual stream the earlier
   // ones wrote. At zero the model computes what it would without the option.
   bool x0_shortcut = false;
+  // Value embeddings: every block's attention values gain a learned vector of the
+  // token at their position, from a (V, C) table of that block's own (head h's values
+  // take columns h * head_size ...). Attention then mixes the tokens' identities
+  // directly, besides what the residual stream carries.
+  bool value_embed = false;
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   void validate() const;  // throws naming the bad field
@@ -100,9 +106,9 @@ struct GPTConfig {
 // Token (+ bigram) (+ learned position) embeddings -> n_layer Blocks -> LayerNorm ->
 // Linear onto V (-> soft cap). With tie_weights, the Linear's weight is the token
 // embedding's: the parameter is named once, token_embedding.weight, and lm_head has
-// only its bias. The bigram table's parameter comes after every other drawn one, so
-// that every other weight is drawn as it would be without it; the x0 gates (zeros,
-// nothing drawn) come last.
+// only its bias. The bigram table's parameter, then the value embeddings', come after
+// every other drawn one, so that every other weight is drawn as it would be without
+// them; the x0 gates (zeros, nothing drawn) come last.
 class GPT : public Module {
  public:
   // Fresh weights, drawn from config.seed.
@@ -136,7 +142,8 @@ class GPT : public Module {
   std::shared_ptr<LayerNorm> ln_f;
   std::shared_ptr<Linear> lm_head;
   std::shared_ptr<Embedding> bigram_embedding;  // null without config.bigram
-  std::shared_ptr<Gates> x0_gates;              // (C) a block; null without config.x0_shortcut
+  std::vector<std::shared_ptr<Embedding>> value_embeddings;  // (V, C) a block; none without config.value_embed
+  std::shared_ptr<Gates> x0_gates;                           // (C) a block; null without config.x0_shortcut
 
  private:
   void build(Arena arena);
@@ -147,6 +154,8 @@ class GPT : public Module {
   Tensor head(const Tensor& x) const;  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap
   // x (B, T, C) + x0_gates[layer] * x0 (B, T, C) with the x0 shortcut; else x.
   Tensor add_x0(const Tensor& x, const Tensor& x0, size_t layer) const;
+  // ids (B, T) -> block `layer`'s value embeddings (B, T, C); undefined without them.
+  Tensor values(std::span<const int32_t> ids, int64_t B, int64_t T, size_t layer) const;
   GPTConfig config_;
   std::shared_ptr<Rng> dropout_rng_;
   std::shared_ptr<Dropout> drop_;

@@ -116,6 +116,8 @@ def forward(W, config, ids):
         heads = []
         for i in range(n_head):
             k, q, v = (linear(h, W, f"{p}attn.heads.{i}.{name}") for name in ("key", "query", "value"))
+            if config.get("value_embed", False):  # the token's vector, head i's slice of it
+                v = v + W[f"value_embeddings.{l}.weight"][ids][..., i * hs:(i + 1) * hs]
             if qk_norm:
                 k, q = rms_norm(k), rms_norm(q)
             if use_rope:

@@ -147,6 +147,11 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                     c.x0_shortcut = true;
                                     c.pos = nn::Positions::rope;
                                   }), Precision::fp32, 2e-5f},
+                      DecoderCase{"value_embed_bigram_rope", with(kSmall, [](auto& c) {
+                                    c.value_embed = true;
+                                    c.bigram = true;
+                                    c.pos = nn::Positions::rope;
+                                  }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).
                       DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f});

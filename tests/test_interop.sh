@@ -22,7 +22,7 @@ declare -A options=(
   [relu]="--n-head 2 --max-iters 20 --activation relu"
   [gelu]="--n-head 2 --max-iters 20 --activation gelu"
   [all-options]="--n-head 1 --max-iters 60 --lr 1e-2 --pos rope --qk-norm --activation relu2 --zero-init-proj
-                 --logit-softcap 1 --tie-weights --bigram --x0-shortcut"
+                 --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed"
   [bpe]="--n-head 2 --max-iters 20 --tokenizer bpe --vocab-size 400"
 )
 for model in relu gelu all-options bpe; do

@@ -1,10 +1,11 @@
 // The model options (GPTConfig: pos, qk_norm, relu2, zero_init_proj, logit_softcap,
-// tie_weights, bigram, x0_shortcut): gradients with each one and with all of them, the
+// tie_weights, bigram, x0_shortcut, value_embed): gradients with each one and with all of them, the
 // KV-cached forward against the whole one, rope against its formula, the fast
 // attention against the per-Head specification, weight tying's one parameter, the
 // zero-initialised projections, parameter counts, replicas and bf16.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -31,7 +32,7 @@ GPTConfig tiny() {  // head size 4: even, as rope needs
 
 GPTConfig all_options(GPTConfig c = tiny()) {
   c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2, c.zero_init_proj = true;
-  c.logit_softcap = 2.0f, c.tie_weights = true, c.x0_shortcut = true;
+  c.logit_softcap = 2.0f, c.tie_weights = true, c.x0_shortcut = true, c.value_embed = true;
   return c;
 }
 
@@ -51,6 +52,7 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("tie_weights", [](GPTConfig& c) { c.tie_weights = true; });
   with("bigram", [](GPTConfig& c) { c.bigram = true; });
   with("x0_shortcut", [](GPTConfig& c) { c.x0_shortcut = true; });
+  with("value_embed", [](GPTConfig& c) { c.value_embed = true; });
   return out;
 }
 
@@ -325,13 +327,44 @@ TEST(ModelOptions, X0ShortcutStartsAsTheModelWithoutIt) {
   }
 }
 
+// Value embeddings are drawn after every other weight, so the rest is as it was, and
+// zeroed they leave the logits as they were. A token's vector in the second block
+// moves the logits at its own position and every later one (attention carries a
+// value forward, never back), and no earlier position's.
+TEST(ModelOptions, ValueEmbeddingsReachTheirTokenAndWhatAttendsToIt) {
+  GPTConfig c = tiny();
+  c.n_layer = 2;
+  const GPT plain(c);
+  c.value_embed = true;
+  const GPT with_values(c);
+  const auto a = plain.named_parameters(), b = with_values.named_parameters();
+  ASSERT_EQ(b.size(), a.size() + 2);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i].second.to_vector(), a[i].second.to_vector()) << b[i].first;
+  EXPECT_EQ(b[a.size()].first, "value_embeddings.0.weight");
+  EXPECT_EQ(b[a.size() + 1].second.shape(), (Shape{c.vocab_size, c.n_embd}));
+  for (size_t i = a.size(); i < b.size(); ++i) std::fill_n(b[i].second.data(), b[i].second.numel(), 0.0f);
+  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2};  // token 5 only at position 2
+  const std::vector<float> before = plain.forward(ids, 1, 6).logits.to_vector();
+  EXPECT_EQ(with_values.forward(ids, 1, 6).logits.to_vector(), before);
+  float* row = with_values.value_embeddings[1]->weight.data() + 5 * c.n_embd;
+  for (int64_t i = 0; i < c.n_embd; ++i) row[i] = 0.3f - 0.1f * float(i % 5);
+  const std::vector<float> moved = with_values.forward(ids, 1, 6).logits.to_vector();
+  for (int64_t t = 0; t < 6; ++t) {
+    const auto at = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + t * c.vocab_size, v.begin() + (t + 1) * c.vocab_size);
+    };
+    if (t < 2) EXPECT_EQ(at(moved), at(before)) << "position " << t;
+    else EXPECT_NE(at(moved), at(before)) << "position " << t;
+  }
+}
+
 TEST(ModelOptions, ParameterCountOfEveryCombination) {
-  for (int bits = 0; bits < 256; ++bits) {
+  for (int bits = 0; bits < 512; ++bits) {
     GPTConfig c = tiny();
     c.pos = bits & 1 ? Positions::rope : Positions::learned;
     c.qk_norm = bits & 2, c.zero_init_proj = bits & 4, c.tie_weights = bits & 8, c.bias = !(bits & 16);
     c.activation = bits & 32 ? Activation::relu2 : Activation::relu;
-    c.bigram = bits & 64, c.x0_shortcut = bits & 128;
+    c.bigram = bits & 64, c.x0_shortcut = bits & 128, c.value_embed = bits & 256;
     const GPT gpt(c);
     EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
     EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;
