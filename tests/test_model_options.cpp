@@ -300,6 +300,22 @@ TEST(ModelOptions, ZeroInitProjectionsLeaveTheRestAsTheyWere) {
   EXPECT_EQ(zero, 4);
 }
 
+// `with` is `plain`'s config and an option: `plain`'s parameters, equal and in order,
+// then `added` more, which it returns.
+NamedParameters added_after_the_rest(const GPT& plain, const GPT& with, size_t added) {
+  const auto a = plain.named_parameters(), b = with.named_parameters();
+  if (b.size() != a.size() + added) {
+    ADD_FAILURE() << b.size() << " parameters, expected " << a.size() << " + " << added;
+    return {};
+  }
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(b[i].second.to_vector(), a[i].second.to_vector()) << b[i].first;
+  return {b.begin() + std::ptrdiff_t(a.size()), b.end()};
+}
+
+std::vector<float> logits_at(const std::vector<float>& logits, int64_t t, int64_t V) {  // row t of (1, T, V)
+  return {logits.begin() + t * V, logits.begin() + (t + 1) * V};
+}
+
 // The x0 shortcut starts as the model without it: the same weights, and zero gates
 // last, so the same logits. A gate opened in the second block moves every position's
 // logits (each position reads its own embedding).
@@ -309,22 +325,17 @@ TEST(ModelOptions, X0ShortcutStartsAsTheModelWithoutIt) {
   const GPT plain(c);
   c.x0_shortcut = true;
   const GPT gated(c);
-  const auto a = plain.named_parameters(), b = gated.named_parameters();
-  ASSERT_EQ(b.size(), a.size() + 2);
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i].second.to_vector(), a[i].second.to_vector()) << b[i].first;
-  EXPECT_EQ(b[a.size()].first, "x0_gates.0");
-  EXPECT_EQ(b[a.size() + 1].second.to_vector(), std::vector<float>(size_t(c.n_embd), 0.0f));
+  const auto gates = added_after_the_rest(plain, gated, 2);
+  ASSERT_EQ(gates.size(), 2u);
+  EXPECT_EQ(gates[0].first, "x0_gates.0");
+  EXPECT_EQ(gates[1].second.to_vector(), std::vector<float>(size_t(c.n_embd), 0.0f));
   const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2};
-  EXPECT_EQ(gated.forward(ids, 1, 6).logits.to_vector(), plain.forward(ids, 1, 6).logits.to_vector());
+  const std::vector<float> before = plain.forward(ids, 1, 6).logits.to_vector();
+  EXPECT_EQ(gated.forward(ids, 1, 6).logits.to_vector(), before);
   gated.x0_gates->gate[1].data()[0] = 0.5f;
-  const std::vector<float> moved = gated.forward(ids, 1, 6).logits.to_vector(),
-                           before = plain.forward(ids, 1, 6).logits.to_vector();
-  for (int64_t t = 0; t < 6; ++t) {
-    const auto at = [&](const std::vector<float>& v) {
-      return std::vector<float>(v.begin() + t * c.vocab_size, v.begin() + (t + 1) * c.vocab_size);
-    };
-    EXPECT_NE(at(moved), at(before)) << "position " << t;
-  }
+  const std::vector<float> moved = gated.forward(ids, 1, 6).logits.to_vector();
+  for (int64_t t = 0; t < 6; ++t)
+    EXPECT_NE(logits_at(moved, t, c.vocab_size), logits_at(before, t, c.vocab_size)) << "position " << t;
 }
 
 // Value embeddings are drawn after every other weight, so the rest is as it was, and
@@ -337,12 +348,11 @@ TEST(ModelOptions, ValueEmbeddingsReachTheirTokenAndWhatAttendsToIt) {
   const GPT plain(c);
   c.value_embed = true;
   const GPT with_values(c);
-  const auto a = plain.named_parameters(), b = with_values.named_parameters();
-  ASSERT_EQ(b.size(), a.size() + 2);
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i].second.to_vector(), a[i].second.to_vector()) << b[i].first;
-  EXPECT_EQ(b[a.size()].first, "value_embeddings.0.weight");
-  EXPECT_EQ(b[a.size() + 1].second.shape(), (Shape{c.vocab_size, c.n_embd}));
-  for (size_t i = a.size(); i < b.size(); ++i) std::fill_n(b[i].second.data(), b[i].second.numel(), 0.0f);
+  const auto tables = added_after_the_rest(plain, with_values, 2);
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].first, "value_embeddings.0.weight");
+  EXPECT_EQ(tables[1].second.shape(), (Shape{c.vocab_size, c.n_embd}));
+  for (const auto& [name, table] : tables) std::fill_n(table.data(), table.numel(), 0.0f);
   const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2};  // token 5 only at position 2
   const std::vector<float> before = plain.forward(ids, 1, 6).logits.to_vector();
   EXPECT_EQ(with_values.forward(ids, 1, 6).logits.to_vector(), before);
@@ -350,11 +360,9 @@ TEST(ModelOptions, ValueEmbeddingsReachTheirTokenAndWhatAttendsToIt) {
   for (int64_t i = 0; i < c.n_embd; ++i) row[i] = 0.3f - 0.1f * float(i % 5);
   const std::vector<float> moved = with_values.forward(ids, 1, 6).logits.to_vector();
   for (int64_t t = 0; t < 6; ++t) {
-    const auto at = [&](const std::vector<float>& v) {
-      return std::vector<float>(v.begin() + t * c.vocab_size, v.begin() + (t + 1) * c.vocab_size);
-    };
-    if (t < 2) EXPECT_EQ(at(moved), at(before)) << "position " << t;
-    else EXPECT_NE(at(moved), at(before)) << "position " << t;
+    const std::vector<float> now = logits_at(moved, t, c.vocab_size), was = logits_at(before, t, c.vocab_size);
+    if (t < 2) EXPECT_EQ(now, was) << "position " << t;
+    else EXPECT_NE(now, was) << "position " << t;
   }
 }
 
