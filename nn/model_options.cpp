@@ -39,11 +39,11 @@ const std::vector<ModelOption>& model_options() {
        "table, for vocabularies of up to 1024 tokens",
        Toggle{&GPTConfig::bigram}},
       {"x0-shortcut", "x0_shortcut",
-       "add the embedding's output into every block's input, through a learned per-channel gate a block that "
-       "starts at zero",
+       "add the embedding's output into every block's input, through a learned per-channel gate (one per block) "
+       "that starts at zero",
        Toggle{&GPTConfig::x0_shortcut}},
       {"value-embed", "value_embed",
-       "add a learned vector for each token into every block's attention values: a (V, C) table a block",
+       "add a learned vector for each token into every block's attention values: one (V, C) table per block",
        Toggle{&GPTConfig::value_embed}},
   };
   return table;
