@@ -242,8 +242,8 @@ Tensor add_into_heads(const Tensor& x, const Tensor& y, int64_t n_head, int64_t 
   record(out, "add_into_heads", {&x, &y},
          [B, T, W, n_head, head_size, offset, stride, width](const Tensor& grad, const InputGrads& in) {
            const float* g = grad.data();
-           in.write(0, [=](float* gx) {  // x passes through
-             for (int64_t i = 0; i < B * T * W; ++i) gx[i] += g[i];
+           in.write(0, [g, n = B * T * W](float* gx, bool overwrite) {  // x passes through
+             flat_map(gx, overwrite, n, [](float gi) { return gi; }, g);
            });
            in.write(1, [=](float* gy) {  // y's gradient: its slices' places in the output's
 #pragma omp parallel for if (grad.numel() >= kParallelGrain)
