@@ -211,6 +211,12 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
                        return dropout(v[0], 0.3f, true, rng);
                      },
                      [] { return V{leaf({4, 8}, 1)}; }));
+  cases.push_back(op("drop_rows", "train, fixed mask",
+                     [](const V& v) {
+                       Rng rng(7);  // the same rows on every evaluation: 2 of the 6 dropped
+                       return drop_rows(v[0], 0.4f, true, rng);
+                     },
+                     [] { return V{leaf({6, 3, 2}, 2)}; }));
 }
 
 }  // namespace

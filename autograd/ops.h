@@ -119,5 +119,9 @@ Tensor position_qk_packed(const Tensor& qkv, int64_t n_head, bool qk_norm, const
 // Zeroes each element with probability p, scales the rest by 1/(1-p); identity when
 // !training or p == 0. The mask is a function of one draw from rng, so it is seeded.
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);
+// Stochastic depth's mask: x (B, ...) -> x with each row x[b] zeroed whole with
+// probability p and the others scaled by 1/(1-p); identity when !training or p == 0.
+// Row b's fate is element b of the dropout mask of one draw from rng.
+Tensor drop_rows(const Tensor& x, float p, bool training, Rng& rng);
 
 }  // namespace folio

@@ -1,4 +1,4 @@
-// The ops layers are made of: embedding lookup, layer norm, dropout.
+// The ops layers are made of: embedding lookup, layer norm, dropout, dropped rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -139,6 +139,31 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
   for (int64_t i = 0; i < n; ++i) o[i] = mask.kept(i) ? in[i] * mask.keep_scale : 0.0f;
   record(out, "dropout", {&x}, [mask, n](const Tensor& grad, const InputGrads& in) {
     in.write(0, [&](float* gx) { dropout_backward(gx, grad.data(), n, mask); });
+  });
+  return out;
+}
+
+// dst[b] = f[b] src[b] (stored) or dst[b] += f[b] src[b], row by row: f is 0 or 1/(1-p).
+static void scale_rows(float* dst, bool store, const float* src, const std::vector<float>& factor, int64_t row) {
+  for (size_t b = 0; b < factor.size(); ++b) {
+    const float f = factor[b];
+    flat_map(dst + int64_t(b) * row, store, row, [f](float v) { return f * v; }, src + int64_t(b) * row);
+  }
+}
+
+Tensor drop_rows(const Tensor& x, float p, bool training, Rng& rng) {
+  require_probability("drop_rows", p);
+  if (!training || p == 0.0f) return x;
+  if (x.ndim() < 1 || x.numel() == 0) fail("drop_rows", "needs rows to drop, got shape ", x.shape());
+  const kernels::DropoutMask mask(p, rng.next_u64());
+  const int64_t rows = x.size(0), row = x.numel() / rows;
+  std::vector<float> factor(size_t(rows), 0.0f);  // (B) what each row is multiplied by
+  for (int64_t b = 0; b < rows; ++b)
+    if (mask.kept(b)) factor[size_t(b)] = mask.keep_scale;
+  Tensor out = Tensor::empty(x.shape());
+  scale_rows(out.data(), true, x.data(), factor, row);
+  record(out, "drop_rows", {&x}, [factor, row](const Tensor& grad, const InputGrads& in) {
+    in.write(0, [&](float* gx, bool overwrite) { scale_rows(gx, overwrite, grad.data(), factor, row); });
   });
   return out;
 }

@@ -94,8 +94,11 @@ TrainOption model_flag(const nn::ModelOption& m) {
                 flag, OnResume::fixed, [at = n.at](TrainOptions& o) -> float& { return o.model.*at; },
                 [=](const std::string& s) {
                   const auto v = whole_number<float>(s);
-                  if (v && *v >= n.min && std::isfinite(*v)) return *v;
-                  throw UsageError(cat("--", flag, " must be a number >= ", n.min, " (", n.note, "), got '", s, "'"));
+                  if (v && *v >= n.min && *v <= n.max && std::isfinite(*v)) return *v;
+                  const std::string range = n.max < std::numeric_limits<float>::max()
+                                                ? cat("in [", n.min, ", ", n.max, "]")
+                                                : cat(">= ", n.min);
+                  throw UsageError(cat("--", flag, " must be a number ", range, " (", n.note, "), got '", s, "'"));
                 },
                 [](float v) { return shown(v); }, m.help);
           },

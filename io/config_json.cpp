@@ -77,7 +77,7 @@ void read_option(const nn::ModelOption& option, const Json& j, nn::GPTConfig& c,
                               c.*(t.at) = v.as_bool();
                             },
                             [&](const nn::Number& n) {
-                              c.*(n.at) = float(number_field(j, key, n.min, kMaxFloat, where));
+                              c.*(n.at) = float(number_field(j, key, n.min, n.max, where));
                             },
                             [&](const nn::Choice& ch) {
                               if (!v.is_string() || !ch.set(c, v.as_string()))

@@ -27,6 +27,7 @@ struct BlockOptions {
   bool qk_norm = false;                                  // rms_norm() on q and k, per head, before the scores
   std::shared_ptr<const RotaryTables> rotary = nullptr;  // set: q and k are rotated by position
   bool zero_init_proj = false;                           // the output projections start at zero
+  float drop_path = 0.0f;  // Block: the probability that a sequence skips a branch in training (DropPath)
 };
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),

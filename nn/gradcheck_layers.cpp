@@ -63,6 +63,7 @@ GradcheckSetup gpt(bool loss, GPTConfig config = tiny_gpt(), float weight_scale 
   return of_module<GPT>(
       model,
       [loss](const GPT& m, const V&) {
+        m.dropout_rng().reseed(9);  // stochastic depth drops the same sequences on every evaluation
         return loss ? m.forward(kIds, 2, 4, kTargets).loss : m.forward(kIds, 2, 4).logits;
       },
       {}, loss ? "ids (2, 4) targets (2, 4)" : "ids (2, 4)");
@@ -115,6 +116,12 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
          d->eval();
          return of_module<Dropout>(d, last, {randn_leaf({4, 8}, 1)});
        }},
+      {"DropPath", "train, fixed mask",
+       [] {
+         // Seeded afresh on every call: 2 of the 5 sequences dropped each time.
+         return GradcheckSetup{[](const V& v) { return DropPath(0.4f, std::make_shared<Rng>(7)).forward(v[0]); },
+                               {randn_leaf({5, 3, 4}, 1)}, 0, ""};
+       }},
       {"Head", "",
        [last] {
          Rng init(1);
@@ -146,7 +153,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
          GPTConfig c = tiny_gpt();
          c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2;
          c.logit_softcap = 3.0f, c.tie_weights = true, c.bigram = true, c.x0_shortcut = true;
-         c.value_embed = true;
+         c.value_embed = true, c.drop_path = 0.5f;
          return gpt(true, c, 2.0f);  // ReLU²'s curvature: central differences need smaller activations
        }},
       // d loss / d (embedded input), through the blocks, the final LayerNorm and the head.

@@ -40,4 +40,8 @@ Dropout::Dropout(float p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng)
   require_probability("dropout", p);
 }
 
+DropPath::DropPath(float p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng)) {
+  require_probability("drop_path", p);
+}
+
 }  // namespace folio::nn

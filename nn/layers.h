@@ -1,5 +1,5 @@
 #pragma once
-// The small layers: Linear, Embedding, LayerNorm, Dropout. Initialised as the
+// The small layers: Linear, Embedding, LayerNorm, Gates, Dropout, DropPath. Initialised as the
 // well-known GPT recipes do: weights ~ N(0, 0.02), biases 0, LayerNorm weight 1.
 //
 // Every module with parameters takes them from an Arena (nn/arena.h), and says how
@@ -77,6 +77,21 @@ class Dropout : public Module {
   WeightDropout fused() const {
     return training() && p_ > 0.0f ? WeightDropout{p_, rng_->next_u64()} : WeightDropout{};
   }
+  float p() const { return p_; }
+
+ private:
+  float p_;
+  std::shared_ptr<Rng> rng_;
+};
+
+// Stochastic depth: in training, a residual branch's output (B, T, C) is dropped for
+// whole sequences, each with probability p, and scaled by 1/(1-p) where kept, so those
+// sequences skip the branch. Its masks come from the model's shared generator, as
+// Dropout's do; each call draws afresh.
+class DropPath : public Module {
+ public:
+  explicit DropPath(float p, std::shared_ptr<Rng> rng = std::make_shared<Rng>(0));
+  Tensor forward(const Tensor& x) const { return drop_rows(x, p_, training(), *rng_); }
   float p() const { return p_; }
 
  private:

@@ -45,6 +45,10 @@ const std::vector<ModelOption>& model_options() {
       {"value-embed", "value_embed",
        "add a learned vector for each token into every block's attention values: one (V, C) table per block",
        Toggle{&GPTConfig::value_embed}},
+      {"drop-path", "drop_path",
+       "stochastic depth: in training, each sequence skips each block's attention and feed-forward branch with "
+       "a probability rising linearly from P / n_layer at the first block to P at the last (0: off)",
+       Number{&GPTConfig::drop_path, 0.0f, "0: off", 0.99f}},
   };
   return table;
 }

@@ -8,6 +8,7 @@
 // A checkpoint saved before an option existed has no key for it and loads with the
 // field's default, which must be "off": the model as it was before the option.
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -22,11 +23,12 @@ struct Toggle {
   bool GPTConfig::* at;
 };
 
-// A finite number >= min (a JSON number); GPTConfig::validate() may ask more of it.
+// A finite number in [min, max] (a JSON number); GPTConfig::validate() may ask more of it.
 struct Number {
   float GPTConfig::* at;
   float min;
   const char* note;  // what a value means, for errors: "0: off"
+  float max = std::numeric_limits<float>::max();
 };
 
 // One of a few names (a JSON string).

@@ -58,6 +58,7 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd, arena));
   ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, arena, dropout_rng,
                                                                options.zero_init_proj));
+  drop_path = register_module("drop_path", std::make_shared<DropPath>(options.drop_path, dropout_rng));
 }
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
              Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
@@ -65,8 +66,8 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
             std::move(dropout_rng), std::move(options)) {}
 
 Tensor Block::forward(const Tensor& x, Tensor* attention, const Tensor& values) const {
-  const Tensor h = add(x, attn->forward(ln1->forward(x), attention, values));
-  return add(h, ffwd->forward(ln2->forward(h)));
+  const Tensor h = add(x, drop_path->forward(attn->forward(ln1->forward(x), attention, values)));
+  return add(h, drop_path->forward(ffwd->forward(ln2->forward(h))));
 }
 
 Tensor Block::forward_cached(const Tensor& x, KVCache& cache, const Tensor& values) const {
@@ -79,6 +80,7 @@ void GPTConfig::validate() const {
                               {"n_head", n_head}, {"n_embd", n_embd}});
   if (n_embd % n_head) fail("config", "n_embd ", n_embd, " is not divisible by n_head ", n_head);
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("config", "dropout ", dropout, " outside [0, 1)");
+  if (!(drop_path >= 0.0f && drop_path < 1.0f)) fail("config", "drop_path ", drop_path, " outside [0, 1)");
   if (pos == Positions::rope && (n_embd / n_head) % 2)
     fail("config", "pos rope rotates pairs of a head's dimensions: head size n_embd / n_head = ", n_embd / n_head,
          " must be even");
@@ -126,11 +128,13 @@ void GPT::build(Arena arena) {
   else  // one table for every layer and head
     options.rotary = std::make_shared<const RotaryTables>(config.block_size, C / config.n_head);
   drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_rng_));
-  for (int64_t l = 0; l < config.n_layer; ++l)
+  for (int64_t l = 0; l < config.n_layer; ++l) {
+    options.drop_path = config.drop_path * float(l + 1) / float(config.n_layer);  // the deepest skipped most
     blocks.push_back(register_module(
         "blocks." + std::to_string(l), std::make_shared<Block>(C, config.n_head, config.block_size, config.dropout,
                                                                config.bias, config.activation, arena, dropout_rng_,
                                                                options)));
+  }
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena));
   lm_head = register_module("lm_head", config.tie_weights
                                            ? std::make_shared<Linear>(token_embedding->weight, config.bias, arena)

@@ -42,7 +42,8 @@ class FeedForward : public Module {
 };
 
 // Pre-LayerNorm residual block: x + attn(ln1(x)), then x + ffwd(ln2(x)).
-// options.zero_init_proj applies to both output projections (attn.proj, ffwd.proj).
+// options.zero_init_proj applies to both output projections (attn.proj, ffwd.proj);
+// options.drop_path to both branches, each drawing its own sequences to drop.
 class Block : public Module {
  public:
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
@@ -59,6 +60,7 @@ class Block : public Module {
   std::shared_ptr<LayerNorm> ln1, ln2;
   std::shared_ptr<MultiHead> attn;
   std::shared_ptr<FeedForward> ffwd;
+  std::shared_ptr<DropPath> drop_path;  // p 0 (no draws) without stochastic depth
 };
 
 struct GPTConfig {
@@ -95,6 +97,12 @@ struct GPTConfig {
   // take columns h * head_size ...). Attention then mixes the tokens' identities
   // directly, besides what the residual stream carries.
   bool value_embed = false;
+  // Stochastic depth: in training, each sequence skips each block's attention and
+  // feed-forward branch with a probability rising linearly with depth, from
+  // drop_path / n_layer at the first block to drop_path at the last (nn::DropPath).
+  // Evaluation and generation use every block, so it leaves the model's parameters
+  // and its outputs outside training as they are. 0: off.
+  float drop_path = 0.0f;
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   void validate() const;  // throws naming the bad field

@@ -25,7 +25,7 @@ GPTConfig small() {  // head size 4: even, as rope needs; 7 tokens, as the bigra
 GPTConfig with_other_value(const ModelOption& option, GPTConfig c) {
   const std::string before = option_text(option, c);
   std::visit(Overloaded{[&](const Toggle& t) { c.*(t.at) = !(c.*(t.at)); },
-                        [&](const Number& n) { c.*(n.at) += 1.5f; },
+                        [&](const Number& n) { c.*(n.at) = std::min(c.*(n.at) + 1.5f, n.max); },
                         [&](const Choice& ch) {
                           for (const std::string& name : ch.names)
                             if (name != before) return void(ch.set(c, name));
@@ -78,12 +78,15 @@ TEST(ModelOptionTable, EachOptionRoundTripsThroughTheCheckpointConfig) {
   }
 }
 
-// A value of the wrong kind, a number below its minimum or an unknown name is refused,
+// A value of the wrong kind, a number outside its range or an unknown name is refused,
 // naming the file and the key.
 TEST(ModelOptionTable, ABadValueIsRefusedByName) {
   for (const ModelOption& option : model_options()) {
     std::vector<Json> bad{Json(Json::Array{})};
-    if (const auto* n = std::get_if<Number>(&option.value)) bad.push_back(Json(double(n->min) - 1.0));
+    if (const auto* n = std::get_if<Number>(&option.value)) {
+      bad.push_back(Json(double(n->min) - 1.0));
+      if (n->max < std::numeric_limits<float>::max()) bad.push_back(Json(double(n->max) + 0.5));
+    }
     if (std::holds_alternative<Choice>(option.value)) bad.push_back(Json("no-such-name"));
     for (const Json& value : bad) {
       Json::Object o = to_json(small()).as_object();
@@ -113,10 +116,11 @@ TEST(ModelOptionTable, FlagsShowEveryValueAndTheSwitchesThatAreOn) {
               !is_switch)
         << options_as_flags(base);
   }
-  EXPECT_EQ(options_as_flags(base), "--pos learned --logit-softcap 0");
+  EXPECT_EQ(options_as_flags(base), "--pos learned --logit-softcap 0 --drop-path 0");
   GPTConfig on = base;
   on.pos = Positions::rope, on.qk_norm = true, on.logit_softcap = 30.0f, on.bigram = true;
-  EXPECT_EQ(options_as_flags(on), "--pos rope --qk-norm --logit-softcap 30 --bigram");
+  on.drop_path = 0.1f;
+  EXPECT_EQ(options_as_flags(on), "--pos rope --qk-norm --logit-softcap 30 --bigram --drop-path 0.1");
 }
 
 }  // namespace
