@@ -186,10 +186,11 @@ TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
   }
 }
 
-// Two threads, with dropout: data-parallel (a replica per thread, reseeded from the
-// model's generator every step) and threads inside the ops must both resume exactly,
-// and so must a bf16 run (its dtype is saved with the run and restored) and a Muon run
-// (its momentum is saved beside AdamW's moments), in fp32 and in bf16.
+// Two threads, with dropout and stochastic depth: data-parallel (a replica per thread,
+// reseeded from the model's generator every step) and threads inside the ops must both
+// resume exactly, and so must a bf16 run (its dtype is saved with the run and
+// restored) and a Muon run (its momentum is saved beside AdamW's moments), in fp32 and
+// in bf16.
 struct ResumeCase {
   bool data_parallel;
   Precision dtype;
@@ -214,6 +215,7 @@ TEST_P(TrainerResume, IsBitExact) {
   const fs::path &straight = straight_dir.path, &split = split_dir.path;
   auto run = [&](const fs::path& dir) {
     TrainOptions o = tiny_run(dir, 200);
+    o.model.drop_path = 0.2f;  // its masks come from the saved generator too
     o.data_parallel = GetParam().data_parallel;
     o.train.dtype = GetParam().dtype;
     o.train.optimizer = GetParam().optimizer;
