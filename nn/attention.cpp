@@ -36,7 +36,8 @@ Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout,
   key = register_module("key", std::make_shared<Linear>(n_embd, head_size, false, arena));
   query = register_module("query", std::make_shared<Linear>(n_embd, head_size, false, arena));
   value = register_module("value", std::make_shared<Linear>(n_embd, head_size, false, arena));
-  dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(options_.weights_dropout.value_or(dropout),
+                                                                 std::move(dropout_rng)));
 }
 Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout, Rng& init,
            std::shared_ptr<Rng> dropout_rng, BlockOptions options)
@@ -71,7 +72,8 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
   qkv_weight_ = arena.since(qkv_begin, {n_head * 3 * head_size, n_embd});
   proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, arena,
                                                           options_.zero_init_proj ? 0.0f : kInitStd));
-  attn_dropout_ = register_module("attn_dropout", std::make_shared<Dropout>(dropout, dropout_rng));
+  attn_dropout_ = register_module("attn_dropout",
+                                  std::make_shared<Dropout>(options_.weights_dropout.value_or(dropout), dropout_rng));
   resid_dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, dropout_rng));
 }
 MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,

@@ -1,6 +1,7 @@
 #pragma once
 // Causal self-attention, as in ../shared/seeds/causal-head-with-dropout.txt.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nn/layers.h"
@@ -28,6 +29,7 @@ struct BlockOptions {
   std::shared_ptr<const RotaryTables> rotary = nullptr;  // set: q and k are rotated by position
   bool zero_init_proj = false;                           // the output projections start at zero
   float drop_path = 0.0f;  // Block: the probability that a sequence skips a branch in training (DropPath)
+  std::optional<float> weights_dropout = std::nullopt;  // the attention weights' dropout; unset: the dropout given beside
 };
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),

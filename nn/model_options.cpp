@@ -49,6 +49,11 @@ const std::vector<ModelOption>& model_options() {
        "stochastic depth: in training, each sequence skips each block's attention and feed-forward branch with "
        "a probability rising linearly from P / n_layer at the first block to P at the last (0: off)",
        Number{&GPTConfig::drop_path, 0.0f, "0: off", 0.99f}},
+      {"dropout-at", "dropout_at",
+       "where --dropout applies in training: all (the embedding, the attention weights and both branches' "
+       "outputs), residual (only the branches' outputs, which the blocks add to the residual stream) or "
+       "attention (only the attention weights)",
+       choice(&GPTConfig::dropout_at, {"all", "residual", "attention"}, to_string, parse_dropout_at)},
   };
   return table;
 }

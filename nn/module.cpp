@@ -23,6 +23,15 @@ NamedParameters Module::named_parameters() const {
   return out;
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  for (const auto& [name, child] : children_) {
+    out.emplace_back(name, child.get());
+    for (auto& [below, m] : child->named_modules()) out.emplace_back(name + "." + below, m);
+  }
+  return out;
+}
+
 std::vector<Tensor> Module::parameters() const {
   std::vector<Tensor> out;
   for (auto& [name, t] : named_parameters()) out.push_back(t);

@@ -18,6 +18,9 @@ class Module {
 
   NamedParameters named_parameters() const;  // depth-first, in registration order
   std::vector<Tensor> parameters() const;
+  // The modules below this one with their dotted names (blocks.0.attn), depth-first,
+  // in registration order.
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
   int64_t num_parameters() const;
   void zero_grad() const;
 

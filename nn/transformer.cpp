@@ -30,6 +30,16 @@ std::optional<Positions> parse_positions(std::string_view name) {
   return std::nullopt;
 }
 
+const char* to_string(DropoutAt d) {
+  return d == DropoutAt::residual ? "residual" : d == DropoutAt::attention ? "attention" : "all";
+}
+
+std::optional<DropoutAt> parse_dropout_at(std::string_view name) {
+  for (DropoutAt d : {DropoutAt::all, DropoutAt::residual, DropoutAt::attention})
+    if (name == to_string(d)) return d;
+  return std::nullopt;
+}
+
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
                          std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
     : act_(act) {
@@ -127,11 +137,15 @@ void GPT::build(Arena arena) {
     position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
   else  // one table for every layer and head
     options.rotary = std::make_shared<const RotaryTables>(config.block_size, C / config.n_head);
-  drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_rng_));
+  // A place without dropout gets p 0, which draws nothing from the generator.
+  const bool everywhere = config.dropout_at == DropoutAt::all;
+  const float branches = everywhere || config.dropout_at == DropoutAt::residual ? config.dropout : 0.0f;
+  options.weights_dropout = everywhere || config.dropout_at == DropoutAt::attention ? config.dropout : 0.0f;
+  drop_ = register_module("dropout", std::make_shared<Dropout>(everywhere ? config.dropout : 0.0f, dropout_rng_));
   for (int64_t l = 0; l < config.n_layer; ++l) {
     options.drop_path = config.drop_path * float(l + 1) / float(config.n_layer);  // the deepest skipped most
     blocks.push_back(register_module(
-        "blocks." + std::to_string(l), std::make_shared<Block>(C, config.n_head, config.block_size, config.dropout,
+        "blocks." + std::to_string(l), std::make_shared<Block>(C, config.n_head, config.block_size, branches,
                                                                config.bias, config.activation, arena, dropout_rng_,
                                                                options)));
   }

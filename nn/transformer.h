@@ -22,6 +22,14 @@ enum class Positions { learned, rope };
 const char* to_string(Positions p);                               // "learned", "rope"
 std::optional<Positions> parse_positions(std::string_view name);  // nullopt: neither
 
+// Where GPTConfig::dropout applies in training: all of nanoGPT's places (the
+// embedding's output, the attention weights, and both branches' outputs), only the
+// branches' outputs (what each block adds to the residual stream), or only the
+// attention weights.
+enum class DropoutAt { all, residual, attention };
+const char* to_string(DropoutAt d);                                 // "all", "residual", "attention"
+std::optional<DropoutAt> parse_dropout_at(std::string_view name);  // nullopt: none of them
+
 // x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
 // zero_init_proj: the second Linear's weight starts at zero.
 class FeedForward : public Module {
@@ -103,6 +111,7 @@ struct GPTConfig {
   // Evaluation and generation use every block, so it leaves the model's parameters
   // and its outputs outside training as they are. 0: off.
   float drop_path = 0.0f;
+  DropoutAt dropout_at = DropoutAt::all;  // where `dropout` applies
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   void validate() const;  // throws naming the bad field

@@ -93,7 +93,7 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
 // refuses to change one.
 TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
   const std::string options =
-      " --pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2";
+      " --pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 --dropout 0.1 --dropout-at residual";
   const Result t = folio(tiny_train() + options + " --quiet");
   ASSERT_EQ(t.code, 0) << t.err;
   std::ifstream log(dir_ / "run" / "log.csv");
@@ -110,7 +110,8 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
   EXPECT_LT(val.back(), val.front() - 0.3);
 
   const std::string shown =
-      "options      --pos rope --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2\n";
+      "options      --pos rope --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 "
+      "--dropout-at residual\n";
   const Result i = folio("info --checkpoint " + run_dir());
   ASSERT_EQ(i.code, 0) << i.err;
   testing::expect_contains(i.out, {shown, "bias on, relu2\n"});
@@ -132,7 +133,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
                              " --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --max-iters 2 --eval-iters 1 --quiet");
   ASSERT_EQ(plain.code, 0) << plain.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "plain").string()).out,
-                           {"options      --pos learned --logit-softcap 0 --drop-path 0\n"});
+                           {"options      --pos learned --logit-softcap 0 --drop-path 0 --dropout-at all\n"});
 }
 
 // --dtype is saved with the run: --resume keeps it, and may override it. generate and
@@ -344,6 +345,7 @@ TEST_F(Cli, BadInputExitsTwoAndWritesNothing) {
       {"train --pos foo" + out, "--pos must be learned or rope, got 'foo'"},
       {"train --logit-softcap -1" + out, "--logit-softcap must be a number >= 0 (0: off), got '-1'"},
       {"train --drop-path 1" + out, "--drop-path must be a number in [0, 0.99] (0: off), got '1'"},
+      {"train --dropout-at heads" + out, "--dropout-at must be all, residual or attention, got 'heads'"},
       {"train --lr abc" + out, "lr"},
       {"train --data " + (dir_ / "nope.txt").string() + out, "nope.txt"},
       {"train --data " + dir_.string() + out, "directory"},
