@@ -15,6 +15,7 @@
 #include "autograd/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/ops.h"
+#include "autograd/parse_name.h"
 #include "autograd/parallel.h"
 
 namespace folio {
@@ -172,9 +173,7 @@ void matmul_backward(Precision p, const Gemm& f, const float* A, const float* B,
 const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
 
 std::optional<Precision> parse_precision(std::string_view name) {
-  if (name == "fp32") return Precision::fp32;
-  if (name == "bf16") return Precision::bf16;
-  return std::nullopt;
+  return parse_name(name, {Precision::fp32, Precision::bf16});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Precision precision) {

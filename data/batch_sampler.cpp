@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "autograd/error.h"
+#include "autograd/parse_name.h"
 #include "data/hash.h"
 
 namespace folio {
@@ -33,9 +34,7 @@ uint64_t permute(uint64_t x, uint64_t n, uint64_t key) {
 
 const char* to_string(Sampling s) { return s == Sampling::epoch ? "epoch" : "random"; }
 std::optional<Sampling> parse_sampling(std::string_view name) {
-  if (name == "random") return Sampling::random;
-  if (name == "epoch") return Sampling::epoch;
-  return std::nullopt;
+  return parse_name(name, {Sampling::random, Sampling::epoch});
 }
 
 BatchSampler::BatchSampler(Sampling mode, uint64_t seed) : mode_(mode), seed_(seed), rng_(seed) {}

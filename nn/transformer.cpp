@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "autograd/error.h"
+#include "autograd/parse_name.h"
 
 namespace folio::nn {
 
@@ -17,17 +18,13 @@ const char* to_string(Activation a) {
 }
 
 std::optional<Activation> parse_activation(std::string_view name) {
-  for (Activation a : {Activation::gelu, Activation::relu, Activation::relu2})
-    if (name == to_string(a)) return a;
-  return std::nullopt;
+  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2});
 }
 
 const char* to_string(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
 
 std::optional<Positions> parse_positions(std::string_view name) {
-  for (Positions p : {Positions::learned, Positions::rope})
-    if (name == to_string(p)) return p;
-  return std::nullopt;
+  return parse_name(name, {Positions::learned, Positions::rope});
 }
 
 const char* to_string(DropoutAt d) {
@@ -35,9 +32,7 @@ const char* to_string(DropoutAt d) {
 }
 
 std::optional<DropoutAt> parse_dropout_at(std::string_view name) {
-  for (DropoutAt d : {DropoutAt::all, DropoutAt::residual, DropoutAt::attention})
-    if (name == to_string(d)) return d;
-  return std::nullopt;
+  return parse_name(name, {DropoutAt::all, DropoutAt::residual, DropoutAt::attention});
 }
 
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,

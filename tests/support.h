@@ -38,6 +38,9 @@ namespace folio::testing {
 namespace fs = std::filesystem;
 using Args = std::vector<std::string>;
 
+// A (B, T) = (2, 6) batch of token ids below 7, for small models' forward passes.
+inline const std::vector<int32_t> kIds2x6{1, 3, 5, 0, 6, 2, 2, 4, 0, 1, 3, 5};  // (2, 6)
+
 // The message of the folio::Error f throws ("" and a test failure if it throws none).
 template <class F>
 std::string error_of(F f) {

@@ -87,7 +87,7 @@ TEST(DropPath, OutsideTrainingTheModelIsTheOneWithout) {
   c.drop_path = 0.0f;
   nn::GPT without(c);
   ASSERT_EQ(with.flat_parameters().to_vector(), without.flat_parameters().to_vector());
-  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2, 2, 4, 0, 1, 3, 5};  // (2, 6)
+  const std::vector<int32_t>& ids = testing::kIds2x6;  // (2, 6)
   NoGradGuard no_grad;
   const std::vector<float> expected = without.forward(ids, 2, 6).logits.to_vector();
   EXPECT_NE(with.forward(ids, 2, 6).logits.to_vector(), expected);  // training: some branch dropped

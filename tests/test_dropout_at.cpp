@@ -58,7 +58,7 @@ TEST(DropoutAt, EachPlaceHasTheRateTheOptionGivesIt) {
 // with 2 blocks, the embedding and 3 places a block; the 2 branches a block; the
 // weights once a block.
 TEST(DropoutAt, ATrainingStepDrawsOncePerPlaceThatDrops) {
-  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2, 2, 4, 0, 1, 3, 5};  // (2, 6)
+  const std::vector<int32_t>& ids = testing::kIds2x6;  // (2, 6)
   for (auto [at, draws] : {std::pair{DropoutAt::all, 7}, {DropoutAt::residual, 4}, {DropoutAt::attention, 2}}) {
     SCOPED_TRACE(nn::to_string(at));
     nn::GPT gpt(config(at));
@@ -109,7 +109,7 @@ TEST(DropoutAt, OutsideTrainingEverySettingIsTheModelWithoutDropout) {
   nn::GPTConfig plain = config(DropoutAt::all);
   plain.dropout = 0.0f;
   const nn::GPT without(plain);
-  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2, 2, 4, 0, 1, 3, 5};  // (2, 6)
+  const std::vector<int32_t>& ids = testing::kIds2x6;  // (2, 6)
   NoGradGuard no_grad;
   const std::vector<float> expected = without.forward(ids, 2, 6).logits.to_vector();
   for (DropoutAt at : {DropoutAt::all, DropoutAt::residual, DropoutAt::attention}) {

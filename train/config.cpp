@@ -4,24 +4,19 @@
 #include <utility>
 
 #include "autograd/error.h"
+#include "autograd/parse_name.h"
 
 namespace folio {
 
 const char* to_string(OptimizerKind k) { return k == OptimizerKind::muon ? "muon" : "adamw"; }
 
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) {
-  if (name == "adamw") return OptimizerKind::adamw;
-  if (name == "muon") return OptimizerKind::muon;
-  return std::nullopt;
+  return parse_name(name, {OptimizerKind::adamw, OptimizerKind::muon});
 }
 
 const char* to_string(Decay d) { return d == Decay::wsd ? "wsd" : "cosine"; }
 
-std::optional<Decay> parse_decay(std::string_view name) {
-  if (name == "cosine") return Decay::cosine;
-  if (name == "wsd") return Decay::wsd;
-  return std::nullopt;
-}
+std::optional<Decay> parse_decay(std::string_view name) { return parse_name(name, {Decay::cosine, Decay::wsd}); }
 
 void TrainConfig::validate() const {
   require_positive("config", {{"batch_size", batch_size}, {"grad_accum", grad_accum}, {"eval_interval", eval_interval},
