@@ -15,8 +15,8 @@
 #include "autograd/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/ops.h"
-#include "autograd/parse_name.h"
 #include "autograd/parallel.h"
+#include "autograd/parse_name.h"
 
 namespace folio {
 namespace {

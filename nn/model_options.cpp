@@ -2,16 +2,19 @@
 
 #include <charconv>
 
+#include "autograd/parse_name.h"
+
 namespace folio::nn {
 namespace {
 
-// A Choice over an enum field, from its to_string/parse pair.
+// A Choice over an enum field: its names are its values' to_string, in the order given.
 template <class E>
-Choice choice(E GPTConfig::* at, std::vector<std::string> names, const char* (*show)(E),
-              std::optional<E> (*parse)(std::string_view)) {
-  return {std::move(names), [=](const GPTConfig& c) { return std::string(show(c.*at)); },
+Choice choice(E GPTConfig::* at, std::vector<E> values) {
+  std::vector<std::string> names;
+  for (E v : values) names.emplace_back(to_string(v));
+  return {std::move(names), [=](const GPTConfig& c) { return std::string(to_string(c.*at)); },
           [=](GPTConfig& c, std::string_view text) {
-            const std::optional<E> v = parse(text);
+            const std::optional<E> v = parse_name<E>(text, values);
             if (v) c.*at = *v;
             return v.has_value();
           }};
@@ -25,7 +28,7 @@ const std::vector<ModelOption>& model_options() {
       {"pos", "pos",
        "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; needs an "
        "even n_embd / n_head)",
-       choice(&GPTConfig::pos, {"learned", "rope"}, to_string, parse_positions)},
+       choice(&GPTConfig::pos, {Positions::learned, Positions::rope})},
       {"qk-norm", "qk_norm", "RMS-normalise each head's queries and keys (no weight) before the scores",
        Toggle{&GPTConfig::qk_norm}},
       {"zero-init-proj", "zero_init_proj", "start the attention and feed-forward output projections at zero",
@@ -53,7 +56,7 @@ const std::vector<ModelOption>& model_options() {
        "where --dropout applies in training: all (the embedding, the attention weights and both branches' "
        "outputs), residual (only the branches' outputs, which the blocks add to the residual stream) or "
        "attention (only the attention weights)",
-       choice(&GPTConfig::dropout_at, {"all", "residual", "attention"}, to_string, parse_dropout_at)},
+       choice(&GPTConfig::dropout_at, {DropoutAt::all, DropoutAt::residual, DropoutAt::attention})},
   };
   return table;
 }
