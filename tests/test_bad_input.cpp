@@ -167,6 +167,8 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--muon-lr", "0"}, {"--muon-lr", "positive", "0"}},
       {{"train", "--out", out, "--muon-lr", "nan"}, {"--muon-lr", "nan"}},
       {{"train", "--out", out, "--muon-weight-decay", "-0.1"}, {"--muon-weight-decay", "-0.1"}},
+      {{"train", "--out", out, "--muon-momentum-warmup", "-5"}, {"--muon-momentum-warmup", "-5", ">= 0"}},
+      {{"train", "--out", out, "--muon-momentum-warmup", "1.5"}, {"--muon-momentum-warmup", "1.5"}},
       {{"train", "--out", out, "--max-time", "-1"}, {"--max-time", "-1"}},
       {{"train", "--out", out, "--max-time", "ten"}, {"--max-time", "ten"}},
       {{"train", "--out", out, "--max-time", "1e12"}, {"--max-time", "1e+12"}},

@@ -175,29 +175,32 @@ void fill_gradients(const nn::GPT& gpt, uint64_t seed) {
     for (int64_t i = 0; i < p.numel(); ++i) p.grad_data()[i] = rng.normal() * 0.1f;
 }
 
-// Two steps of Optimizer(muon) on a tiny GPT, against Muon written out in double
-// (momentum, Nesterov, Keller Jordan's Newton-Schulz, scale, decoupled decay) for the
-// hidden matrices and a separate AdamW for the rest, on a twin model.
-TEST(Muon, TwoStepsMatchAHandWrittenReference) {
+// Three steps of Optimizer(muon) on a tiny GPT, against Muon written out in double
+// (momentum and its warm-up over the first two steps, Nesterov, Keller Jordan's
+// Newton-Schulz, scale, decoupled decay) for the hidden matrices and a separate AdamW
+// for the rest, on a twin model.
+TEST(Muon, ThreeStepsMatchAHandWrittenReference) {
   const nn::GPT gpt(tiny()), twin(tiny());
   TrainConfig config;
   config.optimizer = OptimizerKind::muon;
   config.lr = 1e-3f;
   config.muon_lr = 0.02f;
   config.muon_weight_decay = 0.5f;
+  config.muon_momentum_warmup = 2;
   Optimizer opt(gpt.named_parameters(), config);
   ASSERT_NE(opt.muon(), nullptr);
   const MuonSplit split = split_for_muon(twin.named_parameters());
   AdamW adamw(split.rest, {.beta1 = 0.9f, .beta2 = config.beta2, .eps = 1e-8f, .weight_decay = config.weight_decay});
   std::vector<Matrix> momentum;
   for (const MuonMatrix& m : split.matrices) momentum.emplace_back(size_t(m.rows * m.cols), 0.0);
-  const float lrs[] = {1e-3f, 5e-4f};  // AdamW's; Muon's is 0.02 and then 0.01
-  for (int step = 0; step < 2; ++step) {
+  const float lrs[] = {1e-3f, 5e-4f, 2.5e-4f};  // AdamW's; Muon's is 0.02, 0.01, 0.005
+  const double betas[] = {0.85, 0.90, 0.95};      // the warm-up's, then the momentum's
+  for (int step = 0; step < 3; ++step) {
     fill_gradients(gpt, 7 + step);
     fill_gradients(twin, 7 + step);
-    opt.step(lrs[step]);
+    opt.step(lrs[step], step);
     adamw.step(lrs[step]);
-    const double muon_lr = 0.02 * (step == 0 ? 1.0 : 0.5), beta = 0.95;
+    const double muon_lr = 0.02 * lrs[step] / 1e-3, beta = betas[step];
     for (size_t k = 0; k < split.matrices.size(); ++k) {
       const MuonMatrix& m = split.matrices[k];
       Matrix u;
@@ -251,7 +254,7 @@ TEST(Muon, SameStepOnOneThreadAndTwo) {
   auto step_with = [](int threads) {
     set_num_threads(threads);
     MuonOnTiny m(3);
-    m.opt.step(m.config.lr);
+    m.opt.step(m.config.lr, 0);
     set_num_threads(0);
     return m.gpt.flat_parameters().to_vector();
   };
@@ -263,11 +266,27 @@ TEST(Muon, SameStepOnOneThreadAndTwo) {
 TEST(Muon, StepsAfterTheFirstCreateNoPrimitive) {
   set_num_threads(2);
   MuonOnTiny m(5);
-  m.opt.step(m.config.lr);
+  m.opt.step(m.config.lr, 0);
   const int64_t primitives = kernels::matmul_primitives_created();
-  for (int i = 0; i < 3; ++i) m.opt.step(m.config.lr);
+  for (int i = 1; i < 4; ++i) m.opt.step(m.config.lr, i);
   EXPECT_EQ(kernels::matmul_primitives_created(), primitives);
   set_num_threads(0);
+}
+
+// The momentum's warm-up: a straight line from its start to the momentum, then flat.
+TEST(Muon, MomentumWarmsUpLinearly) {
+  const nn::GPT gpt(tiny());
+  auto at = [&](int64_t warmup, int64_t step) {
+    return Muon(split_for_muon(gpt.named_parameters()).matrices, {.momentum_warmup = warmup}).momentum_at(step);
+  };
+  EXPECT_FLOAT_EQ(at(0, 0), 0.95f);
+  EXPECT_FLOAT_EQ(at(300, 0), 0.85f);
+  EXPECT_FLOAT_EQ(at(300, 75), 0.875f);
+  EXPECT_FLOAT_EQ(at(300, 150), 0.90f);
+  EXPECT_FLOAT_EQ(at(300, 300), 0.95f);
+  EXPECT_FLOAT_EQ(at(300, 5000), 0.95f);
+  EXPECT_THROW(Muon({}, {.momentum_warmup = -1}), Error);
+  EXPECT_THROW(Muon({}, {.momentum_start = 1.0f}), Error);
 }
 
 TEST(Muon, MatricesOfDifferentWidthsAreNotJoined) {

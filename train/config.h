@@ -63,6 +63,9 @@ struct TrainConfig {
   // scaled to muon_lr (muon_lr * lr(step) / lr); its weight decay is its own.
   OptimizerKind optimizer = OptimizerKind::adamw;
   float muon_lr = 0.02f, muon_weight_decay = 0.0f;
+  // Steps over which Muon's momentum rises from 0.85 to 0.95 (train/muon.h); 0: 0.95
+  // from the start. Absent from older runs: 0.
+  int64_t muon_momentum_warmup = 0;
   uint64_t seed = 1337;
   // > 0: an exponential moving average of the weights, with this decay per step, is
   // what evaluations measure and best.safetensors holds (train/weight_average.h).

@@ -65,8 +65,9 @@ MuonSplit split_for_muon(const nn::NamedParameters& params) {
 }
 
 Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config), matrices_(std::move(matrices)) {
-  if (!(config_.momentum >= 0.0f && config_.momentum < 1.0f))
-    fail("muon", "momentum ", config_.momentum, " outside [0, 1)");
+  for (float m : {config_.momentum, config_.momentum_start})
+    if (!(m >= 0.0f && m < 1.0f)) fail("muon", "momentum ", m, " outside [0, 1)");
+  if (config_.momentum_warmup < 0) fail("muon", "momentum warm-up ", config_.momentum_warmup, " steps is negative");
   int64_t total = 0;
   for (const MuonMatrix& m : matrices_) {
     offsets_.push_back(total);
@@ -81,10 +82,16 @@ Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config
   std::stable_sort(order_.begin(), order_.end(), [&](size_t x, size_t y) { return cost(x) > cost(y); });
 }
 
-void Muon::step(float lr) {
+float Muon::momentum_at(int64_t step) const {
+  if (step >= config_.momentum_warmup) return config_.momentum;
+  const float t = float(step) / float(config_.momentum_warmup);
+  return (1.0f - t) * config_.momentum_start + t * config_.momentum;
+}
+
+void Muon::step(float lr, int64_t step) {
   const int threads = std::max(1, std::min(num_threads(), int(matrices_.size())));
   if (update_.size() < size_t(threads)) update_.resize(size_t(threads)), scratch_.resize(size_t(threads));
-  const float beta = config_.momentum, decay = 1.0f - lr * config_.weight_decay;
+  const float beta = momentum_at(step), decay = 1.0f - lr * config_.weight_decay;
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
   {
@@ -110,11 +117,11 @@ void Muon::step(float lr) {
           u[size_t(i)] = (1.0f - beta) * u[size_t(i)] + beta * m[i];
         }
         newton_schulz(u.data(), mat.rows, mat.cols, scratch, config_.ns_steps);
-        const float step = lr * std::sqrt(std::max(1.0f, float(mat.rows) / float(mat.cols)));
+        const float rate = lr * std::sqrt(std::max(1.0f, float(mat.rows) / float(mat.cols)));
         at = 0;
         for (const Tensor& p : mat.parts) {
           float* w = p.data();
-          for (int64_t i = 0; i < p.numel(); ++i) w[i] = w[i] * decay - step * u[size_t(at + i)];
+          for (int64_t i = 0; i < p.numel(); ++i) w[i] = w[i] * decay - rate * u[size_t(at + i)];
           at += p.numel();
         }
       } catch (...) {

@@ -11,12 +11,12 @@ Optimizer::Optimizer(const nn::NamedParameters& params, const TrainConfig& c)
   }
   MuonSplit split = split_for_muon(params);
   adamw_ = std::make_unique<AdamW>(split.rest, adam);
-  muon_ = std::make_unique<Muon>(std::move(split.matrices), MuonConfig{.weight_decay = c.muon_weight_decay});
+  muon_ = std::make_unique<Muon>(std::move(split.matrices), MuonConfig{.momentum_warmup = c.muon_momentum_warmup, .weight_decay = c.muon_weight_decay});
 }
 
-void Optimizer::step(float lr) {
+void Optimizer::step(float lr, int64_t step) {
   adamw_->step(lr);
-  if (muon_) muon_->step(muon_lr_ * (lr / peak_lr_));
+  if (muon_) muon_->step(muon_lr_ * (lr / peak_lr_), step);
 }
 
 }  // namespace folio

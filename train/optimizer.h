@@ -14,7 +14,8 @@ namespace folio {
 class Optimizer {
  public:
   Optimizer(const nn::NamedParameters& params, const TrainConfig& config);
-  void step(float lr);
+  // `step` is the run's (Muon's momentum warm-up follows it; AdamW counts its own).
+  void step(float lr, int64_t step);
 
   AdamW& adamw() { return *adamw_; }
   Muon* muon() { return muon_.get(); }  // null: AdamW alone

@@ -363,7 +363,7 @@ Trainer::Losses Trainer::run() {
           if (!std::isfinite(p.grad_data()[i]))
             fail("train", "the gradient of ", name, " became non-finite at step ", step_, " (training diverged); ",
                  kept());
-    optimizer_->step(lr);
+    optimizer_->step(lr, step_);
     if (average_) average_->update(*model_, step_);
     model_->zero_grad();
     train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
