@@ -60,7 +60,8 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
               (long long)t.lr_decay_iters, shown(t.weight_decay).c_str(), shown(t.beta2).c_str(),
               shown(t.grad_clip).c_str());
   if (t.optimizer == OptimizerKind::muon)
-    std::printf(" --muon-lr %s --muon-weight-decay %s", shown(t.muon_lr).c_str(), shown(t.muon_weight_decay).c_str());
+    std::printf(" --muon-lr %s --muon-weight-decay %s --muon-momentum-warmup %lld", shown(t.muon_lr).c_str(),
+                shown(t.muon_weight_decay).c_str(), (long long)t.muon_momentum_warmup);
   std::printf(" --decay %s", to_string(t.decay));
   if (t.decay == Decay::wsd) std::printf(" --cooldown %s", shown(t.cooldown).c_str());
   if (t.ema > 0) std::printf(" --ema %s", shown(t.ema).c_str());

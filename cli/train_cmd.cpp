@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "cli/train_options.h"
 #include "train/distributed.h"
+#include "train/optimizer.h"
 #include "train/trainer.h"
 
 namespace folio::cli {
@@ -96,10 +97,14 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   }
   const int64_t step = saved_state.step;
   const double seconds = saved_state.train_seconds;
-  const float was = schedule_of(before).at(step, seconds), now = schedule_of(tc).at(step, seconds);
-  if (std::abs(now - was) > 1e-6f * std::max(std::abs(was), 1e-12f))
-    warn(cat("the learning rate at step ", step, " changes from ", three_digits(was), " to ", three_digits(now),
-             " with these options: the run does not continue its schedule exactly"));
+  auto same_or_warn = [&](const char* what, float was, float now) {
+    if (std::abs(now - was) > 1e-6f * std::max(std::abs(was), 1e-12f))
+      warn(cat(what, " at step ", step, " changes from ", three_digits(was), " to ", three_digits(now),
+               " with these options: the run does not continue its schedule exactly"));
+  };
+  same_or_warn("the learning rate", schedule_of(before).at(step, seconds), schedule_of(tc).at(step, seconds));
+  if (tc.optimizer == OptimizerKind::muon)
+    same_or_warn("Muon's momentum", momentum_at(muon_config(before), step), momentum_at(muon_config(tc), step));
   return note;
 }
 

@@ -174,7 +174,8 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
                           "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
                           "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
                           "--dtype", "--pos", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
-                          "--tie-weights", "--optimizer", "--muon-lr", "--muon-weight-decay", "--max-time"})
+                          "--tie-weights", "--optimizer", "--muon-lr", "--muon-weight-decay", "--muon-momentum-warmup",
+                          "--max-time"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
@@ -183,10 +184,10 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
     EXPECT_NE(folio(std::string(cmd) + " --help").out.find("--dtype arg (=fp32)"), std::string::npos) << cmd;
 }
 
-// --optimizer muon end to end: the loss falls, info shows it, --resume keeps it and
-// refuses another optimizer.
+// --optimizer muon end to end: the loss falls, info shows it, --resume keeps it (and
+// its momentum's warm-up, or warns of a change) and refuses another optimizer.
 TEST_F(Cli, MuonTrainsAndIsKeptOnResume) {
-  const Result t = folio(tiny_train(60) + " --optimizer muon --muon-lr 0.03");
+  const Result t = folio(tiny_train(60) + " --optimizer muon --muon-lr 0.03 --muon-momentum-warmup 100");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("optimizer: Muon on 6 hidden matrices"), std::string::npos) << t.out;
   std::ifstream log(dir_ / "run" / "log.csv");
@@ -198,8 +199,13 @@ TEST_F(Cli, MuonTrainsAndIsKeptOnResume) {
   EXPECT_NE(folio("info --checkpoint " + run_dir()).out.find("--optimizer muon "), std::string::npos);
   const Result r = folio("train --out " + run_dir() + " --resume --max-iters 70 --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
   const Result i = folio("info --checkpoint " + run_dir());
-  testing::expect_contains(i.out, {"step         70", "--optimizer muon ", "--muon-lr 0.03 "});
+  testing::expect_contains(i.out,
+                           {"step         70", "--optimizer muon ", "--muon-lr 0.03 ", "--muon-momentum-warmup 100"});
+  const Result off = folio("train --out " + run_dir() + " --resume --max-iters 75 --muon-momentum-warmup 0 --quiet");
+  ASSERT_EQ(off.code, 0) << off.err;
+  testing::expect_contains(off.err, {"warning: Muon's momentum at step 70 changes from 0.92 to 0.95"});
   const Result bad = folio("train --out " + run_dir() + " --resume --optimizer adamw --max-iters 80");
   EXPECT_EQ(bad.code, 2);
   testing::expect_contains(bad.err, {"--optimizer cannot change when resuming"});

@@ -275,11 +275,10 @@ TEST(Muon, StepsAfterTheFirstCreateNoPrimitive) {
 
 // The momentum's warm-up: a straight line from its start to the momentum, then flat.
 TEST(Muon, MomentumWarmsUpLinearly) {
-  const nn::GPT gpt(tiny());
-  auto at = [&](int64_t warmup, int64_t step) {
-    return Muon(split_for_muon(gpt.named_parameters()).matrices, {.momentum_warmup = warmup}).momentum_at(step);
-  };
+  auto at = [](int64_t warmup, int64_t step) { return momentum_at({.momentum_warmup = warmup}, step); };
   EXPECT_FLOAT_EQ(at(0, 0), 0.95f);
+  EXPECT_FLOAT_EQ(at(1, 0), 0.85f);
+  EXPECT_FLOAT_EQ(at(1, 1), 0.95f);
   EXPECT_FLOAT_EQ(at(300, 0), 0.85f);
   EXPECT_FLOAT_EQ(at(300, 75), 0.875f);
   EXPECT_FLOAT_EQ(at(300, 150), 0.90f);

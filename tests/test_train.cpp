@@ -219,7 +219,7 @@ TEST_P(TrainerResume, IsBitExact) {
     o.data_parallel = GetParam().data_parallel;
     o.train.dtype = GetParam().dtype;
     o.train.optimizer = GetParam().optimizer;
-    o.train.muon_momentum_warmup = 150;  // resumed at 100: the warm-up goes on from there
+    o.train.muon_momentum_warmup = 150;  // Muon's cases resume at 100: the warm-up goes on from there
     return o;
   };
   Trainer(run(straight)).run();

@@ -67,7 +67,8 @@ MuonSplit split_for_muon(const nn::NamedParameters& params) {
 Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config), matrices_(std::move(matrices)) {
   for (float m : {config_.momentum, config_.momentum_start})
     if (!(m >= 0.0f && m < 1.0f)) fail("muon", "momentum ", m, " outside [0, 1)");
-  if (config_.momentum_warmup < 0) fail("muon", "momentum warm-up ", config_.momentum_warmup, " steps is negative");
+  if (config_.momentum_warmup < 0)
+    fail("muon", "momentum warm-up of ", config_.momentum_warmup, " steps: expected >= 0");
   int64_t total = 0;
   for (const MuonMatrix& m : matrices_) {
     offsets_.push_back(total);
@@ -82,16 +83,16 @@ Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config
   std::stable_sort(order_.begin(), order_.end(), [&](size_t x, size_t y) { return cost(x) > cost(y); });
 }
 
-float Muon::momentum_at(int64_t step) const {
-  if (step >= config_.momentum_warmup) return config_.momentum;
-  const float t = float(step) / float(config_.momentum_warmup);
-  return (1.0f - t) * config_.momentum_start + t * config_.momentum;
+float momentum_at(const MuonConfig& c, int64_t step) {
+  if (step >= c.momentum_warmup) return c.momentum;
+  const float t = float(step) / float(c.momentum_warmup);
+  return (1.0f - t) * c.momentum_start + t * c.momentum;
 }
 
 void Muon::step(float lr, int64_t step) {
   const int threads = std::max(1, std::min(num_threads(), int(matrices_.size())));
   if (update_.size() < size_t(threads)) update_.resize(size_t(threads)), scratch_.resize(size_t(threads));
-  const float beta = momentum_at(step), decay = 1.0f - lr * config_.weight_decay;
+  const float beta = momentum_at(config_, step), decay = 1.0f - lr * config_.weight_decay;
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
   {

@@ -35,13 +35,17 @@ void newton_schulz(float* X, int64_t rows, int64_t cols, std::vector<float>& scr
 struct MuonConfig {
   float momentum = 0.95f;      // Nesterov
   // A warm-up of the momentum: it rises linearly from momentum_start at step 0 to
-  // `momentum` at step momentum_warmup, so the first steps, whose gradients say little
-  // about the later ones, are not averaged over ~20 of them (0: `momentum` throughout).
+  // `momentum` at step momentum_warmup (0: `momentum` throughout). Early on the
+  // gradients change fast, so the momentum averages over ~1/(1 - 0.85) ≈ 7 steps
+  // rather than 1/(1 - 0.95) = 20.
   float momentum_start = 0.85f;
   int64_t momentum_warmup = 0;
   float weight_decay = 0.0f;   // decoupled: W <- W (1 - lr * weight_decay) before the update
   int ns_steps = 5;
 };
+
+// The momentum at `step`: the warm-up's line, then config.momentum.
+float momentum_at(const MuonConfig& config, int64_t step);
 
 // One matrix Muon orthogonalises: `parts` are parameters of `cols` columns whose rows,
 // stacked in order, make it (a single parameter, or the heads' queries, ...).
@@ -65,12 +69,11 @@ class Muon {
   // For each matrix, with G its gradient and M its momentum:
   //   M <- beta M + (1 - beta) G,  U = (1 - beta) G + beta M    (Nesterov)
   //   W <- W (1 - lr wd) - lr sqrt(max(1, rows / cols)) newton_schulz(U)
-  // with beta = momentum_at(step), the run's step (so a resumed run continues the
+  // with beta = momentum_at(config, step), the run's step (so a resumed run continues the
   // warm-up where it stopped). The matrices are independent: they are spread over the
   // threads, each running its products single-threaded, so the result does not depend
   // on the thread count.
   void step(float lr, int64_t step);
-  float momentum_at(int64_t step) const;
 
   // The momentum of every matrix, flat, in matrix order (rows stacked as in `parts`).
   std::vector<float>& momentum() { return momentum_; }

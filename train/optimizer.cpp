@@ -11,7 +11,11 @@ Optimizer::Optimizer(const nn::NamedParameters& params, const TrainConfig& c)
   }
   MuonSplit split = split_for_muon(params);
   adamw_ = std::make_unique<AdamW>(split.rest, adam);
-  muon_ = std::make_unique<Muon>(std::move(split.matrices), MuonConfig{.momentum_warmup = c.muon_momentum_warmup, .weight_decay = c.muon_weight_decay});
+  muon_ = std::make_unique<Muon>(std::move(split.matrices), muon_config(c));
+}
+
+MuonConfig muon_config(const TrainConfig& c) {
+  return {.momentum_warmup = c.muon_momentum_warmup, .weight_decay = c.muon_weight_decay};
 }
 
 void Optimizer::step(float lr, int64_t step) {

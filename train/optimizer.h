@@ -11,6 +11,9 @@
 
 namespace folio {
 
+// Muon's settings in a run of `config`.
+MuonConfig muon_config(const TrainConfig& config);
+
 class Optimizer {
  public:
   Optimizer(const nn::NamedParameters& params, const TrainConfig& config);
