@@ -150,16 +150,19 @@ Decoder::Decoder(const GPT& model, int64_t streams)
     const Block& b = *model.blocks[l];
     const auto products = block_products(b);
     auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, store_); };
+    const auto skip = config_.skip_into(int64_t(l));
     layers_.push_back({b.ln1->weight.data(), b.ln1->bias.data(), b.ln2->weight.data(), b.ln2->bias.data(),
                        matrix(0), matrix(1), matrix(2), matrix(3),
                        model.x0_gates ? model.x0_gates->gate[l].data() : nullptr,
                        model.value_embeddings.empty() ? nullptr : model.value_embeddings[l]->weight.data(),
-                       std::vector<float>(cache), std::vector<float>(cache)});
+                       skip ? model.skip_gates->gate[size_t(skip->gate)].data() : nullptr, skip ? skip->from : 0,
+                       int64_t(l) < config_.skip_pairs(), std::vector<float>(cache), std::vector<float>(cache)});
   }
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
   ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
+  kept_.resize(config_.skip_pairs() * C);
 }
 
 std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t stream) {
@@ -278,9 +281,12 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   embed(id, stream, x_.data(), cos_.data(), sin_.data());
   x0_ = x_;
   const RowScratch s{att_.data(), h_.data(), cos_.data(), sin_.data()};  // h_ is free while attending
-  for (Layer& L : layers_) {
-    if (L.x0_gate)  // as GPT::add_x0
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& L = layers_[l];
+    if (L.x0_gate)  // as GPT::block_input
       for (int64_t c = 0; c < C; ++c) x_[c] += L.x0_gate[c] * x0_[c];
+    if (L.skip_gate)
+      for (int64_t c = 0; c < C; ++c) x_[c] += L.skip_gate[c] * kept_[L.skip_from * C + c];
     kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
     L.qkv.apply(h_.data(), qkv_.data(), x16_);
     add_value_embedding(L, id, qkv_.data());
@@ -292,6 +298,7 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
     activate(ff_.data(), 4 * C);
     L.fc2.apply(ff_.data(), h_.data(), x16_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
+    if (L.keeps_output) std::copy(x_.begin(), x_.end(), kept_.begin() + int64_t(l) * C);
   }
   kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C,
                           kLayerNormEps);
@@ -307,7 +314,7 @@ void Decoder::ensure_batch(int64_t B) {
   if (int64_t(bx_.size()) >= B * C) return;
   bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * 4 * C);
   blogits_.resize(B * config_.vocab_size), batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
-  bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C);
+  bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C), bkept_.resize(config_.skip_pairs() * B * C);
 }
 
 std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids) {
@@ -323,10 +330,16 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
   for (int64_t b = 0; b < B; ++b)
     embed(ids[b], streams[b], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
   std::copy(bx_.begin(), bx_.begin() + B * C, bx0_.begin());
-  for (Layer& L : layers_) {
-    if (L.x0_gate)  // as GPT::add_x0
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& L = layers_[l];
+    if (L.x0_gate)  // as GPT::block_input
       for (int64_t b = 0; b < B; ++b)
         for (int64_t c = 0; c < C; ++c) bx_[b * C + c] += L.x0_gate[c] * bx0_[b * C + c];
+    if (L.skip_gate) {
+      const float* kept = bkept_.data() + L.skip_from * B * C;  // (B, C)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c) bx_[b * C + c] += L.skip_gate[c] * kept[b * C + c];
+    }
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
     L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_);  // (B, C) -> (B, 3C)
@@ -344,6 +357,7 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
     activate(bff_.data(), B * 4 * C);
     L.fc2.apply_rows(bff_.data(), bh_.data(), B, x16_);  // (B, 4C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
+    if (L.keeps_output) std::copy_n(bx_.begin(), B * C, bkept_.begin() + int64_t(l) * B * C);
   }
   for (int64_t b = 0; b < B; ++b)
     kernels::layer_norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), model_.ln_f->bias.data(),

@@ -87,6 +87,9 @@ class Decoder {
     Matrix qkv, proj, fc, fc2;
     const float* x0_gate;      // (C) with the x0 shortcut, else null
     const float* value_embed;  // (V, C) with value embeddings, else null
+    const float* skip_gate;    // (C) for a block the U-net skips feed, else null
+    int64_t skip_from;         // the encoder block whose kept output skip_gate scales
+    bool keeps_output;         // an encoder block: its output goes to kept_ / bkept_
     // Per stream: keys (n_head, head_size, block_size), transposed for the scores'
     // loop, and values (n_head, block_size, head_size); position p in slot p % block_size.
     std::vector<float> k, v;  // (streams, n_head, head_size, block_size), (streams, n_head, block_size, head_size)
@@ -118,9 +121,11 @@ class Decoder {
   // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (4C), att_ (block_size),
   // logits_ (V), cos_, sin_ (C).
   std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_, x0_;  // x0_: the embedding (C)
+  std::vector<float> kept_;  // (skip_pairs, C) the encoder blocks' outputs, for the U-net skips
   // Scratch for step_batch's B rows: bx_, by_, bh_ (B, C), bqkv_ (B, 3C), bff_ (B, 4C),
   // blogits_ (B, V), batt_ (B, block_size), brot_ (B, 2 * head_size), bcos_, bsin_ (B, C).
   std::vector<float> bx_, by_, bh_, bqkv_, bff_, blogits_, batt_, brot_, bcos_, bsin_, bx0_;  // bx0_ (B, C)
+  std::vector<float> bkept_;  // (skip_pairs, B, C)
   std::vector<kernels::bf16> x16_;
 };
 

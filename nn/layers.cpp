@@ -30,11 +30,11 @@ LayerNorm::LayerNorm(int64_t dim, Arena arena) {
 }
 LayerNorm::LayerNorm(int64_t dim) : LayerNorm(dim, Arena(parameter_count(dim))) {}
 
-Gates::Gates(int64_t count, int64_t dim, Arena arena) {
+Gates::Gates(int64_t count, int64_t dim, Arena arena, float start) {
   if (count < 1 || dim < 1) fail("gates", "sizes must be positive, got ", count, " x ", dim);
-  for (int64_t i = 0; i < count; ++i) gate.push_back(register_parameter(std::to_string(i), arena.full({dim}, 0.0f)));
+  for (int64_t i = 0; i < count; ++i) gate.push_back(register_parameter(std::to_string(i), arena.full({dim}, start)));
 }
-Gates::Gates(int64_t count, int64_t dim) : Gates(count, dim, Arena(parameter_count(count, dim))) {}
+Gates::Gates(int64_t count, int64_t dim, float start) : Gates(count, dim, Arena(parameter_count(count, dim)), start) {}
 
 Dropout::Dropout(float p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng)) {
   require_probability("dropout", p);

@@ -53,13 +53,13 @@ class LayerNorm : public Module {
   Tensor weight, bias;
 };
 
-// `count` learned vectors of (dim), starting at zero, named "0", "1", ...: one gate a
-// layer for a stream added into its input (GPT's x0 shortcut). Zeros draw nothing from
-// the initialisation RNG.
+// `count` learned vectors of (dim), every element starting at `start`, named "0", "1",
+// ...: one gate a layer for a stream added into its input (GPT's x0 shortcut and U-net
+// skips). A constant draws nothing from the initialisation RNG.
 class Gates : public Module {
  public:
-  Gates(int64_t count, int64_t dim, Arena arena);
-  Gates(int64_t count, int64_t dim);
+  Gates(int64_t count, int64_t dim, Arena arena, float start = 0.0f);
+  Gates(int64_t count, int64_t dim, float start = 0.0f);
   static int64_t parameter_count(int64_t count, int64_t dim) { return count * dim; }
   // x (..., dim) + gate[i] * extra (..., dim) -> (..., dim)
   Tensor forward(const Tensor& x, const Tensor& extra, size_t i) const { return add(x, mul(extra, gate.at(i))); }

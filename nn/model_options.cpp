@@ -57,6 +57,11 @@ const std::vector<ModelOption>& model_options() {
        "outputs), residual (only the branches' outputs, which the blocks add to the residual stream) or "
        "attention (only the attention weights)",
        choice(&GPTConfig::dropout_at, {DropoutAt::all, DropoutAt::residual, DropoutAt::attention})},
+      {"unet-skips", "unet_skips",
+       "U-net skips: the last n_layer / 2 blocks each add an earlier block's output into their input, the last "
+       "block the first's, the one before it the second's, and so on, through a learned per-channel gate that "
+       "starts at 1; needs n_layer >= 2",
+       Toggle{&GPTConfig::unet_skips}},
   };
   return table;
 }

@@ -93,6 +93,9 @@ void GPTConfig::validate() const {
   if (!(logit_softcap >= 0.0f && std::isfinite(logit_softcap)) ||
       (logit_softcap > 0.0f && !std::isfinite(1.0f / logit_softcap)))
     fail("config", "logit_softcap must be >= 0 (0: off) and, if positive, its inverse finite; got ", logit_softcap);
+  if (unet_skips && n_layer < 2)
+    fail("config", "unet_skips pairs the first n_layer / 2 blocks with the last: n_layer ", n_layer,
+         " must be at least 2");
   if (bigram && vocab_size > kMaxBigramVocab)
     fail("config", "bigram keeps a row per pair of tokens, (vocab_size + 1) * vocab_size of them: vocab_size ",
          vocab_size, " exceeds ", kMaxBigramVocab, " (it is meant for characters, not subwords)");
@@ -105,7 +108,14 @@ int64_t GPTConfig::parameter_count() const {
   return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias) +
          LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C) +
          (value_embed ? n_layer * Embedding::parameter_count(vocab_size, C) : 0) +
-         (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0);
+         (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0) +
+         (unet_skips ? Gates::parameter_count(skip_pairs(), C) : 0);
+}
+
+std::optional<GPTConfig::Skip> GPTConfig::skip_into(int64_t layer) const {
+  const int64_t first = n_layer - skip_pairs();  // the first block that takes one
+  if (!unet_skips || layer < first) return std::nullopt;
+  return Skip{.from = n_layer - 1 - layer, .gate = layer - first};
 }
 
 GPT::GPT(const GPTConfig& config) : config_(config), dropout_rng_(std::make_shared<Rng>(config.seed ^ 0xd5)) {
@@ -155,6 +165,8 @@ void GPT::build(Arena arena) {
       value_embeddings.push_back(register_module("value_embeddings." + std::to_string(l),
                                                  std::make_shared<Embedding>(config.vocab_size, C, arena)));
   if (config.x0_shortcut) x0_gates = register_module("x0_gates", std::make_shared<Gates>(config.n_layer, C, arena));
+  if (config.unet_skips)  // at 1, each paired block starts by reading its encoder twin's output whole
+    skip_gates = register_module("skip_gates", std::make_shared<Gates>(config.skip_pairs(), C, arena, 1.0f));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
   flat_ = arena.flat();
@@ -192,8 +204,11 @@ Tensor GPT::head(const Tensor& x) const {
   return logits;
 }
 
-Tensor GPT::add_x0(const Tensor& x, const Tensor& x0, size_t layer) const {
-  return x0_gates ? x0_gates->forward(x, x0, layer) : x;  // (B, T, C)
+Tensor GPT::block_input(const Tensor& x, const Tensor& x0, const std::vector<Tensor>& kept, size_t layer) const {
+  Tensor in = x0_gates ? x0_gates->forward(x, x0, layer) : x;  // (B, T, C)
+  if (const auto skip = config_.skip_into(int64_t(layer)))
+    in = skip_gates->forward(in, kept.at(size_t(skip->from)), size_t(skip->gate));
+  return in;
 }
 
 Tensor GPT::values(std::span<const int32_t> ids, int64_t B, int64_t T, size_t layer) const {
@@ -204,9 +219,12 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
                          std::vector<Tensor>* attention) const {
   const Tensor x0 = embed(ids, B, T, 0);  // (B, T, C)
   Tensor x = x0;
+  std::vector<Tensor> kept;  // (B, T, C) each: the encoder blocks' outputs, with U-net skips
   if (attention) attention->assign(blocks.size(), Tensor{});
-  for (size_t l = 0; l < blocks.size(); ++l)
-    x = blocks[l]->forward(add_x0(x, x0, l), attention ? &(*attention)[l] : nullptr, values(ids, B, T, l));
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    x = blocks[l]->forward(block_input(x, x0, kept, l), attention ? &(*attention)[l] : nullptr, values(ids, B, T, l));
+    if (int64_t(l) < config_.skip_pairs()) kept.push_back(x);
+  }
   Output out;
   out.logits = head(x);  // (B, T, V)
   if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);
@@ -222,8 +240,11 @@ Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, s
   last.resize(size_t(B));
   for (int64_t b = 0; b < B; ++b) last[size_t(b)] = ids[size_t(b * T + T - 1)];
   Tensor x = x0;
-  for (size_t l = 0; l < blocks.size(); ++l)
-    x = blocks[l]->forward_cached(add_x0(x, x0, l), caches[l], values(ids, B, T, l));
+  std::vector<Tensor> kept;  // (B, T, C) each, as in forward
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    x = blocks[l]->forward_cached(block_input(x, x0, kept, l), caches[l], values(ids, B, T, l));
+    if (int64_t(l) < config_.skip_pairs()) kept.push_back(x);
+  }
   return head(x);
 }
 

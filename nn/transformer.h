@@ -112,8 +112,21 @@ struct GPTConfig {
   // and its outputs outside training as they are. 0: off.
   float drop_path = 0.0f;
   DropoutAt dropout_at = DropoutAt::all;  // where `dropout` applies
+  // U-net skips: the first n_layer / 2 blocks (the encoder half) keep their outputs,
+  // and the last n_layer / 2 take them back in reverse, the last block the first
+  // block's: block n_layer - 1 - i's input gains skip_gate * (block i's output), each
+  // gate a learned (C) vector that starts at 1. With an odd n_layer the middle block
+  // takes none. Needs n_layer >= 2.
+  bool unet_skips = false;
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
+  int64_t skip_pairs() const { return unet_skips ? n_layer / 2 : 0; }  // encoder blocks that keep their output
+  // The encoder block whose output block `layer`'s input takes, and through which gate
+  // (skip_gates[gate]); nullopt for a block that takes none.
+  struct Skip {
+    int64_t from, gate;
+  };
+  std::optional<Skip> skip_into(int64_t layer) const;
   void validate() const;  // throws naming the bad field
   // The number of parameters a GPT of this config has, computed without building it
   // (so a checkpoint's claim can be checked before anything is allocated).
@@ -125,7 +138,7 @@ struct GPTConfig {
 // embedding's: the parameter is named once, token_embedding.weight, and lm_head has
 // only its bias. The bigram table's parameter, then the value embeddings', come after
 // every other drawn one, so that every other weight is drawn as it would be without
-// them; the x0 gates (zeros, nothing drawn) come last.
+// them; the x0 gates, then the U-net skips' gates (constants, nothing drawn) come last.
 class GPT : public Module {
  public:
   // Fresh weights, drawn from config.seed.
@@ -161,6 +174,7 @@ class GPT : public Module {
   std::shared_ptr<Embedding> bigram_embedding;  // null without config.bigram
   std::vector<std::shared_ptr<Embedding>> value_embeddings;  // (V, C) a block; none without config.value_embed
   std::shared_ptr<Gates> x0_gates;                           // (C) a block; null without config.x0_shortcut
+  std::shared_ptr<Gates> skip_gates;                         // (C) a decoder-half block; null without unet_skips
 
  private:
   void build(Arena arena);
@@ -169,8 +183,10 @@ class GPT : public Module {
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
                std::span<const int32_t> before = {}) const;
   Tensor head(const Tensor& x) const;  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap
-  // x (B, T, C) + x0_gates[layer] * x0 (B, T, C) with the x0 shortcut; else x.
-  Tensor add_x0(const Tensor& x, const Tensor& x0, size_t layer) const;
+  // Block `layer`'s input: x (B, T, C) + x0_gates[layer] * x0 with the x0 shortcut, then
+  // + skip_gates[gate] * kept[from] (B, T, C) where the U-net skips pair it with an
+  // encoder block; kept holds the encoder blocks' outputs so far.
+  Tensor block_input(const Tensor& x, const Tensor& x0, const std::vector<Tensor>& kept, size_t layer) const;
   // ids (B, T) -> block `layer`'s value embeddings (B, T, C); undefined without them.
   Tensor values(std::span<const int32_t> ids, int64_t B, int64_t T, size_t layer) const;
   GPTConfig config_;

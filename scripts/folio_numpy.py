@@ -108,10 +108,15 @@ def forward(W, config, ids):
         x = x + W["position_embedding.weight"][:T]
     mask = np.tril(np.ones((T, T), dtype=bool))
     x0 = x  # the embedding, which the x0 shortcut adds into every block's input
-    for l in range(config["n_layer"]):
+    n_layer = config["n_layer"]
+    pairs = n_layer // 2 if config.get("unet_skips", False) else 0
+    encoder_outputs = []  # U-net skips: the first `pairs` blocks' outputs, taken back in reverse
+    for l in range(n_layer):
         p = f"blocks.{l}."
         if config.get("x0_shortcut", False):
             x = x + W[f"x0_gates.{l}"] * x0
+        if l >= n_layer - pairs:  # the last block takes block 0's output, the one before it block 1's...
+            x = x + W[f"skip_gates.{l - (n_layer - pairs)}"] * encoder_outputs[n_layer - 1 - l]
         h = layer_norm(x, W[p + "ln1.weight"], W[p + "ln1.bias"])
         heads = []
         for i in range(n_head):
@@ -128,6 +133,8 @@ def forward(W, config, ids):
         x = x + linear(np.concatenate(heads, -1), W, p + "attn.proj")
         h = linear(layer_norm(x, W[p + "ln2.weight"], W[p + "ln2.bias"]), W, p + "ffwd.fc")
         x = x + linear(ACTIVATIONS[config["activation"]](h), W, p + "ffwd.proj")
+        if l < pairs:
+            encoder_outputs.append(x)
     logits = linear(layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]), W, "lm_head")
     return softcap * np.tanh(logits / softcap) if softcap > 0 else logits
 

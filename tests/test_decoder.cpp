@@ -36,11 +36,16 @@ float max_diff(std::span<const float> a, std::span<const float> b) {
 }
 
 // The x0 shortcut's gates start at zero, where the decoder could ignore them and
-// still agree: give them values.
-void open_x0_gates(nn::GPT& gpt) {
-  if (gpt.x0_gates)
-    for (const Tensor& gate : gpt.x0_gates->gate)
-      for (int64_t i = 0; i < gate.numel(); ++i) gate.data()[i] = 0.5f - 0.1f * float(i % 9);
+// still agree, and the U-net skips' at 1, where it could swap two: give each gate
+// values of its own.
+void open_gates(nn::GPT& gpt) {
+  float shift = 0.0f;
+  for (const auto& gates : {gpt.x0_gates, gpt.skip_gates})
+    if (gates)
+      for (const Tensor& gate : gates->gate) {
+        for (int64_t i = 0; i < gate.numel(); ++i) gate.data()[i] = 0.5f - 0.1f * float(i % 9) + shift;
+        shift += 0.3f;
+      }
 }
 
 class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
@@ -55,7 +60,7 @@ class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
 TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   const DecoderCase& c = GetParam();
   nn::GPT gpt(c.config);
-  open_x0_gates(gpt);
+  open_gates(gpt);
   gpt.eval();
   gpt.set_precision(c.dtype);
   NoGradGuard no_grad;
@@ -82,7 +87,7 @@ class BatchMatchesStep : public DecoderMatchesForward {};  // the same cases, th
 TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
   const DecoderCase& c = GetParam();
   nn::GPT gpt(c.config);
-  open_x0_gates(gpt);
+  open_gates(gpt);
   gpt.eval();
   gpt.set_precision(c.dtype);
   NoGradGuard no_grad;
@@ -146,6 +151,11 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                       DecoderCase{"x0_shortcut_rope", with(kSmall, [](auto& c) {
                                     c.x0_shortcut = true;
                                     c.pos = nn::Positions::rope;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"unet_skips_five_blocks", with(kSmall, [](auto& c) {
+                                    c.unet_skips = true;
+                                    c.n_layer = 5;
+                                    c.x0_shortcut = true;
                                   }), Precision::fp32, 2e-5f},
                       DecoderCase{"value_embed_bigram_rope", with(kSmall, [](auto& c) {
                                     c.value_embed = true;

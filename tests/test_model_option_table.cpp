@@ -14,9 +14,11 @@
 namespace folio::nn {
 namespace {
 
-GPTConfig small() {  // head size 4: even, as rope needs; 7 tokens, as the bigram table allows
+// Head size 4: even, as rope needs; 7 tokens, as the bigram table allows; 2 blocks, as
+// the U-net skips need.
+GPTConfig small() {
   GPTConfig c;
-  c.vocab_size = 7, c.block_size = 6, c.n_layer = 1, c.n_head = 2, c.n_embd = 8;
+  c.vocab_size = 7, c.block_size = 6, c.n_layer = 2, c.n_head = 2, c.n_embd = 8;
   return c;
 }
 

@@ -53,6 +53,10 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("bigram", [](GPTConfig& c) { c.bigram = true; });
   with("x0_shortcut", [](GPTConfig& c) { c.x0_shortcut = true; });
   with("value_embed", [](GPTConfig& c) { c.value_embed = true; });
+  with("unet_skips", [](GPTConfig& c) {  // three blocks: the last takes the first's output, the middle none
+    c.unet_skips = true;
+    c.n_layer = 3;
+  });
   return out;
 }
 
@@ -150,7 +154,7 @@ TEST(ModelOptions, CachedForwardEqualsTheWholeForward) {
   for (const auto& [name, c] : each_option()) cases.emplace_back(name, c);
   for (auto [name, c] : cases) {
     SCOPED_TRACE(name);
-    c.block_size = 9, c.n_layer = 2;
+    c.block_size = 9, c.n_layer = std::max<int64_t>(c.n_layer, 2);
     GPT gpt(c);
     redraw(gpt, 0.3f, 5);
     gpt.eval();
@@ -367,12 +371,13 @@ TEST(ModelOptions, ValueEmbeddingsReachTheirTokenAndWhatAttendsToIt) {
 }
 
 TEST(ModelOptions, ParameterCountOfEveryCombination) {
-  for (int bits = 0; bits < 512; ++bits) {
+  for (int bits = 0; bits < 1024; ++bits) {
     GPTConfig c = tiny();
     c.pos = bits & 1 ? Positions::rope : Positions::learned;
     c.qk_norm = bits & 2, c.zero_init_proj = bits & 4, c.tie_weights = bits & 8, c.bias = !(bits & 16);
     c.activation = bits & 32 ? Activation::relu2 : Activation::relu;
     c.bigram = bits & 64, c.x0_shortcut = bits & 128, c.value_embed = bits & 256;
+    if (bits & 512) c.unet_skips = true, c.n_layer = 5;  // two pairs around a middle block
     const GPT gpt(c);
     EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
     EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;
