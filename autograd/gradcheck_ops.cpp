@@ -179,6 +179,10 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
   static const std::vector<int32_t> targets{0, 4, 2, 2, 1, 3};
   cases.push_back(op("cross_entropy", "", [](const V& v) { return cross_entropy(v[0], targets); },
                      [] { return V{leaf({2, 3, 5}, 1)}; }, "targets (6)"));
+  static const std::vector<int32_t> some_targets{0, kNoTarget, 2, kNoTarget, 1, 3};
+  cases.push_back(op("cross_entropy", "rows without a target",
+                     [](const V& v) { return cross_entropy(v[0], some_targets); }, [] { return V{leaf({2, 3, 5}, 1)}; },
+                     "targets (6), two of them none"));
   static const std::vector<int32_t> ids{1, 3, 1, 0, 3, 3};
   cases.push_back(op("embedding", "repeated ids", [](const V& v) { return embedding(v[0], ids, Shape{2, 3}); },
                      [] { return V{leaf({4, 3}, 1)}; }, "ids (2, 3)"));

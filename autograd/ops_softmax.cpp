@@ -106,27 +106,34 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets) {
   const int64_t rows = logits.shape().rows(), V = logits.shape().last();
   if (int64_t(targets.size()) != rows)
     fail("cross_entropy", "logits ", logits.shape(), " have ", rows, " rows but ", targets.size(), " targets");
-  for (int64_t r = 0; r < rows; ++r)
+  int64_t counted = 0;  // rows with a target
+  for (int64_t r = 0; r < rows; ++r) {
+    if (targets[r] == kNoTarget) continue;
     if (targets[r] < 0 || targets[r] >= V)
-      fail("cross_entropy", "target ", targets[r], " at row ", r, " outside [0, ", V, ")");
-  // Keep the probabilities for backward: dlogits = (p - onehot) / rows.
+      fail("cross_entropy", "target ", targets[r], " at row ", r, " outside [0, ", V, ") (", kNoTarget, ": none)");
+    ++counted;
+  }
+  // Keep the probabilities for backward: dlogits = (p - onehot) / counted.
   Tensor probs = Tensor::empty(logits.shape());
   const float* in = logits.data();
   float* p = probs.data();
   double loss = 0.0;
 #pragma omp parallel for reduction(+ : loss) if (logits.numel() >= kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
+    if (targets[r] == kNoTarget) continue;
     softmax_row(in + r * V, p + r * V, V, V, 1.0f);
     loss -= std::log(std::max(p[r * V + targets[r]], std::numeric_limits<float>::min()));
   }
-  Tensor out = Tensor::scalar(float(loss / double(rows)));
+  Tensor out = Tensor::scalar(counted ? float(loss / double(counted)) : 0.0f);
   std::vector<int32_t> t(targets.begin(), targets.end());
-  record(out, "cross_entropy", {&logits}, [probs, t = std::move(t), rows, V](const Tensor& grad, const InputGrads& in) {
-    const float g = grad.data()[0] / float(rows);
+  record(out, "cross_entropy", {&logits}, [probs, t = std::move(t), rows, V, counted](const Tensor& grad,
+                                                                                    const InputGrads& in) {
+    const float g = counted ? grad.data()[0] / float(counted) : 0.0f;  // still written: zeros for no target
     const float* p = probs.data();
     in.write(0, [&t, g, p, rows, V](float* gx) {
 #pragma omp parallel for if (rows * V >= kParallelGrain)
       for (int64_t r = 0; r < rows; ++r) {
+        if (t[r] == kNoTarget) continue;
 #pragma omp simd
         for (int64_t j = 0; j < V; ++j) gx[r * V + j] += g * p[r * V + j];
         gx[r * V + t[r]] -= g;

@@ -154,7 +154,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
          c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2;
          c.logit_softcap = 3.0f, c.tie_weights = true, c.bigram = true, c.x0_shortcut = true;
          c.value_embed = true, c.drop_path = 0.5f, c.dropout = 0.2f, c.dropout_at = DropoutAt::attention;
-         c.unet_skips = true;
+         c.unet_skips = true, c.mtp = 0.6f;
          return gpt(true, c, 2.0f);  // ReLU²'s curvature: central differences need smaller activations
        }},
       // d loss / d (embedded input), through the blocks, the final LayerNorm and the head.

@@ -62,6 +62,10 @@ const std::vector<ModelOption>& model_options() {
        "block the first's, the one before it the second's, and so on, through a learned per-channel gate that "
        "starts at 1; needs n_layer >= 2",
        Toggle{&GPTConfig::unet_skips}},
+      {"mtp", "mtp",
+       "multi-token prediction: a second output layer predicts the token two ahead, and the training loss adds "
+       "W times its cross-entropy (the loss training reports includes it; evaluations do not) (0: off)",
+       Number{&GPTConfig::mtp, 0.0f, "0: off", 100.0f}},
   };
   return table;
 }

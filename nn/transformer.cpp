@@ -93,6 +93,7 @@ void GPTConfig::validate() const {
   if (!(logit_softcap >= 0.0f && std::isfinite(logit_softcap)) ||
       (logit_softcap > 0.0f && !std::isfinite(1.0f / logit_softcap)))
     fail("config", "logit_softcap must be >= 0 (0: off) and, if positive, its inverse finite; got ", logit_softcap);
+  if (!(mtp >= 0.0f && std::isfinite(mtp))) fail("config", "mtp must be a finite weight >= 0 (0: off); got ", mtp);
   if (unet_skips && n_layer < 2)
     fail("config", "unet_skips pairs the first n_layer / 2 blocks with the last: n_layer ", n_layer,
          " must be at least 2");
@@ -109,7 +110,8 @@ int64_t GPTConfig::parameter_count() const {
          LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C) +
          (value_embed ? n_layer * Embedding::parameter_count(vocab_size, C) : 0) +
          (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0) +
-         (unet_skips ? Gates::parameter_count(skip_pairs(), C) : 0);
+         (unet_skips ? Gates::parameter_count(skip_pairs(), C) : 0) +
+         (mtp > 0.0f ? Linear::parameter_count(C, vocab_size, bias) : 0);
 }
 
 std::optional<GPTConfig::Skip> GPTConfig::skip_into(int64_t layer) const {
@@ -167,6 +169,8 @@ void GPT::build(Arena arena) {
   if (config.x0_shortcut) x0_gates = register_module("x0_gates", std::make_shared<Gates>(config.n_layer, C, arena));
   if (config.unet_skips)  // at 1, each paired block starts by reading its encoder twin's output whole
     skip_gates = register_module("skip_gates", std::make_shared<Gates>(config.skip_pairs(), C, arena, 1.0f));
+  if (config.mtp > 0.0f)
+    mtp_head = register_module("mtp_head", std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
   flat_ = arena.flat();
@@ -197,11 +201,15 @@ Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t st
   return drop_->forward(add(x, pos));
 }
 
-Tensor GPT::head(const Tensor& x) const {
-  Tensor logits = lm_head->forward(ln_f->forward(x));  // (B, T, V)
+Tensor GPT::softcap(const Tensor& logits) const {
   const float cap = config_.logit_softcap;
-  if (cap > 0.0f) logits = scale(tanh(scale(logits, 1.0f / cap)), cap);  // smooth, into (-cap, cap)
-  return logits;
+  return cap > 0.0f ? scale(tanh(scale(logits, 1.0f / cap)), cap) : logits;  // smooth, into (-cap, cap)
+}
+
+Tensor GPT::head(const Tensor& x, Tensor* two_ahead) const {
+  const Tensor h = ln_f->forward(x);  // (B, T, C)
+  if (two_ahead) *two_ahead = softcap(mtp_head->forward(h));
+  return softcap(lm_head->forward(h));  // (B, T, V)
 }
 
 Tensor GPT::block_input(const Tensor& x, const Tensor& x0, const std::vector<Tensor>& kept, size_t layer) const {
@@ -226,8 +234,19 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
     if (int64_t(l) < config_.skip_pairs()) kept.push_back(x);
   }
   Output out;
-  out.logits = head(x);  // (B, T, V)
-  if (!targets.empty()) out.loss = cross_entropy(out.logits, targets);
+  const bool multi_token = mtp_head && training() && !targets.empty();
+  Tensor two_ahead;  // (B, T, V) with multi-token prediction
+  out.logits = head(x, multi_token ? &two_ahead : nullptr);  // (B, T, V)
+  if (targets.empty()) return out;
+  out.loss = cross_entropy(out.logits, targets);
+  if (multi_token) {
+    // The token two ahead of position t is the target of position t + 1; the last
+    // position's lies outside the window.
+    std::vector<int32_t> later(targets.size());  // (B, T)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) later[size_t(b * T + t)] = t + 1 < T ? targets[size_t(b * T + t + 1)] : kNoTarget;
+    out.loss = add(out.loss, scale(cross_entropy(two_ahead, later), config_.mtp));
+  }
   return out;
 }
 

@@ -118,6 +118,12 @@ struct GPTConfig {
   // gate a learned (C) vector that starts at 1. With an odd n_layer the middle block
   // takes none. Needs n_layer >= 2.
   bool unet_skips = false;
+  // Multi-token prediction: a second output layer (mtp_head, a Linear from the final
+  // LayerNorm's output onto V) predicts the token two ahead of each position, and the
+  // loss of a training forward pass adds mtp times its mean cross-entropy over the
+  // positions that have one (all but the last). Outside training the loss is the
+  // next-token loss alone, and generation never runs the head. 0: off.
+  float mtp = 0.0f;
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   int64_t skip_pairs() const { return unet_skips ? n_layer / 2 : 0; }  // encoder blocks that keep their output
@@ -138,7 +144,8 @@ struct GPTConfig {
 // embedding's: the parameter is named once, token_embedding.weight, and lm_head has
 // only its bias. The bigram table's parameter, then the value embeddings', come after
 // every other drawn one, so that every other weight is drawn as it would be without
-// them; the x0 gates, then the U-net skips' gates (constants, nothing drawn) come last.
+// them; the x0 gates, then the U-net skips' gates (constants, nothing drawn), then the
+// multi-token head (drawn) come last.
 class GPT : public Module {
  public:
   // Fresh weights, drawn from config.seed.
@@ -175,6 +182,7 @@ class GPT : public Module {
   std::vector<std::shared_ptr<Embedding>> value_embeddings;  // (V, C) a block; none without config.value_embed
   std::shared_ptr<Gates> x0_gates;                           // (C) a block; null without config.x0_shortcut
   std::shared_ptr<Gates> skip_gates;                         // (C) a decoder-half block; null without unet_skips
+  std::shared_ptr<Linear> mtp_head;                          // C -> V, two tokens ahead; null without mtp
 
  private:
   void build(Arena arena);
@@ -182,7 +190,10 @@ class GPT : public Module {
   // the start of the sequences.
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
                std::span<const int32_t> before = {}) const;
-  Tensor head(const Tensor& x) const;  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap
+  // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap. With `two_ahead`, also the
+  // multi-token head's logits (B, T, V) on the same normalised input.
+  Tensor head(const Tensor& x, Tensor* two_ahead = nullptr) const;
+  Tensor softcap(const Tensor& logits) const;
   // Block `layer`'s input: x (B, T, C) + x0_gates[layer] * x0 with the x0 shortcut, then
   // + skip_gates[gate] * kept[from] (B, T, C) where the U-net skips pair it with an
   // encoder block; kept holds the encoder blocks' outputs so far.

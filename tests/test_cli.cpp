@@ -93,7 +93,8 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
 // refuses to change one.
 TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
   const std::string options =
-      " --pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 --dropout 0.1 --dropout-at residual";
+      " --pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 --dropout 0.1 --dropout-at residual "
+      "--mtp 0.3";
   const Result t = folio(tiny_train() + options + " --quiet");
   ASSERT_EQ(t.code, 0) << t.err;
   std::ifstream log(dir_ / "run" / "log.csv");
@@ -111,7 +112,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
 
   const std::string shown =
       "options      --pos rope --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 "
-      "--dropout-at residual\n";
+      "--dropout-at residual --mtp 0.3\n";
   const Result i = folio("info --checkpoint " + run_dir());
   ASSERT_EQ(i.code, 0) << i.err;
   testing::expect_contains(i.out, {shown, "bias on, relu2\n"});
@@ -133,7 +134,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
                              " --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --max-iters 2 --eval-iters 1 --quiet");
   ASSERT_EQ(plain.code, 0) << plain.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "plain").string()).out,
-                           {"options      --pos learned --logit-softcap 0 --drop-path 0 --dropout-at all\n"});
+                           {"options      --pos learned --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0\n"});
 }
 
 // --dtype is saved with the run: --resume keeps it, and may override it. generate and

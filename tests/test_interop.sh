@@ -2,7 +2,8 @@
 # scripts/folio_numpy.py (numpy alone) reads a checkpoint and computes the same loss as
 # folio eval, to 1e-4, for a ReLU and a GELU model, for one with every model option
 # (rope, QK-norm, ReLU², zero-initialised projections, a logit soft cap, tied weights,
-# the bigram table, the x0 shortcut, value embeddings), for five blocks with U-net skips,
+# the bigram table, the x0 shortcut, value embeddings, and a multi-token head that
+# evaluation leaves out), for five blocks with U-net skips,
 # and for a SentencePiece BPE model (tokenized by Debian's python3-sentencepiece):
 # the safetensors file is readable by others, and the model in it is the model folio
 # runs.   test_interop.sh FOLIO_BINARY
@@ -23,7 +24,7 @@ declare -A options=(
   [relu]="--n-head 2 --max-iters 20 --activation relu"
   [gelu]="--n-head 2 --max-iters 20 --activation gelu"
   [all-options]="--n-head 1 --max-iters 60 --lr 1e-2 --pos rope --qk-norm --activation relu2 --zero-init-proj
-                 --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed"
+                 --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed --mtp 0.5"
   [bpe]="--n-head 2 --max-iters 20 --tokenizer bpe --vocab-size 400"
   # Five blocks: the U-net skips' two pairs around a middle block that takes none. The
   # blocks' outputs differ little, so it trains harder: the pairs swapped then move the
