@@ -91,10 +91,10 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
 // {0, hs, 2 * hs} -> (B, T, n_head * hs), the heads' outputs side by side. The weights
 // are numbered as the composition's (B, n_head, T, T) tensor.
 Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, WeightDropout dropout = {});
-// logits (..., V), targets (one per row, in [0, V), or kNoTarget) -> () mean
-// cross-entropy over the rows that have a target; a row of kNoTarget adds nothing to
-// the loss and gets no gradient (0 when no row has one).
+// A row with no target: left out of cross_entropy's mean and gradient.
 constexpr int32_t kNoTarget = -1;
+// logits (..., V), targets (one per row, in [0, V), or kNoTarget) -> () mean
+// cross-entropy over the rows that have a target (0 when none has).
 Tensor cross_entropy(const Tensor& logits, std::span<const int32_t> targets);
 
 // ---- layers' ops (ops_nn.cpp)

@@ -151,12 +151,21 @@ Decoder::Decoder(const GPT& model, int64_t streams)
     const auto products = block_products(b);
     auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, store_); };
     const auto skip = config_.skip_into(int64_t(l));
-    layers_.push_back({b.ln1->weight.data(), b.ln1->bias.data(), b.ln2->weight.data(), b.ln2->bias.data(),
-                       matrix(0), matrix(1), matrix(2), matrix(3),
-                       model.x0_gates ? model.x0_gates->gate[l].data() : nullptr,
-                       model.value_embeddings.empty() ? nullptr : model.value_embeddings[l]->weight.data(),
-                       skip ? model.skip_gates->gate[size_t(skip->gate)].data() : nullptr, skip ? skip->from : 0,
-                       int64_t(l) < config_.skip_pairs(), std::vector<float>(cache), std::vector<float>(cache)});
+    layers_.push_back({.ln1_w = b.ln1->weight.data(),
+                       .ln1_b = b.ln1->bias.data(),
+                       .ln2_w = b.ln2->weight.data(),
+                       .ln2_b = b.ln2->bias.data(),
+                       .qkv = matrix(0),
+                       .proj = matrix(1),
+                       .fc = matrix(2),
+                       .fc2 = matrix(3),
+                       .x0_gate = model.x0_gates ? model.x0_gates->gate[l].data() : nullptr,
+                       .value_embed = model.value_embeddings.empty() ? nullptr : model.value_embeddings[l]->weight.data(),
+                       .skip_gate = skip ? model.skip_gates->gate[size_t(skip->gate)].data() : nullptr,
+                       .skip_from = skip ? skip->from : 0,
+                       .keeps_output = int64_t(l) < config_.skip_pairs(),
+                       .k = std::vector<float>(cache),
+                       .v = std::vector<float>(cache)});
   }
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);

@@ -83,7 +83,10 @@ class Decoder {
     std::vector<kernels::bf16> w16;  // bf16 products: the weights rounded, as Linear's (N, K)
   };
   struct Layer {
-    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+    const float* ln1_w;
+    const float* ln1_b;
+    const float* ln2_w;
+    const float* ln2_b;
     Matrix qkv, proj, fc, fc2;
     const float* x0_gate;      // (C) with the x0 shortcut, else null
     const float* value_embed;  // (V, C) with value embeddings, else null

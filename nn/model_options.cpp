@@ -63,9 +63,9 @@ const std::vector<ModelOption>& model_options() {
        "starts at 1; needs n_layer >= 2",
        Toggle{&GPTConfig::unet_skips}},
       {"mtp", "mtp",
-       "multi-token prediction: a second output layer predicts the token two ahead, and the training loss adds "
-       "W times its cross-entropy (the loss training reports includes it; evaluations do not) (0: off)",
-       Number{&GPTConfig::mtp, 0.0f, "0: off", 100.0f}},
+       "multi-token prediction: a second output layer predicts the token two ahead, and W times its "
+       "cross-entropy is added to the per-step training loss, not to evaluations; 0: off",
+       Number{&GPTConfig::mtp, 0.0f, "0: off"}},
   };
   return table;
 }

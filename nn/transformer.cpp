@@ -242,10 +242,11 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
   if (multi_token) {
     // The token two ahead of position t is the target of position t + 1; the last
     // position's lies outside the window.
-    std::vector<int32_t> later(targets.size());  // (B, T)
+    std::vector<int32_t> two_ahead_targets(targets.size());  // (B, T)
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t < T; ++t) later[size_t(b * T + t)] = t + 1 < T ? targets[size_t(b * T + t + 1)] : kNoTarget;
-    out.loss = add(out.loss, scale(cross_entropy(two_ahead, later), config_.mtp));
+      for (int64_t t = 0; t < T; ++t)
+        two_ahead_targets[size_t(b * T + t)] = t + 1 < T ? targets[size_t(b * T + t + 1)] : kNoTarget;
+    out.loss = add(out.loss, scale(cross_entropy(two_ahead, two_ahead_targets), config_.mtp));
   }
   return out;
 }

@@ -156,7 +156,9 @@ class GPT : public Module {
 
   struct Output {
     Tensor logits;  // (B, T, V)
-    Tensor loss;    // () mean cross-entropy, when targets were given
+    // () mean cross-entropy, when targets were given; in training with mtp, plus mtp
+    // times the two-ahead head's
+    Tensor loss;
   };
   // ids and targets: (B, T) row-major, T <= block_size. With `attention`, also hands
   // out every layer's attention weights, (B, n_head, T, T) each: what the model attends
@@ -191,7 +193,7 @@ class GPT : public Module {
   Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
                std::span<const int32_t> before = {}) const;
   // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap. With `two_ahead`, also the
-  // multi-token head's logits (B, T, V) on the same normalised input.
+  // multi-token head's logits (B, T, V) on the same normalised input, under the same cap.
   Tensor head(const Tensor& x, Tensor* two_ahead = nullptr) const;
   Tensor softcap(const Tensor& logits) const;
   // Block `layer`'s input: x (B, T, C) + x0_gates[layer] * x0 with the x0 shortcut, then

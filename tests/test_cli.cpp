@@ -37,9 +37,9 @@ class Cli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::string corpus() const { return (dir_ / "corpus.txt").string(); }
   std::string run_dir() const { return (dir_ / "run").string(); }
-  std::string tiny_train(int iters = 60) const {
-    return "train --data " + corpus() + " --out " + run_dir() +
-           " --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch-size 8 --eval-interval 30"
+  std::string tiny_train(int iters = 60, int layers = 1) const {
+    return "train --data " + corpus() + " --out " + run_dir() + " --n-layer " + std::to_string(layers) +
+           " --n-head 2 --n-embd 32 --block-size 16 --batch-size 8 --eval-interval 30"
            " --eval-iters 4 --warmup-iters 5 --lr 3e-3 --log-interval 20 --max-iters " + std::to_string(iters);
   }
   fs::path dir_;
@@ -88,14 +88,14 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   testing::expect_contains(i.out, {"parameters", "step         60", "--lr 0.003 --min-lr 0.0001 ", "--val-fraction 0.1 "});
 }
 
-// The model options of issue 14, all at once: the run trains (its loss falls), info
+// The model options (issue 14's and later ones), all at once: the run trains (its loss falls), info
 // shows them as flags, generate and eval read the model, and --resume keeps them and
 // refuses to change one.
 TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
   const std::string options =
       " --pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 --dropout 0.1 --dropout-at residual "
-      "--mtp 0.3";
-  const Result t = folio(tiny_train() + options + " --quiet");
+      "--unet-skips --mtp 0.3";
+  const Result t = folio(tiny_train(60, 2) + options + " --quiet");  // two blocks: one U-net pair
   ASSERT_EQ(t.code, 0) << t.err;
   std::ifstream log(dir_ / "run" / "log.csv");
   std::string line;
@@ -112,7 +112,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
 
   const std::string shown =
       "options      --pos rope --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 "
-      "--dropout-at residual --mtp 0.3\n";
+      "--dropout-at residual --unet-skips --mtp 0.3\n";
   const Result i = folio("info --checkpoint " + run_dir());
   ASSERT_EQ(i.code, 0) << i.err;
   testing::expect_contains(i.out, {shown, "bias on, relu2\n"});

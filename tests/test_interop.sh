@@ -24,7 +24,7 @@ declare -A options=(
   [relu]="--n-head 2 --max-iters 20 --activation relu"
   [gelu]="--n-head 2 --max-iters 20 --activation gelu"
   [all-options]="--n-head 1 --max-iters 60 --lr 1e-2 --pos rope --qk-norm --activation relu2 --zero-init-proj
-                 --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed --mtp 0.5"
+                 --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed --unet-skips --mtp 0.5"
   [bpe]="--n-head 2 --max-iters 20 --tokenizer bpe --vocab-size 400"
   # Five blocks: the U-net skips' two pairs around a middle block that takes none. The
   # blocks' outputs differ little, so it trains harder: the pairs swapped then move the

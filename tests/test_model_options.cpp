@@ -1,8 +1,10 @@
 // The model options (GPTConfig: pos, qk_norm, relu2, zero_init_proj, logit_softcap,
-// tie_weights, bigram, x0_shortcut, value_embed): gradients with each one and with all of them, the
-// KV-cached forward against the whole one, rope against its formula, the fast
+// tie_weights, bigram, x0_shortcut, value_embed, mtp, unet_skips): gradients with each
+// one and with all of them, the KV-cached forward against the whole one, the fast
 // attention against the per-Head specification, weight tying's one parameter, the
-// zero-initialised projections, parameter counts, replicas and bf16.
+// zero-initialised projections, parameter counts, replicas and bf16. Rope against its
+// formula: test_rope.cpp; the U-net skips' pairing and the multi-token loss: their own
+// files.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +35,7 @@ GPTConfig tiny() {  // head size 4: even, as rope needs
 GPTConfig all_options(GPTConfig c = tiny()) {
   c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2, c.zero_init_proj = true;
   c.logit_softcap = 2.0f, c.tie_weights = true, c.x0_shortcut = true, c.value_embed = true, c.mtp = 0.5f;
+  c.unet_skips = true, c.n_layer = std::max<int64_t>(c.n_layer, 2);  // a pair needs two blocks
   return c;
 }
 
@@ -116,35 +119,6 @@ TEST(ModelOptions, HeadAndFeedForwardGrad) {
   V ff_inputs = ff.parameters();
   ff_inputs.push_back(param({2, 3, 4}, 3));
   EXPECT_TRUE(gradcheck([&](const V& v) { return ff.forward(v.back()); }, ff_inputs));
-}
-
-// rope() against its formula, computed here in double: the pair (i, i + hs/2) turns by
-// p * 10000^(-2i/hs), so a query and a key at positions m and n score by m - n alone.
-TEST(ModelOptions, RopeRotatesHalvesByPositionTimesFrequency) {
-  const int64_t P = 9, hs = 6, h = 3, T = 4, start = 3;
-  const RotaryTables tables(P, hs);
-  Rng r(2);
-  const Tensor x = Tensor::randn({2, T, hs}, r);
-  const Tensor y = rope(x, tables.cos, tables.sin, start);
-  for (int64_t b = 0; b < 2; ++b)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t i = 0; i < h; ++i) {
-        const double angle = double(start + t) * std::pow(10000.0, -2.0 * double(i) / double(hs));
-        const double x0 = x.at({b, t, i}), x1 = x.at({b, t, i + h});
-        EXPECT_NEAR(y.at({b, t, i}), x0 * std::cos(angle) - x1 * std::sin(angle), 1e-5) << t << " " << i;
-        EXPECT_NEAR(y.at({b, t, i + h}), x0 * std::sin(angle) + x1 * std::cos(angle), 1e-5) << t << " " << i;
-      }
-  // q . k depends on the distance only: the same vectors 2 positions further on.
-  const Tensor q = Tensor::randn({1, 1, hs}, r), k = Tensor::randn({1, 1, hs}, r);
-  auto score = [&](int64_t m, int64_t n) {
-    const Tensor a = rope(q, tables.cos, tables.sin, m), c = rope(k, tables.cos, tables.sin, n);
-    double s = 0;
-    for (int64_t d = 0; d < hs; ++d) s += double(a.data()[d]) * c.data()[d];
-    return s;
-  };
-  EXPECT_NEAR(score(5, 2), score(7, 4), 1e-5);
-  EXPECT_GT(std::abs(score(5, 2) - score(5, 4)), 1e-3);  // and it does depend on it
-  EXPECT_THROW(rope(x, tables.cos, tables.sin, P - T + 1), Error);  // past the tables
 }
 
 // Generation's path: a prefix through the KV cache, then the rest in pieces, gives the

@@ -4,6 +4,7 @@
 // parameter count run with every option in test_model_options.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/transformer.h"
@@ -42,7 +43,7 @@ TEST(CrossEntropy, RowsWithoutATargetAreLeftOut) {
       else EXPECT_FLOAT_EQ(got[size_t(row * 5 + v)], expected[size_t(k++)]) << row;
     }
 
-  const Tensor none = Tensor::randn({2, 5}, r).set_requires_grad();
+  const Tensor none = Tensor::randn({2, 5}, r).set_requires_grad();  // (2, 5)
   const Tensor zero = cross_entropy(none, std::vector<int32_t>{kNoTarget, kNoTarget});
   EXPECT_EQ(zero.item(), 0.0f);
   zero.backward();
@@ -60,7 +61,10 @@ nn::GPTConfig small(float mtp) {  // rope: the embedding is the token table alon
 // In training, the loss is the next-token cross-entropy plus mtp times the second
 // head's cross-entropy against the token two ahead, over the positions that have one.
 TEST(MultiToken, TrainingLossAddsTheTokenTwoAhead) {
-  const nn::GPT gpt(small(0.5f));
+  nn::GPTConfig c = small(0.5f);
+  const float cap = 1.5f;  // small enough to bend the logits of these weights
+  c.logit_softcap = cap;
+  const nn::GPT gpt(c);
   Rng r(5);
   for (const Tensor& p : gpt.parameters())
     for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0.4f * r.normal();
@@ -71,8 +75,13 @@ TEST(MultiToken, TrainingLossAddsTheTokenTwoAhead) {
   NoGradGuard no_grad;
   Tensor x = gpt.token_embedding->forward(ids, {B, T});  // (B, T, C)
   for (const auto& block : gpt.blocks) x = block->forward(x);
-  const Tensor h = gpt.ln_f->forward(x);
-  const std::vector<float> next = gpt.lm_head->forward(h).to_vector(), two = gpt.mtp_head->forward(h).to_vector();
+  const Tensor h = gpt.ln_f->forward(x);  // (B, T, C)
+  auto capped = [&](const Tensor& logits) {  // (B, T, V), under the soft cap both heads share
+    std::vector<float> v = logits.to_vector();
+    for (float& z : v) z = cap * std::tanh(z / cap);
+    return v;
+  };
+  const std::vector<float> next = capped(gpt.lm_head->forward(h)), two = capped(gpt.mtp_head->forward(h));
   double next_sum = 0.0, two_sum = 0.0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {

@@ -4,6 +4,8 @@
 // option in test_model_options.cpp; the decoder in test_decoder.cpp.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "nn/transformer.h"
 #include "tests/support.h"
 
@@ -22,9 +24,13 @@ TEST(UNetSkips, PairTheFirstBlocksWithTheLastInReverse) {
   GPTConfig c = five_blocks();
   c.unet_skips = true;
   const GPT gpt(c);
-  EXPECT_EQ(c.skip_into(2), std::nullopt);
-  EXPECT_EQ(c.skip_into(3)->from, 1);
-  EXPECT_EQ(c.skip_into(4)->gate, 1);
+  for (int64_t l : {0, 1, 2}) EXPECT_EQ(c.skip_into(l), std::nullopt) << l;
+  for (const auto& [layer, from, gate] : {std::tuple{3, 1, 0}, std::tuple{4, 0, 1}}) {
+    const auto skip = c.skip_into(layer);
+    ASSERT_TRUE(skip) << layer;
+    EXPECT_EQ(skip->from, from) << layer;
+    EXPECT_EQ(skip->gate, gate) << layer;
+  }
   Rng r(11);  // gates other than 1, and different from each other
   for (const Tensor& p : gpt.parameters())
     for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0.3f * r.normal();
@@ -34,9 +40,9 @@ TEST(UNetSkips, PairTheFirstBlocksWithTheLastInReverse) {
   const Tensor& g0 = gpt.skip_gates->gate[0];
   const Tensor& g1 = gpt.skip_gates->gate[1];
   const Tensor out0 = b[0]->forward(gpt.token_embedding->forward(ids, {1, 6}));  // (1, 6, C)
-  const Tensor out1 = b[1]->forward(out0);
-  const Tensor out3 = b[3]->forward(add(b[2]->forward(out1), mul(out1, g0)));
-  const Tensor out4 = b[4]->forward(add(out3, mul(out0, g1)));
+  const Tensor out1 = b[1]->forward(out0);                                     // (1, 6, C)
+  const Tensor out3 = b[3]->forward(add(b[2]->forward(out1), mul(out1, g0)));  // (1, 6, C)
+  const Tensor out4 = b[4]->forward(add(out3, mul(out0, g1)));                 // (1, 6, C)
   const Tensor want = gpt.lm_head->forward(gpt.ln_f->forward(out4));  // (1, 6, V)
   EXPECT_EQ(gpt.forward(ids, 1, 6).logits.to_vector(), want.to_vector());
 }
@@ -65,7 +71,13 @@ TEST(UNetSkips, OneBlockHasNothingToPair) {
   folio::testing::expect_error([&] { c.validate(); }, {"unet_skips", "n_layer 1", "at least 2"});
   c.n_layer = 2;  // the smallest pair: block 1 takes block 0's output
   EXPECT_EQ(c.skip_into(0), std::nullopt);
+  ASSERT_TRUE(c.skip_into(1));
   EXPECT_EQ(c.skip_into(1)->from, 0);
+  c.n_layer = 4;  // an even count: block 2 takes block 1's, block 3 block 0's
+  ASSERT_TRUE(c.skip_into(2) && c.skip_into(3));
+  EXPECT_EQ(c.skip_into(2)->from, 1);
+  EXPECT_EQ(c.skip_into(3)->from, 0);
+  EXPECT_EQ(c.skip_into(3)->gate, 1);
 }
 
 }  // namespace
