@@ -11,6 +11,7 @@
 #include "cli/train_options.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
+#include "train/seq_warmup.h"
 #include "train/trainer.h"
 
 namespace folio::cli {
@@ -105,6 +106,14 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   same_or_warn("the learning rate", schedule_of(before).at(step, seconds), schedule_of(tc).at(step, seconds));
   if (tc.optimizer == OptimizerKind::muon)
     same_or_warn("Muon's momentum", momentum_at(muon_config(before), step), momentum_at(muon_config(tc), step));
+  if (tc.seq_warmup != before.seq_warmup) {
+    if (!model_loaded) saved.model = load_model(RunDir(o.out_dir).model_file()).model->config();
+    const int64_t block = saved.model.block_size;
+    const int64_t was = window_length(step, block, before.seq_warmup), now = window_length(step, block, tc.seq_warmup);
+    if (was != now)
+      warn(cat("the training window at step ", step, " changes from ", was, " to ", now,
+               " tokens with these options: the run does not continue its sequence-length warm-up exactly"));
+  }
   return note;
 }
 

@@ -176,7 +176,7 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
                           "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
                           "--dtype", "--pos", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
                           "--tie-weights", "--optimizer", "--muon-lr", "--muon-weight-decay", "--muon-momentum-warmup",
-                          "--max-time"})
+                          "--max-time", "--seq-warmup"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
@@ -225,6 +225,22 @@ TEST_F(Cli, TimeBudgetAloneEndsTheRun) {
   EXPECT_GE(log_cell(last, 7), 0.4);        // train_s
   EXPECT_NEAR(log_cell(last, 3), 1e-4, 1e-9);  // lr
   testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"--max-iters 0 --max-time 0.4 "});
+}
+
+// --seq-warmup end to end: info shows it, --resume keeps it quietly, and says so when a
+// new value changes the window of the step it resumes at (16 tokens at step 40 of a
+// 30-step warm-up; 8 + 8 * 40 / 60 rounds down to 8 on a 60-step one).
+TEST_F(Cli, SeqWarmupIsKeptOrItsChangeSaidOnResume) {
+  const Result t = folio(tiny_train(40) + " --seq-warmup 30 --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"--seq-warmup 30\n"});
+  const Result same = folio("train --out " + run_dir() + " --resume --max-iters 42 --quiet");
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.err, "");
+  const Result changed = folio("train --out " + run_dir() + " --resume --max-iters 44 --seq-warmup 60 --quiet");
+  ASSERT_EQ(changed.code, 0) << changed.err;
+  testing::expect_contains(changed.err, {"warning: the training window at step 42 changes from 16 to 8 tokens"});
+  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"step         44", "--seq-warmup 60\n"});
 }
 
 // folio attention and folio plot on a trained run: tables, SVG files, and bad choices.

@@ -190,14 +190,16 @@ TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
 // reseeded from the model's generator every step) and threads inside the ops must both
 // resume exactly, and so must a bf16 run (its dtype is saved with the run and
 // restored) and a Muon run (its momentum is saved beside AdamW's moments), in fp32 and
-// in bf16.
+// in bf16; the fp32 one also in the middle of a sequence-length warm-up.
 struct ResumeCase {
   bool data_parallel;
   Precision dtype;
   OptimizerKind optimizer = OptimizerKind::adamw;
+  bool seq_warmup = false;  // a context of 24 and a sequence-length warm-up
 };
 void PrintTo(const ResumeCase& c, std::ostream* os) {
-  *os << (c.data_parallel ? "data-parallel, " : "inside ops, ") << to_string(c.dtype) << ", " << to_string(c.optimizer);
+  *os << (c.data_parallel ? "data-parallel, " : "inside ops, ") << to_string(c.dtype) << ", " << to_string(c.optimizer)
+      << (c.seq_warmup ? ", seq-warmup" : "");
 }
 class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
  protected:
@@ -220,6 +222,10 @@ TEST_P(TrainerResume, IsBitExact) {
     o.train.dtype = GetParam().dtype;
     o.train.optimizer = GetParam().optimizer;
     o.train.muon_momentum_warmup = 150;  // Muon's cases resume at 100: the warm-up goes on from there
+    if (GetParam().seq_warmup) {
+      o.model.block_size = 24;
+      o.train.seq_warmup = 150;  // windows of 8 until step 75, 16 until 150, then 24: it goes on too
+    }
     return o;
   };
   Trainer(run(straight)).run();
@@ -254,12 +260,13 @@ TEST_P(TrainerResume, IsBitExact) {
 INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume,
                          ::testing::Values(ResumeCase{false, Precision::fp32}, ResumeCase{true, Precision::fp32},
                                            ResumeCase{true, Precision::bf16},
-                                           ResumeCase{true, Precision::fp32, OptimizerKind::muon},
+                                           ResumeCase{true, Precision::fp32, OptimizerKind::muon, true},
                                            ResumeCase{true, Precision::bf16, OptimizerKind::muon}),
                          [](const auto& info) {
                            return std::string(info.param.data_parallel ? "DataParallel" : "InsideOps") +
                                   (info.param.dtype == Precision::bf16 ? "Bf16" : "") +
-                                  (info.param.optimizer == OptimizerKind::muon ? "Muon" : "");
+                                  (info.param.optimizer == OptimizerKind::muon ? "Muon" : "") +
+                                  (info.param.seq_warmup ? "SeqWarmup" : "");
                          });
 
 // 60 steps of a tiny model in bf16 and in fp32 from the same start: the bf16 run's

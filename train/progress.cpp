@@ -139,14 +139,14 @@ Progress::Progress(Options options, bool resume)
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
-void Progress::step_done(int64_t step, float loss, float lr, double train_seconds) {
-  ++window_steps_;
+void Progress::step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens) {
+  window_tokens_ += tokens;
   const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
-  if (window > 0) tokens_per_sec_ = double(window_steps_ * o_.tokens_per_step) / window;
+  if (window > 0) tokens_per_sec_ = double(window_tokens_) / window;
   eta_.step_done(elapsed(), evaluated_since_step_);
   evaluated_since_step_ = false;
   const bool log_now = (step + 1) % o_.log_interval == 0;
-  if (log_now) window_start_ = Clock::now(), window_steps_ = 0;
+  if (log_now) window_start_ = Clock::now(), window_tokens_ = 0;
   if (o_.quiet || !(live_ || log_now)) return;
   // Whichever limit comes first: the steps left at this speed, the budget left.
   // Evaluations before the steps left (at multiples of eval_interval), and the last one.

@@ -53,7 +53,7 @@ class Progress {
  public:
   struct Options {
     bool quiet = false;
-    int64_t max_iters = 0, tokens_per_step = 0, log_interval = 50;  // max_iters 0: none
+    int64_t max_iters = 0, log_interval = 50;  // max_iters 0: none
     double max_time = 0;  // a budget of training seconds; 0: none
     // Val tokens per byte and per character of val text: the val loss in bits per
     // byte and per character (data/dataset.h). 1 and 1 for a char model of ASCII text.
@@ -66,8 +66,9 @@ class Progress {
   // evaluations before.
   Progress(Options options, bool resume);
 
-  // After step `step` (0-based); train_seconds: the run's training time so far.
-  void step_done(int64_t step, float loss, float lr, double train_seconds);
+  // After step `step` (0-based), which trained on `tokens` tokens; train_seconds: the
+  // run's training time so far.
+  void step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens);
   void evaluated(int64_t step, float train, float val, float lr, double train_seconds);  // logs, plots, prints
   void say(const std::string& line);                            // a line of its own
   void notice(const std::string& line);                         // one on stderr, even when quiet
@@ -84,7 +85,7 @@ class Progress {
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_, window_start_;
-  int64_t window_steps_ = 0;
+  int64_t window_tokens_ = 0;  // trained on since the last progress line
   double tokens_per_sec_ = 0;
   float best_val_;
 };

@@ -13,6 +13,7 @@
 #include "autograd/parallel.h"
 #include "train/distributed.h"
 #include "train/progress.h"
+#include "train/seq_warmup.h"
 
 namespace folio {
 namespace {
@@ -278,7 +279,6 @@ Trainer::Losses Trainer::run() {
   if (root) run_dir_.create(!opt_.resume);
   Progress progress({.quiet = opt_.quiet || !root,
                      .max_iters = tc.max_iters,
-                     .tokens_per_step = tc.grad_accum * tc.batch_size * opt_.model.block_size,
                      .log_interval = tc.log_interval,
                      .max_time = tc.max_time,
                      .val_tokens_per_byte = data_.val_tokens_per_byte(),
@@ -346,10 +346,11 @@ Trainer::Losses Trainer::run() {
     const float lr = schedule.at(step_, train_seconds_);
     double part = 0;  // this rank's part of the step's loss
     const auto [b0, b1] = my_share(tc.batch_size);
+    const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
     for (int64_t k = 0; k < tc.grad_accum; ++k) {
       // Every rank draws the same windows and reads its own rows of them.
       const auto draw_start = std::chrono::steady_clock::now();
-      sampler_.next(data_.train, tc.batch_size, opt_.model.block_size, batch, b0, b1);
+      sampler_.next(data_.train, tc.batch_size, T, batch, b0, b1);
       draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
       part += forward_backward(batch, k + 1 == tc.grad_accum);
     }
@@ -368,7 +369,7 @@ Trainer::Losses Trainer::run() {
     model_->zero_grad();
     train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
-    progress.step_done(step_, loss, lr, train_seconds_);
+    progress.step_done(step_, loss, lr, train_seconds_, tc.grad_accum * tc.batch_size * T);
   }
   }
   // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
