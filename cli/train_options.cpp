@@ -165,8 +165,8 @@ const std::vector<TrainOption>& train_options() {
       field("batch-size", override, AT(train.batch_size),
             "sequences per micro-batch (a step takes --grad-accum of them)", Check::positive),
       field("seq-warmup", override, AT(train.seq_warmup),
-            "steps over which the training windows grow from 8 tokens to --block-size (0: the whole context "
-            "from the start; random sampling only)",
+            "steps over which the training windows grow from 8 tokens (an eighth of --block-size, if longer) to "
+            "--block-size (0: the whole context from the start; random sampling only)",
             Check::non_negative),
       field("grad-accum", override, AT(train.grad_accum),
             "micro-batches per optimizer step: the gradient of grad-accum x batch-size sequences, in the memory "
