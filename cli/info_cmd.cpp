@@ -43,10 +43,11 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
   std::printf("tokenizer    --tokenizer %s --vocab-size %lld\n", shown(t.tokenizer).c_str(), (long long)t.vocab_size);
   std::printf("training     --data %s --val-fraction %s --batch-size %lld --grad-accum %lld --max-iters %lld "
-              "--max-time %s --seed %llu --dtype %s --sampling %s --seq-warmup %lld\n",
+              "--max-time %s --seed %llu --dtype %s --sampling %s --seq-warmup %lld --batch-warmup %lld\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
               (long long)t.grad_accum, (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed,
-              to_string(t.dtype), to_string(t.sampling), (long long)t.seq_warmup);
+              to_string(t.dtype), to_string(t.sampling), (long long)t.seq_warmup,
+              (long long)t.batch_warmup);
   if (!state->data_fingerprint.empty())
     std::printf("data         a token directory, fingerprint %s%s\n", state->data_fingerprint.c_str(),
                 t.sampling == Sampling::epoch

@@ -9,6 +9,7 @@
 
 #include "cli/common.h"
 #include "cli/train_options.h"
+#include "train/batch_warmup.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
 #include "train/seq_warmup.h"
@@ -114,6 +115,12 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
       warn(cat("the training window at step ", step, " changes from ", was, " to ", now,
                " tokens with these options: the run does not continue its sequence-length warm-up exactly"));
   }
+  // Against the new --batch-size both times: a new batch size alone is what was asked for.
+  if (const int64_t was = batch_size_at(step, tc.batch_size, before.batch_warmup),
+      now = batch_size_at(step, tc.batch_size, tc.batch_warmup);
+      was != now)
+    warn(cat("the batch at step ", step, " changes from ", was, " to ", now,
+             " sequences with these options: the run does not continue its batch-size warm-up exactly"));
   return note;
 }
 

@@ -168,6 +168,10 @@ const std::vector<TrainOption>& train_options() {
             "steps over which the training windows grow from 8 tokens (an eighth of --block-size, if longer) to "
             "--block-size (0: the whole context from the start; random sampling only)",
             Check::non_negative),
+      field("batch-warmup", override, AT(train.batch_warmup),
+            "steps over which the batch grows from an eighth of --batch-size to --batch-size (0: the whole batch "
+            "from the start)",
+            Check::non_negative),
       field("grad-accum", override, AT(train.grad_accum),
             "micro-batches per optimizer step: the gradient of grad-accum x batch-size sequences, in the memory "
             "of one micro-batch, exchanged between ranks once per step",

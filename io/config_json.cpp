@@ -172,6 +172,7 @@ Json to_json(const TrainConfig& c) {
                       {"muon_weight_decay", double(c.muon_weight_decay)},
                       {"muon_momentum_warmup", c.muon_momentum_warmup},
                       {"seq_warmup", c.seq_warmup},
+                      {"batch_warmup", c.batch_warmup},
                       {"tokenizer", c.tokenizer},
                       {"vocab_size", c.vocab_size},
                       {"init_from", c.init_from},
@@ -230,6 +231,8 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
     c.muon_momentum_warmup = int_field(j, "muon_momentum_warmup", 0, big, where);
   if (j.find("seq_warmup"))  // 0 in runs saved before it existed
     c.seq_warmup = int_field(j, "seq_warmup", 0, big, where);
+  if (j.find("batch_warmup"))  // 0 in runs saved before it existed
+    c.batch_warmup = int_field(j, "batch_warmup", 0, big, where);
   // Optional: runs saved before tokenizers have none (characters, from scratch).
   for (auto [key, text] : {std::pair{"tokenizer", &c.tokenizer}, std::pair{"init_from", &c.init_from}})
     if (const Json* v = j.find(key)) {

@@ -172,6 +172,8 @@ TEST_F(BadInput, Options) {
       {{"train", "--out", out, "--seq-warmup", "-8"}, {"--seq-warmup", "-8", ">= 0"}},
       {{"train", "--out", out, "--seq-warmup", "100", "--sampling", "epoch"},
        {"--seq-warmup 100 needs --sampling random", "epoch"}},
+      {{"train", "--out", out, "--batch-warmup", "-8"}, {"--batch-warmup", "-8", ">= 0"}},
+      {{"train", "--out", out, "--batch-warmup", "2.5"}, {"--batch-warmup", "2.5"}},
       {{"train", "--out", out, "--max-time", "-1"}, {"--max-time", "-1"}},
       {{"train", "--out", out, "--max-time", "ten"}, {"--max-time", "ten"}},
       {{"train", "--out", out, "--max-time", "1e12"}, {"--max-time", "1e+12"}},

@@ -176,7 +176,7 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
                           "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
                           "--dtype", "--pos", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
                           "--tie-weights", "--optimizer", "--muon-lr", "--muon-weight-decay", "--muon-momentum-warmup",
-                          "--max-time", "--seq-warmup"})
+                          "--max-time", "--seq-warmup", "--batch-warmup"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(h.out.find("(=4)"), std::string::npos);  // defaults are shown
   EXPECT_EQ(folio("--help").code, 0);
@@ -227,20 +227,25 @@ TEST_F(Cli, TimeBudgetAloneEndsTheRun) {
   testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"--max-iters 0 --max-time 0.4 "});
 }
 
-// --seq-warmup end to end: info shows it, --resume keeps it quietly, and says so when a
-// new value changes the window of the step it resumes at (16 tokens at step 40 of a
-// 30-step warm-up; 8 + 8 * 40 / 60 rounds down to 8 on a 60-step one).
-TEST_F(Cli, SeqWarmupIsKeptOrItsChangeSaidOnResume) {
-  const Result t = folio(tiny_train(40) + " --seq-warmup 30 --quiet");
+// --seq-warmup and --batch-warmup end to end: info shows them, --resume keeps them
+// quietly, and says so when new values change the window or the batch of the step it
+// resumes at. Window: 16 tokens at step 42 of a 30-step warm-up; 8 + 8 * 42 / 60 rounds
+// down to 8 on a 60-step one. Batch: 1 + 7 * 42 / 60 rounds down to 5 on a 60-step
+// warm-up; a 30-step one is over, at 8.
+TEST_F(Cli, SizeWarmupsAreKeptOrTheirChangeSaidOnResume) {
+  const Result t = folio(tiny_train(40) + " --seq-warmup 30 --batch-warmup 60 --quiet");
   ASSERT_EQ(t.code, 0) << t.err;
-  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"--seq-warmup 30\n"});
+  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"--seq-warmup 30 --batch-warmup 60\n"});
   const Result same = folio("train --out " + run_dir() + " --resume --max-iters 42 --quiet");
   ASSERT_EQ(same.code, 0) << same.err;
   EXPECT_EQ(same.err, "");
-  const Result changed = folio("train --out " + run_dir() + " --resume --max-iters 44 --seq-warmup 60 --quiet");
+  const Result changed =
+      folio("train --out " + run_dir() + " --resume --max-iters 44 --seq-warmup 60 --batch-warmup 30 --quiet");
   ASSERT_EQ(changed.code, 0) << changed.err;
-  testing::expect_contains(changed.err, {"warning: the training window at step 42 changes from 16 to 8 tokens"});
-  testing::expect_contains(folio("info --checkpoint " + run_dir()).out, {"step         44", "--seq-warmup 60\n"});
+  testing::expect_contains(changed.err, {"warning: the training window at step 42 changes from 16 to 8 tokens",
+                                         "warning: the batch at step 42 changes from 5 to 8 sequences"});
+  testing::expect_contains(folio("info --checkpoint " + run_dir()).out,
+                           {"step         44", "--seq-warmup 60 --batch-warmup 30\n"});
 }
 
 // folio attention and folio plot on a trained run: tables, SVG files, and bad choices.

@@ -6,7 +6,8 @@
 #     option's (rope, QK-norm, ReLU², zero-init projections, soft cap, tied weights);
 #  2. stopped at step 16 and resumed on 2 ranks, it ends bit-for-bit where the straight
 #     run ends;
-#  3. a batch smaller than the ranks is a clear error;
+#  3. a batch smaller than the ranks is a clear error, and so is a batch-size warm-up
+#     that starts below them;
 #  4. a rank killed with SIGKILL stops the run within a bounded time, non-zero, and
 #     the checkpoint on disk still loads;
 #  6. the gradient all-reduce overlapped with backward (buckets, the default) and
@@ -14,7 +15,9 @@
 #     ranks trains as one process with a batch twice as large, and resumes exactly;
 #  5. with --optimizer muon, 1 and 2 hold again (the Newton-Schulz step runs on every
 #     rank on the same summed gradient), and a run on a time budget alone ends on
-#     every rank at the same step with the same weights (rank 0's clock decides).
+#     every rank at the same step with the same weights (rank 0's clock decides);
+#  7. a batch-size warm-up (2 sequences, one a rank, growing to 16) trains as one
+#     process does, and resumes exactly in the middle of it.
 #   test_mpi.sh FOLIO_BINARY            (exit 77: skipped, no mpirun or no numpy)
 set -euo pipefail
 folio=$1
@@ -56,6 +59,12 @@ if "${mpi[@]}" "$folio" train "${model[@]}" --batch-size 1 --out "$work/small" 2
 fi
 grep -q "smaller than the 2 ranks" "$work/small.err" || { cat "$work/small.err"; exit 1; }
 [ ! -e "$work/small" ] || { echo "FAILED: it wrote $work/small"; exit 1; }
+if "${mpi[@]}" "$folio" train "${model[@]}" --batch-size 8 --batch-warmup 10 --out "$work/small" 2>"$work/small.err"; then
+  echo "FAILED: a batch-size warm-up from 1 sequence on 2 ranks was accepted"; exit 1
+fi
+grep -q "starts with batches of 1 (an eighth of --batch-size 8, rounded up), fewer than the 2 ranks" "$work/small.err" ||
+  { cat "$work/small.err"; exit 1; }
+[ ! -e "$work/small" ] || { echo "FAILED: it wrote $work/small"; exit 1; }
 
 echo "== 4. a rank killed mid-run"
 "${mpi[@]}" "$folio" train "${model[@]}" --batch-size 6 --max-iters 100000000 --eval-interval 20 --out "$work/kill" \
@@ -96,4 +105,12 @@ echo "== 6. overlap on and off, and --grad-accum"
 "${mpi[@]}" "$folio" train "${common[@]}" --grad-accum 2 --max-iters 12 --out "$work/accum-cut"
 "${mpi[@]}" "$folio" train --resume --max-iters 20 --out "$work/accum-cut" --threads 1 --quiet
 "$python" "$here/tests/compare_weights.py" "$work/accum-two" "$work/accum-cut" 0
+echo "== 7. a batch-size warm-up"
+warm=("${model[@]}" --batch-size 16 --batch-warmup 24 --eval-interval 8)
+"$folio" train "${warm[@]}" --max-iters 30 --out "$work/warm-one"
+"${mpi[@]}" "$folio" train "${warm[@]}" --max-iters 30 --out "$work/warm-two"
+"$python" "$here/tests/compare_weights.py" "$work/warm-one" "$work/warm-two" 1e-5
+"${mpi[@]}" "$folio" train "${warm[@]}" --max-iters 12 --out "$work/warm-cut"
+"${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/warm-cut" --threads 1 --quiet
+"$python" "$here/tests/compare_weights.py" "$work/warm-two" "$work/warm-cut" 0
 echo "MPI tests passed"

@@ -190,16 +190,19 @@ TEST(Checkpoint, ConfigFieldErrorsAreTyped) {
 // reseeded from the model's generator every step) and threads inside the ops must both
 // resume exactly, and so must a bf16 run (its dtype is saved with the run and
 // restored) and a Muon run (its momentum is saved beside AdamW's moments), in fp32 and
-// in bf16; the fp32 one also in the middle of a sequence-length warm-up.
+// in bf16; the fp32 one also in the middle of a sequence-length warm-up. A data-parallel
+// run in the middle of a batch-size warm-up (batches of 1 to 4, on one shard, then two)
+// resumes exactly too.
 struct ResumeCase {
   bool data_parallel;
   Precision dtype;
   OptimizerKind optimizer = OptimizerKind::adamw;
-  bool seq_warmup = false;  // a context of 24 and a sequence-length warm-up
+  bool seq_warmup = false;    // a context of 24 and a sequence-length warm-up
+  bool batch_warmup = false;  // a batch-size warm-up
 };
 void PrintTo(const ResumeCase& c, std::ostream* os) {
   *os << (c.data_parallel ? "data-parallel, " : "inside ops, ") << to_string(c.dtype) << ", " << to_string(c.optimizer)
-      << (c.seq_warmup ? ", seq-warmup" : "");
+      << (c.seq_warmup ? ", seq-warmup" : "") << (c.batch_warmup ? ", batch-warmup" : "");
 }
 class TrainerResume : public ::testing::TestWithParam<ResumeCase> {
  protected:
@@ -226,6 +229,7 @@ TEST_P(TrainerResume, IsBitExact) {
       o.model.block_size = 24;
       o.train.seq_warmup = 150;  // windows of 8 until step 75, 16 until 150, then 24: it goes on too
     }
+    if (GetParam().batch_warmup) o.train.batch_warmup = 150;  // 1 + 3 * step / 150 of the 4 sequences
     return o;
   };
   Trainer(run(straight)).run();
@@ -258,7 +262,8 @@ TEST_P(TrainerResume, IsBitExact) {
   EXPECT_EQ(last.substr(0, 4), "200,");
 }
 INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume,
-                         ::testing::Values(ResumeCase{false, Precision::fp32}, ResumeCase{true, Precision::fp32},
+                         ::testing::Values(ResumeCase{false, Precision::fp32},
+                                           ResumeCase{true, Precision::fp32, OptimizerKind::adamw, false, true},
                                            ResumeCase{true, Precision::bf16},
                                            ResumeCase{true, Precision::fp32, OptimizerKind::muon, true},
                                            ResumeCase{true, Precision::bf16, OptimizerKind::muon}),
@@ -266,7 +271,8 @@ INSTANTIATE_TEST_SUITE_P(Parallel, TrainerResume,
                            return std::string(info.param.data_parallel ? "DataParallel" : "InsideOps") +
                                   (info.param.dtype == Precision::bf16 ? "Bf16" : "") +
                                   (info.param.optimizer == OptimizerKind::muon ? "Muon" : "") +
-                                  (info.param.seq_warmup ? "SeqWarmup" : "");
+                                  (info.param.seq_warmup ? "SeqWarmup" : "") +
+                                  (info.param.batch_warmup ? "BatchWarmup" : "");
                          });
 
 // 60 steps of a tiny model in bf16 and in fp32 from the same start: the bf16 run's

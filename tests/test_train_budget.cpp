@@ -27,6 +27,7 @@ TrainState muon_state() {
   s.config.muon_weight_decay = 0.01f;
   s.config.muon_momentum_warmup = 300;
   s.config.seq_warmup = 200;
+  s.config.batch_warmup = 120;
   s.config.max_time = 90;
   s.config.max_iters = 0;
   s.config.grad_accum = 3;
@@ -47,6 +48,7 @@ TEST(TrainState, MuonAndTrainingTimeRoundTrip) {
   EXPECT_EQ(s.config.muon_weight_decay, 0.01f);
   EXPECT_EQ(s.config.muon_momentum_warmup, 300);
   EXPECT_EQ(s.config.seq_warmup, 200);
+  EXPECT_EQ(s.config.batch_warmup, 120);
   EXPECT_EQ(s.config.max_time, 90.0);
   EXPECT_EQ(s.config.max_iters, 0);
   EXPECT_EQ(s.config.grad_accum, 3);
@@ -74,7 +76,8 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
     std::erase_if(j.as_object(), [](const auto& kv) {
       return kv.first == "optimizer" || kv.first == "muon_lr" || kv.first == "muon_weight_decay" ||
              kv.first == "muon_momentum_warmup" || kv.first == "max_time" || kv.first == "grad_accum" ||
-             kv.first == "decay" || kv.first == "cooldown" || kv.first == "ema" || kv.first == "seq_warmup";
+             kv.first == "decay" || kv.first == "cooldown" || kv.first == "ema" || kv.first == "seq_warmup" ||
+             kv.first == "batch_warmup";
     });
     old.emplace_back(k, j.dump());
   }
@@ -90,6 +93,7 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
   EXPECT_EQ(s.config.ema, 0.0f);
   EXPECT_EQ(s.config.muon_momentum_warmup, 0);
   EXPECT_EQ(s.config.seq_warmup, 0);
+  EXPECT_EQ(s.config.batch_warmup, 0);
   EXPECT_TRUE(s.ema_weights.empty());
 }
 
@@ -107,7 +111,7 @@ TEST(TrainState, BadMuonFieldsAreRefusedByName) {
   // Fields out of range.
   for (const auto& [field, bad] : std::vector<std::pair<std::string, Json>>{
            {"optimizer", Json("sgd")}, {"optimizer", Json(1)}, {"muon_lr", Json(-1.0)}, {"max_time", Json(-5)},
-           {"muon_momentum_warmup", Json(-1)}, {"muon_momentum_warmup", Json(2.5)}, {"seq_warmup", Json(-8)},
+           {"muon_momentum_warmup", Json(-1)}, {"muon_momentum_warmup", Json(2.5)}, {"seq_warmup", Json(-8)}, {"batch_warmup", Json(-1)},
            {"max_iters", Json(0)}}) {  // max_iters 0 with max_time 0: a run without an end
     Metadata meta = f.metadata;
     for (auto& [k, v] : meta)

@@ -32,10 +32,12 @@ void TrainConfig::validate() const {
   if (seq_warmup < 0) fail("config", "seq_warmup must be >= 0, got ", seq_warmup);
   if (seq_warmup > 0 && sampling == Sampling::epoch)
     fail("config", "seq_warmup ", seq_warmup, " needs sampling random (epoch cuts the text into windows of one length)");
+  if (batch_warmup < 0) fail("config", "batch_warmup must be >= 0, got ", batch_warmup);
   if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
   if (grad_accum > kMaxBatch) fail("config", "grad_accum ", grad_accum, " exceeds the limit of ", kMaxBatch);
   for (auto [name, v] : {std::pair{"max_iters", max_iters}, std::pair{"warmup_iters", warmup_iters},
                          std::pair{"muon_momentum_warmup", muon_momentum_warmup}, std::pair{"seq_warmup", seq_warmup},
+                         std::pair{"batch_warmup", batch_warmup},
                          std::pair{"lr_decay_iters", lr_decay_iters}, std::pair{"eval_interval", eval_interval},
                          std::pair{"eval_iters", eval_iters}, std::pair{"log_interval", log_interval}})
     if (v > kMaxIters) fail("config", name, " ", v, " exceeds the limit of ", kMaxIters);

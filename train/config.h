@@ -76,10 +76,14 @@ struct TrainConfig {
   Precision dtype = Precision::fp32;
   // The order of training windows (data/batch_sampler.h). Absent from older runs: random.
   Sampling sampling = Sampling::random;
-  // Steps over which the training windows grow from 8 tokens to block_size
-  // (train/seq_warmup.h); 0: block_size from the start. Random sampling only: epoch
-  // sampling cuts the text into windows of one length. Absent from older runs: 0.
+  // Steps over which the training windows grow from a stage (8 tokens, or an eighth of
+  // the context) to block_size (train/seq_warmup.h); 0: block_size from the start.
+  // Random sampling only: epoch sampling cuts the text into windows of one length.
+  // Absent from older runs: 0.
   int64_t seq_warmup = 0;
+  // Steps over which the batch grows from an eighth of batch_size to batch_size
+  // (train/batch_warmup.h); 0: batch_size from the start. Absent from older runs: 0.
+  int64_t batch_warmup = 0;
   void validate() const;  // throws "[config] <field> ..." for out-of-range values
   // The cosine follows max_time rather than a step count.
   bool schedule_follows_time() const { return max_iters == 0 && lr_decay_iters == 0; }

@@ -17,8 +17,8 @@ int64_t seq_warmup_stage(int64_t block_size);
 
 // The training window of step `step` (0-based): one stage at step 0, rising linearly
 // (rounded down to a multiple of the stage) to block_size at step `warmup`, and
-// block_size from then on. block_size itself when warmup is 0 or the context is no
-// longer than a stage (8 tokens or fewer).
+// block_size from then on (train/warmup_ramp.h). block_size itself when warmup is 0 or
+// the context is no longer than a stage (8 tokens or fewer).
 int64_t window_length(int64_t step, int64_t block_size, int64_t warmup);
 
 }  // namespace folio

@@ -11,6 +11,7 @@
 
 #include "autograd/error.h"
 #include "autograd/parallel.h"
+#include "train/batch_warmup.h"
 #include "train/distributed.h"
 #include "train/progress.h"
 #include "train/seq_warmup.h"
@@ -112,6 +113,10 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   if (opt_.train.batch_size < dist::size())
     fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch");
+  if (const int64_t first = batch_size_at(0, opt_.train.batch_size, opt_.train.batch_warmup); first < dist::size())
+    fail("train", "--batch-warmup ", opt_.train.batch_warmup, " starts with batches of ", first,
+         " (an eighth of --batch-size ", opt_.train.batch_size, ", rounded up), fewer than the ", dist::size(),
+         " ranks: every rank needs at least one sequence of each batch (--batch-size ", 8 * dist::size(), " or more)");
   std::vector<float> saved_average;  // (P,) a resumed run's average of the weights
   if (opt_.resume) {
     // Rank 0 brings the directory in line with its last commit; the others read it after.
@@ -345,12 +350,13 @@ Trainer::Losses Trainer::run() {
     const auto step_start = std::chrono::steady_clock::now();
     const float lr = schedule.at(step_, train_seconds_);
     double part = 0;  // this rank's part of the step's loss
-    const auto [b0, b1] = my_share(tc.batch_size);
+    const int64_t B = batch_size_at(step_, tc.batch_size, tc.batch_warmup);
+    const auto [b0, b1] = my_share(B);
     const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
     for (int64_t k = 0; k < tc.grad_accum; ++k) {
       // Every rank draws the same windows and reads its own rows of them.
       const auto draw_start = std::chrono::steady_clock::now();
-      sampler_.next(data_.train, tc.batch_size, T, batch, b0, b1);
+      sampler_.next(data_.train, B, T, batch, b0, b1);
       draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
       part += forward_backward(batch, k + 1 == tc.grad_accum);
     }
@@ -369,7 +375,7 @@ Trainer::Losses Trainer::run() {
     model_->zero_grad();
     train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
-    progress.step_done(step_, loss, lr, train_seconds_, tc.grad_accum * tc.batch_size * T);
+    progress.step_done(step_, loss, lr, train_seconds_, tc.grad_accum * B * T);
   }
   }
   // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
