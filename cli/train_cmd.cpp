@@ -183,6 +183,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (schedule_given && tc.max_iters > 0 && tc.warmup_iters >= tc.max_iters)
     warn(cat("--warmup-iters ", tc.warmup_iters, " is not shorter than the run (--max-iters ", tc.max_iters,
              "): the learning rate never reaches --lr"));
+  if (!o.resume && o.train.init_from.empty()) {  // else the model's sizes come from a checkpoint, later
+    if (tc.seq_warmup > 0 && window_length(0, o.model.block_size, tc.seq_warmup) == o.model.block_size)
+      warn(cat("--seq-warmup ", tc.seq_warmup, " does nothing: the context (--block-size ", o.model.block_size,
+               ") is no longer than its first stage of ", seq_warmup_stage(o.model.block_size), " tokens"));
+    if (tc.batch_warmup > 0 && batch_size_at(0, tc.batch_size, tc.batch_warmup) == tc.batch_size)
+      warn(cat("--batch-warmup ", tc.batch_warmup, " does nothing: --batch-size ", tc.batch_size,
+               " cannot start smaller"));
+  }
   // Built first: its checks of the text and the checkpoint come before anything else.
   auto trainer = std::make_shared<Trainer>(o);
   if (o.resume) {

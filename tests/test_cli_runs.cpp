@@ -172,5 +172,20 @@ TEST_F(CliRuns, WarmupLongerThanTheRunWarns) {
   testing::expect_contains(r.err, {"warning: --warmup-iters 10 is not shorter than the run (--max-iters 4)"});
 }
 
+// A warm-up with nothing to grow: a context of one stage, a batch of one sequence.
+TEST_F(CliRuns, WarmupsWithNothingToGrowWarn) {
+  const std::string run = "train --data " + corpus_ + " --out " + run_ +
+                          " --n-layer 1 --n-head 2 --n-embd 16 --eval-interval 10 --eval-iters 1 --threads 1"
+                          " --max-iters 2 --seq-warmup 10 --batch-warmup 10 --quiet";
+  const Result r = folio(run + " --block-size 8 --batch-size 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  testing::expect_contains(r.err, {"warning: --seq-warmup 10 does nothing: the context (--block-size 8) is no longer "
+                                   "than its first stage of 8 tokens",
+                                   "warning: --batch-warmup 10 does nothing: --batch-size 1 cannot start smaller"});
+  const Result grows = folio(run + " --block-size 16 --batch-size 2 --overwrite");
+  ASSERT_EQ(grows.code, 0) << grows.err;
+  EXPECT_EQ(grows.err.find("does nothing"), std::string::npos) << grows.err;
+}
+
 }  // namespace
 }  // namespace folio
