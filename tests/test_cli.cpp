@@ -70,6 +70,8 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   EXPECT_NEAR(log_cell(last, 6), val_loss(last) / std::log(2.0), 1e-4);  // bits per character
   EXPECT_GT(log_cell(last, 7), 0.0);                                      // seconds of training steps
   EXPECT_LE(log_cell(last, 7), log_cell(last, 5));                        // within the wall time
+  // The end of the run reports the time the sampler took (README, token directories).
+  testing::expect_contains(t.out, {"drawing batches: ", " us a step, ", "% of the steps' time"});
 
   const Result g = folio("generate --checkpoint " + run_dir() + " --prompt 'First' --max-new-tokens 57 --seed 3");
   ASSERT_EQ(g.code, 0) << g.err;

@@ -390,6 +390,9 @@ Trainer::Losses Trainer::run() {
   }
   const double steps_seconds = train_seconds_ - run_start_seconds;
   report_ranks(progress, step_ - first_step, dist::seconds_in_sum() + exposed_seconds_, steps_seconds);
+  if (step_ > first_step)
+    progress.say(cat("drawing batches: ", std::lround(1e6 * draw_seconds / double(step_ - first_step)), " us a step, ",
+                     std::lround(1e4 * draw_seconds / std::max(steps_seconds, 1e-9)) / 100.0, "% of the steps' time"));
   return last;
 }
 
