@@ -11,7 +11,9 @@ namespace {
 
 void declare(po::options_description& opts) {
   add_checkpoint(opts);
-  opts.add_options()("prompt", po::value<std::string>()->required(), "text to look at (at most block_size tokens)")
+  opts.add_options()("prompt", po::value<std::string>()->required(),
+                     cat("text to look at; ", kEscapesHelp, ". A longer prompt than the model's context "
+                         "(block_size tokens) is shown by its last block_size tokens").c_str())
       ("layer", with_default<int64_t>(-1), "the layer to show (-1: every layer)")
       ("head", with_default<int64_t>(-1), "the head to show (-1: every head)")
       ("format", with_default<std::string>("table"), "table (text, 3 decimals) or svg (heatmaps, layers x heads)")
@@ -35,9 +37,20 @@ std::function<int()> prepare(const po::variables_map& vm) {
   ck->model->eval();
   const nn::GPTConfig& c = ck->model->config();
   const int64_t layer = choice(vm, "layer", c.n_layer), head = choice(vm, "head", c.n_head);
-  const std::vector<int32_t> ids = ck->tokenizer->encode(vm["prompt"].as<std::string>());
-  if (ids.empty() || int64_t(ids.size()) > c.block_size)
-    throw UsageError(cat("--prompt has ", ids.size(), " tokens; this model reads 1 to block_size = ", c.block_size));
+  std::vector<int32_t> ids;
+  try {
+    ids = ck->tokenizer->encode(unescaped(vm["prompt"].as<std::string>()));
+  } catch (const Error& e) {
+    throw UsageError(cat("--prompt: ", e.what()));
+  }
+  if (ids.empty()) throw UsageError("--prompt is empty: give at least one character of text to look at");
+  // The model never sees more than its context: the last block_size tokens are what it
+  // attends over when it continues the prompt, as the page shows them.
+  if (int64_t(ids.size()) > c.block_size) {
+    warn(cat("--prompt has ", ids.size(), " tokens and the model's context is ", c.block_size,
+             ": showing the last ", c.block_size));
+    ids.erase(ids.begin(), ids.end() - c.block_size);
+  }
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty()) check_output_file(out, "out");
   return [=] {

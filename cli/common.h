@@ -41,6 +41,12 @@ std::string shown(float v);
 std::string shown(double v);
 std::string shown(const std::string& s);
 inline std::string shown(std::integral auto v) { return std::to_string(v); }
+// Text typed on the command line with shown()'s escapes undone: \n, \t, \" and \\ stand
+// for a newline, a tab, a quote and a backslash, so that what --help shows can be typed
+// back. Any other backslash stays. Every option that takes text uses it.
+std::string unescaped(const std::string& s);
+// The help line's note on those escapes, for every option that takes text.
+inline constexpr const char* kEscapesHelp = "\\n, \\t, \\\" and \\\\ stand for a newline, a tab, a quote and a backslash";
 
 // po::value<T>() with a default whose --help text is shown(v).
 template <class T>

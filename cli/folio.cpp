@@ -51,6 +51,20 @@ std::string shown(const std::string& s) {  // quoted only when it has to be
   return quote ? '"' + out + '"' : out;
 }
 
+std::string unescaped(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char next = i + 1 < s.size() ? s[i + 1] : '\0';
+    if (s[i] == '\\' && (next == 'n' || next == 't' || next == '"' || next == '\\')) {
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 void check_output_file(const std::string& path, const char* flag) {
   namespace fs = std::filesystem;
   if (path.empty()) return;  // standard output

@@ -14,13 +14,12 @@ namespace {
 void declare(po::options_description& opts) {
   const SampleOptions d;
   add_checkpoint(opts);
-  opts.add_options()("prompt", with_default<std::string>("\n"), "text to continue; \\n, \\t, \\\" and \\\\ stand for a "
-                     "newline, a tab, a quote and a backslash, as the default shows (not given, a model "
-                     "trained on a token directory starts a new document instead)")
+  opts.add_options()("prompt", with_default<std::string>("\n"), cat("text to continue; ", kEscapesHelp, ", as the default shows (not given, a model "
+                         "trained on a token directory starts a new document instead)").c_str())
       ("prompt-file", po::value<std::string>(), "read the prompt from this file instead")
       ("max-new-tokens", with_default<int64_t>(d.max_new_tokens), "tokens to generate per sample")
       ("num-samples", with_default<int64_t>(1), "independent samples")
-      ("temperature", with_default<float>(0.8f), "softmax temperature (> 0)")
+      ("temperature", with_default<float>(0.8f), "softmax temperature (>= 0; 0: the most likely token every time, as --greedy)")
       ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely tokens (0: all)")
       ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
       ("seed", with_default<std::string>("1337"), "sampling seed")
@@ -36,22 +35,6 @@ void declare(po::options_description& opts) {
   add_threads(opts);
 }
 
-// --prompt with its escapes replaced: the ones shown() writes in --help ("\n" is the
-// default), so that what the help shows can be typed back. Any other backslash stays.
-std::string unescaped(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char next = i + 1 < s.size() ? s[i + 1] : '\0';
-    if (s[i] == '\\' && (next == 'n' || next == 't' || next == '"' || next == '\\')) {
-      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
-      ++i;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 // The sampling options, each checked under the flag's name (SampleOptions::validate
 // checks them again for the library's callers).
 SampleOptions sample_options(const po::variables_map& vm) {
@@ -64,9 +47,11 @@ SampleOptions sample_options(const po::variables_map& vm) {
   so.greedy = vm["greedy"].as<bool>();
   so.context_shift = vm["context-shift"].as<int64_t>();
   if (so.max_new_tokens < 0) throw UsageError(cat("--max-new-tokens must be >= 0, got ", so.max_new_tokens));
-  if (!(so.temperature > 0.0f && std::isfinite(so.temperature)))
-    throw UsageError(cat("--temperature must be > 0, got ", so.temperature,
-                         " (for the most likely character every time: --greedy)"));
+  if (!(so.temperature >= 0.0f && std::isfinite(so.temperature)))
+    throw UsageError(cat("--temperature must be >= 0 (0: the most likely token every time), got ", so.temperature));
+  // Temperature 0 is the limit of sampling as it cools: always the most likely token,
+  // as OpenAI's API and folio serve read it.
+  if (so.temperature == 0.0f) so.greedy = true, so.temperature = 1.0f;
   if (so.top_k < 0) throw UsageError(cat("--top-k must be >= 0 (0: off), got ", so.top_k));
   if (!(so.top_p > 0.0f && so.top_p <= 1.0f)) throw UsageError(cat("--top-p must be in (0, 1], got ", so.top_p));
   if (so.context_shift < 0)

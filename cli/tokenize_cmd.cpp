@@ -31,9 +31,13 @@ void declare(po::options_description& opts) {
   add_threads(opts);
 }
 
-std::string mb(int64_t bytes) {
+// A size in the unit that shows it: "50.0 KB" for a small split, not "0.0 MB".
+std::string size_text(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", double(bytes) / 1e6);
+  if (bytes < 1e3) std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
+  else if (bytes < 1e6) std::snprintf(buf, sizeof buf, "%.1f KB", bytes / 1e3);
+  else if (bytes < 1e9) std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
   return buf;
 }
 
@@ -50,14 +54,14 @@ class ProgressLine {
     const double seconds = std::chrono::duration<double>(now - phase_start_).count();
     std::string line;
     if (std::string(p.phase) == "training") {
-      line = cat("training the tokenizer on ", mb(p.bytes_total), " MB of text");
+      line = cat("training the tokenizer on ", size_text(double(p.bytes_total)), " of text");
     } else {
       const double rate = seconds > 0 ? double(p.bytes_done) / 1e6 / seconds : 0;
       const char* what = std::string(p.phase) == "characters" ? "collecting characters"
                          : std::string(p.phase) == "sample" ? "sampling text for the tokenizer" : "encoding";
-      line = cat(what, ": ", mb(p.bytes_done), " of ", mb(p.bytes_total), " MB");
+      line = cat(what, ": ", size_text(double(p.bytes_done)), " of ", size_text(double(p.bytes_total)));
       if (rate > 0 && std::string(p.phase) != "sample") {
-        line += cat(", ", mb(int64_t(rate * 1e6)), " MB/s");
+        line += cat(", ", size_text(rate * 1e6), "/s");
         if (p.bytes_done < p.bytes_total) line += cat(", ETA ", int64_t(double(p.bytes_total - p.bytes_done) / 1e6 / rate), " s");
       }
     }
@@ -109,11 +113,11 @@ std::function<int()> prepare(const po::variables_map& vm) {
     line.end();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const int64_t bytes = m.train.bytes + m.val.bytes;
-    std::printf("wrote %s in %.1f s (%s MB/s): %s\n", o.out_dir.c_str(), seconds,
-                mb(int64_t(double(bytes) / std::max(seconds, 1e-9))).c_str(), m.tokenizer_description.c_str());
+    std::printf("wrote %s in %.1f s (%s/s): %s\n", o.out_dir.c_str(), seconds,
+                size_text(double(bytes) / std::max(seconds, 1e-9)).c_str(), m.tokenizer_description.c_str());
     for (auto [name, s] : {std::pair{"train", &m.train}, std::pair{"val", &m.val}})
-      std::printf("  %-5s %s, %lld tokens from %s MB of text (%.2f bytes a token), %s\n", name,
-                  plural(s->documents, "document").c_str(), (long long)s->tokens, mb(s->bytes).c_str(),
+      std::printf("  %-5s %s, %lld tokens from %s of text (%.2f bytes a token), %s\n", name,
+                  plural(s->documents, "document").c_str(), (long long)s->tokens, size_text(double(s->bytes)).c_str(),
                   double(s->bytes) / double(std::max<int64_t>(s->tokens, 1)), plural(int64_t(s->shards.size()), "shard").c_str());
     if (m.skipped_files) std::printf("  skipped %s (empty, binary or unreadable)\n", plural(m.skipped_files, "file").c_str());
     std::printf("train on it with: folio train --data %s\n", o.out_dir.c_str());

@@ -10,7 +10,7 @@ namespace {
 
 void declare(po::options_description& opts) {
   add_checkpoint(opts);
-  opts.add_options()("text", po::value<std::string>(), "the text to tokenize")
+  opts.add_options()("text", po::value<std::string>(), cat("the text to tokenize; ", kEscapesHelp).c_str())
       ("file", po::value<std::string>(), "tokenize this file instead")
       ("format", with_default<std::string>("table"),
        "ids (one line of ids), pieces (one line of the tokens' text, whitespace made visible) or table (a row a "
@@ -22,7 +22,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (format != "ids" && format != "pieces" && format != "table")
     throw UsageError(cat("--format must be ids, pieces or table, got '", format, "'"));
   if (vm.count("text") == vm.count("file")) throw UsageError("give the text to tokenize as --text T or --file F (one of them)");
-  const std::string text = vm.count("text") ? vm["text"].as<std::string>() : read_file(vm["file"].as<std::string>());
+  const std::string text = vm.count("text") ? unescaped(vm["text"].as<std::string>()) : read_file(vm["file"].as<std::string>());
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   std::vector<int32_t> ids;
   try {

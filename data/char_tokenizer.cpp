@@ -62,7 +62,7 @@ class CharTokenizer final : public Tokenizer {
     }
     fail("tokenizer", "character ", describe_char(text[first]), " at position ", first,
          " is not in the model's vocabulary of ", vocab_.size(), " characters (", count,
-         count == 1 ? " character" : " characters", " of the text are not, ", distinct.size() < 64 ? "" : "at least ",
+         count == 1 ? " character of the text is not, " : " characters of the text are not, ", distinct.size() < 64 ? "" : "at least ",
          distinct.size(), " distinct; folio info --checkpoint RUN lists the vocabulary)");
   }
 

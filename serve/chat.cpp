@@ -70,6 +70,16 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
     const std::string r = role->get<std::string>();
     messages.emplace_back(r, content_of(message, r));
   }
+  // A character the model lacks is named where the user typed it, in its message,
+  // not at its place in the template around the messages.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    try {
+      tokenizer.encode(messages[i].second);
+    } catch (const Error& e) {
+      bad("messages", cat("message ", i, " (", messages[i].first, ") cannot be encoded by this model's tokenizer: ",
+                          e.what()));
+    }
+  }
   CompletionRequest r;
   r.prompt = encode_prompt(tokenizer, chat_prompt(messages), "messages", limits.max_prompt_tokens);
   r.sample.max_new_tokens = limits.max_tokens;  // OpenAI's default: as long as allowed

@@ -14,6 +14,20 @@ TEST(ChatPrompt, SpeakerTurnsThenTheAssistantsLabel) {
   EXPECT_EQ(serve::chat_prompt({{"developer", "x"}}), "System:\nx\n\nAssistant:\n");
 }
 
+TEST(ParseChatCompletion, AnUnknownCharacterIsPlacedInItsOwnMessage) {
+  // The template puts "System:\n...\n\nUser:\n" before the user's text: the position
+  // must count from the start of the message that holds the character, not the template.
+  const serve::ApiLimits limits{.max_tokens = 100, .max_prompt_tokens = 200};
+  try {
+    serve::parse_chat_completion(
+        R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "ab\u0001"}]})",
+        *tokenizer(), limits);
+    ADD_FAILURE() << "accepted a character the model lacks";
+  } catch (const ApiError& e) {
+    testing::expect_contains(e.what(), {"message 1 (user)", "at position 2"});
+  }
+}
+
 TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
   const serve::ApiLimits limits{.max_tokens = 100, .max_prompt_tokens = 200};
   const std::vector<BadRequest> cases = {

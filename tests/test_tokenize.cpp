@@ -133,7 +133,7 @@ TEST(Tokenize, InvalidUtf8BecomesReplacementCharacters) {
   const TokenManifest m = tokenize_corpus(o, [](const TokenizeProgress&) {}, [&](const std::string& w) { warnings.push_back(w); });
   EXPECT_EQ(m.files_with_invalid_utf8, 1);
   ASSERT_EQ(warnings.size(), 1u);
-  testing::expect_contains(warnings[0], {"a.txt", "not valid UTF-8", "1 bytes replaced"});
+  testing::expect_contains(warnings[0], {"a.txt", "not valid UTF-8", "1 byte replaced"});
   EXPECT_NE(m.tokenizer_description.find("characters"), std::string::npos);
 }
 

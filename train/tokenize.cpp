@@ -409,7 +409,7 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
       e.chars += c.chars;
       if (c.replaced && !doc_replaced[p.doc]) {
         doc_replaced[p.doc] = true, ++m.files_with_invalid_utf8;
-        warn(cat(docs[p.doc].path, ": not valid UTF-8; ", c.replaced, " bytes replaced by U+FFFD"));
+        warn(cat(docs[p.doc].path, ": not valid UTF-8; ", c.replaced, c.replaced == 1 ? " byte" : " bytes", " replaced by U+FFFD"));
       }
       done += int64_t(c.text.size()) - 2 * c.replaced;  // as read: U+FFFD is 3 bytes for the 1 it replaced
     }

@@ -19,6 +19,12 @@
 namespace folio {
 namespace {
 
+// ", 1 byte a token" (a char model on ASCII), ", 3.84 bytes a token".
+std::string bytes_a_token(int64_t bytes, int64_t tokens) {
+  const double b = double(std::lround(100.0 * double(bytes) / double(tokens))) / 100.0;
+  return cat(", ", b, b == 1.0 ? " byte a token" : " bytes a token");
+}
+
 std::atomic<bool> g_interrupted{false};
 std::atomic<int> g_signal{0};  // the first stop signal received
 void on_stop(int sig) {
@@ -300,8 +306,7 @@ Trainer::Losses Trainer::run() {
                      data_.tokenizer->describe(), ", training on ", tc.data, " (",
                      data_.is_token_dir() ? cat(data_.kind, " token directory, ") : "", data_.train.size(),
                      " train / ", data_.val.size(), " val tokens",
-                     data_.train_bytes ? cat(", ", std::lround(100.0 * double(data_.train_bytes) / double(data_.train.size())) / 100.0,
-                                             " bytes a token") : "",
+                     data_.train_bytes ? bytes_a_token(data_.train_bytes, int64_t(data_.train.size())) : "",
                      tc.sampling == Sampling::epoch ? ", epoch sampling" : "", ")",
                      dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
