@@ -93,7 +93,7 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"train --min-lr 1", "--min-lr 1 outside [0, --lr = 0.001]"},
            {"train --pos rope --n-embd 36 --n-head 4", "--pos rope rotates pairs"},
            {"generate --checkpoint " + trained_run() + " --top-p 0", "--top-p must be in (0, 1], got 0"},
-           {"generate --checkpoint " + trained_run() + " --temperature 0", "--temperature must be > 0"},
+           {"generate --checkpoint " + trained_run() + " --temperature -0.5", "--temperature must be >= 0"},
            {"generate --checkpoint " + trained_run() + " --context-shift -1", "--context-shift must be >= 0"}}) {
     const Result r = folio(args + (args.starts_with("train") ? " --out " + (dir_ / "x") : ""));
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
