@@ -1,7 +1,10 @@
 // folio serve as OpenAI clients and operators expect it: one listener per port, the
 // model's name checked, 405 with Allow, /v1/models' created, an honest /health, the
 // favicon without a key, and the access log.
+#include <fstream>
+
 #include "serve/access_log.h"
+#include "serve/model_card.h"
 #include "serve_support.h"
 
 namespace folio {
@@ -141,6 +144,46 @@ TEST(ServeAccessLog, ALineIsOneLineWhateverThePath) {
   EXPECT_EQ(serve::access_line("POST", "/v1/completions", 200, 7, -1), "POST /v1/completions 200 tokens=7 ms=-");
   EXPECT_EQ(serve::access_line("GET", std::string(500, 'a'), 404, -1, 0),
             "GET " + std::string(200, 'a') + "... 404 tokens=- ms=0.0");
+}
+
+}  // namespace
+}  // namespace folio
+
+namespace folio {
+namespace {
+
+using namespace serve_test;
+using namespace folio::testing;
+
+// The name and the page's prompt, from where the checkpoint lies.
+TEST(ServeModelCard, TheRunsNameAndTheFirstLineOfItsText) {
+  TempDir dir("serve_model_card");
+  const ModelCheckpoint ck = small_model();
+  fs::create_directories(dir.path / "runs" / "x");
+  const std::string weights = dir / "runs/x/best.safetensors";
+  save_model(weights, *ck.model, *tokenizer(), 3);
+  std::ofstream(dir / "text.txt") << "abc def\r\nghi\n";
+  TrainState state;
+  state.config.data = dir / "text.txt";
+  save_state(dir / "runs/x/state.safetensors", state);
+  const ModelCheckpoint loaded = load_model(weights);
+  for (const std::string& path : {dir / "runs/x", dir / "runs/x/", weights}) {
+    const serve::ModelCard card = serve::model_card(path, loaded);
+    EXPECT_EQ(card.name, "x") << path;
+    EXPECT_EQ(card.prompt, "abc def\n") << path;
+    EXPECT_GT(card.created, 1600000000) << path;
+  }
+  // The text is gone (or holds characters the model cannot read): a newline.
+  fs::remove(dir / "text.txt");
+  EXPECT_EQ(serve::model_card(weights, loaded).prompt, "\n");
+  std::ofstream(dir / "text.txt") << "\xE2\x82\xAC uro\n";
+  EXPECT_EQ(serve::model_card(weights, loaded).prompt, "\n");
+  // A checkpoint outside any run: its file's stem.
+  const std::string bare = dir / "mine.safetensors";
+  save_model(bare, *ck.model, *tokenizer(), 3);
+  const serve::ModelCard card = serve::model_card(bare, load_model(bare));
+  EXPECT_EQ(card.name, "mine");
+  EXPECT_EQ(card.prompt, "\n");
 }
 
 }  // namespace
