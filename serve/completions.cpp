@@ -42,6 +42,7 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
       [job, text, id, model_name, flying, chat](size_t, httplib::DataSink& sink) {
         const Job::Update u = job->wait(milliseconds(500), false);
         *text += u.text;
+        AccessLog::tokens(job->completion_tokens());  // so far: a client that hangs up logs what it got
         if (!u.done) {
           // A space, which JSON ignores before a value, every half second of decoding:
           // a client that has gone makes the write fail, and the slot is freed.
@@ -50,7 +51,6 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
           return false;
         }
         const Usage usage{job->prompt_tokens(), job->completion_tokens()};
-        AccessLog::tokens(usage.completion_tokens);
         const std::string body =
             u.finish_reason == "error" ? error_json(ApiError(500, u.error))
             : chat ? chat_completion_json(id, std::time(nullptr), model_name, *text, u.finish_reason, usage)
@@ -88,6 +88,7 @@ void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, st
           return false;
         };
         const Job::Update u = job->wait(milliseconds(1000));
+        AccessLog::tokens(job->completion_tokens());  // so far: a client that hangs up logs what it got
         if (u.text.empty() && !u.done) {
           // Nothing for a second (queued, or a slow step): an SSE comment, which
           // clients skip, finds out whether the client is still there.
@@ -98,7 +99,6 @@ void Server::Routes::stream(std::shared_ptr<Job> job, httplib::Response& res, st
         }
         if (!u.text.empty() && !send(chunk(u.text, "", nullptr))) return false;
         if (!u.done) return true;
-        AccessLog::tokens(job->completion_tokens());
         if (u.finish_reason == "error") {
           if (!send(error_json(ApiError(503, u.error)))) return false;
         } else {
