@@ -4,12 +4,12 @@
 
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "cli/common.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "serve/model_card.h"
 #include "serve/server.h"
 
 namespace folio::cli {
@@ -26,6 +26,12 @@ void declare(po::options_description& opts) {
       ("port", with_default<int>(d.port), "TCP port (0: any free port, printed at start)")
       ("api-key", po::value<std::string>(), "require 'Authorization: Bearer KEY' on every route but / and /health")
       ("api-key-file", po::value<std::string>(), "read the key from this file (keeps it out of the process list)")
+      ("model-name", po::value<std::string>(),
+       "the model's id in /v1/models and responses (default: the run directory's name)")
+      ("any-model-name", po::bool_switch(),
+       "serve requests whatever \"model\" they name (by default another name gets 404 model_not_found)")
+      ("quiet", po::bool_switch(), "no access log (by default a line per request on stderr: method, path, status, "
+                                   "tokens, ms)")
       ("slots", with_default<int64_t>(d.scheduler.slots), "requests decoded at once, each with its own KV cache")
       ("queue", with_default<int64_t>(d.scheduler.queue), "requests that may wait for a slot; more get 503")
       ("max-tokens", with_default<int64_t>(d.limits.max_tokens), "the largest max_tokens a request may ask for")
@@ -71,9 +77,17 @@ std::function<int()> prepare(const po::variables_map& vm) {
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
   ck->model->eval();
   ck->model->set_precision(dtype);
-  std::filesystem::path name = std::filesystem::path(path).lexically_normal();
-  if (name.filename().empty()) name = name.parent_path();
-  o.model_name = name.filename().string();
+  const serve::ModelCard card = serve::model_card(path, *ck);
+  o.model_name = card.name;
+  if (vm.count("model-name")) {
+    o.model_name = vm["model-name"].as<std::string>();
+    if (o.model_name.empty()) throw UsageError("--model-name is empty: give the name clients send as \"model\"");
+  }
+  o.any_model_name = vm["any-model-name"].as<bool>();
+  o.created = card.created;
+  o.default_prompt = card.prompt;
+  if (!vm["quiet"].as<bool>())
+    o.access_log = [](const std::string& line) { std::fprintf(stderr, "folio serve: %s\n", line.c_str()); };
   auto server = std::make_shared<serve::Server>(*ck, o);
   const int port = server->bind();  // a busy port is a usage error: exit 2
   return [ck, server, o, port] {

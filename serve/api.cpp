@@ -126,6 +126,10 @@ void parse_sampling(const json& j, CompletionRequest& r, const Tokenizer& tokeni
     if (!v->is_boolean()) bad("stream", cat("must be true or false, got ", v->type_name()));
     r.stream = v->get<bool>();
   }
+  if (const json* v = field(j, "model")) {
+    if (!v->is_string()) bad("model", cat("must be a string, got ", v->type_name()));
+    r.model = v->get<std::string>();
+  }
   if (const json* v = field(j, "n"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
     bad("n", "must be 1: one choice per request");
 }
@@ -214,7 +218,7 @@ std::string error_json(const ApiError& e) {
                    {{"message", e.what()},
                     {"type", type},
                     {"param", e.param.empty() ? json(nullptr) : json(e.param)},
-                    {"code", e.status}}}};
+                    {"code", e.code.empty() ? json(e.status) : json(e.code)}}}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -22,11 +22,16 @@
 namespace folio::serve {
 
 struct ApiError : std::runtime_error {
-  ApiError(int status, std::string message, std::string param = "", std::string type = "")
-      : std::runtime_error(message), status(status), param(std::move(param)), type(std::move(type)) {}
+  ApiError(int status, std::string message, std::string param = "", std::string type = "", std::string code = "")
+      : std::runtime_error(message),
+        status(status),
+        param(std::move(param)),
+        type(std::move(type)),
+        code(std::move(code)) {}
   int status;
   std::string param;  // the request field at fault ("" when none)
   std::string type;   // "" -> from the status: invalid_request_error, authentication_error, ...
+  std::string code;   // "" -> the status; else OpenAI's code string (model_not_found)
 };
 
 struct ApiLimits {
@@ -42,6 +47,7 @@ struct CompletionRequest {
   uint64_t seed = 0;
   std::vector<std::string> stop;  // up to 4, non-empty, valid UTF-8
   bool stream = false;
+  std::string model;  // the request's "model" ("" when absent): the server checks it
 };
 
 // Checks every field it knows (unknown ones are ignored, as OpenAI clients send

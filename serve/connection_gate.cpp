@@ -348,6 +348,7 @@ void GatedServer::poll_loop() {
       std::lock_guard lock(mutex_);
       stats_.too_large += too_large;
       stats_.timed_out += timed_out;
+      stats_.waiting = int64_t(waiting.size());  // a request handed on waits no more (its /health must not count it)
       for (Connection& c : complete) ready_.push_back(std::move(c));
     }
     if (!complete.empty()) ready_cv_.notify_all();

@@ -3,10 +3,12 @@
 // cpp-httplib, with the slots (serve/scheduler.h) behind the completions, and a gate
 // (serve/connection_gate.h) that gathers each request before a thread runs it.
 //
-// Routes: GET / (the page), GET /health, GET /v1/models, POST /v1/completions and
-// POST /v1/chat/completions (stream: Server-Sent Events), POST /tokenize,
-// POST /detokenize, POST /v1/attention.
-// With an API key every route but / and /health wants "Authorization: Bearer KEY".
+// Routes: GET / (the page), GET /favicon.ico, GET /health, GET /v1/models,
+// POST /v1/completions and POST /v1/chat/completions (stream: Server-Sent Events),
+// POST /tokenize, POST /detokenize, POST /v1/attention. Another method on one of these
+// paths gets 405 with an Allow header.
+// With an API key every route but /, /favicon.ico and /health wants
+// "Authorization: Bearer KEY".
 // No route reads or writes a file: the page is compiled in, and no request field is
 // ever a path.
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "io/checkpoint.h"
+#include "serve/access_log.h"
 #include "serve/api.h"
 #include "serve/scheduler.h"
 
@@ -25,6 +28,12 @@ struct ServerOptions {
   int port = 8080;                 // 0: any free port (tests)
   std::string api_key;             // empty: no key
   std::string model_name;          // what /v1/models and responses call the model
+  // A request naming another model gets 404 model_not_found, as OpenAI answers; true
+  // serves it whatever it names. A request without "model" is served.
+  bool any_model_name = false;
+  int64_t created = 0;         // /v1/models' "created": Unix seconds (the checkpoint's mtime)
+  std::string default_prompt;  // /v1/models' meta.prompt: the page's prompt until one is typed
+  AccessLog::Sink access_log;  // a line per request (serve/access_log.h); empty: none
   ApiLimits limits;
   SchedulerOptions scheduler;
   size_t max_body = size_t(2) << 20;  // bytes; larger bodies get 413

@@ -22,7 +22,7 @@ key=$(cat "$work/key")
 
 # Starts folio serve on a free port; sets $server and $base.
 start() {
-  "$folio" serve --checkpoint "$work/run" --port 0 --threads 1 "$@" >"$work/serve.log" 2>&1 &
+  "$folio" serve --checkpoint "${checkpoint:-$work/run}" --port 0 --threads 1 "$@" >"$work/serve.log" 2>&1 &
   server=$!
   for _ in $(seq 100); do
     port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/serve.log")
@@ -36,6 +36,19 @@ start() {
 start --api-key-file "$work/key" --max-tokens 100000 --shutdown-grace 1
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/health")" = 200 ] || fail "/health"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/v1/models")" = 401 ] || fail "no key: not 401"
+
+# A second server on the same port is refused (exit 2), and never shares its traffic.
+code=0
+timeout 20 "$folio" serve --checkpoint "$work/run" --port "$port" --threads 1 >"$work/second.log" 2>&1 || code=$?
+[ "$code" = 2 ] || fail "a second server on port $port: exit $code, expected 2: $(cat "$work/second.log")"
+grep -q "port in use" "$work/second.log" || fail "the second server's message: $(cat "$work/second.log")"
+[ "$(ss -Htln "sport = :$port" 2>/dev/null | wc -l)" -le 1 ] || fail "two listeners on port $port"
+# The model is the run's name, from the directory or any of its weights files.
+models() { curl -s -H "Authorization: Bearer $key" "$base/v1/models"; }
+python3 -c 'import json,sys; m=json.load(sys.stdin)["data"][0]; assert m["id"] == "run" and m["created"] > 1.6e9, m' \
+  <<<"$(models)" || fail "/v1/models: $(models)"
+# One access-log line per request on stderr.
+grep -q '^folio serve: GET /v1/models 200 tokens=- ms=' "$work/serve.log" || fail "no access log: $(cat "$work/serve.log")"
 
 # Raw SSE: text/event-stream, data: lines of JSON chunks, then data: [DONE].
 curl -sN -D "$work/headers" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
@@ -81,8 +94,10 @@ if [ ! -d "$npm_dir/node_modules/openai" ]; then
     exit 77
   }
 fi
-start --api-key-file "$work/key"
+checkpoint=$work/run/best.safetensors start --api-key-file "$work/key" --quiet
+[ "$(models | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')" = run ] || fail "best: $(models)"
 NODE_PATH="$npm_dir/node_modules" node "$here/tests/serve_openai_client.mjs" "$base/v1" "$key" || fail "openai client"
 kill -TERM "$server"
 wait "$server" || fail "exit $? after SIGTERM"
 server=""
+! grep -q 'folio serve: [A-Z]* /' "$work/serve.log" || fail "--quiet still logged requests: $(cat "$work/serve.log")"
