@@ -27,7 +27,8 @@ void declare(po::options_description& opts) {
        "share of documents that validate, chosen by a hash of their path (one document: its last share of text)")
       ("shard-tokens", with_default<int64_t>(100'000'000), "tokens per shard file")
       ("sample-mb", with_default<int64_t>(64), "MB of training text a bpe or unigram tokenizer learns from")
-      ("overwrite", po::bool_switch(), "replace the token directory already in --out");
+      ("overwrite", po::bool_switch(),
+       "replace the token directory already in --out (a directory holding other files is never written into)");
   add_threads(opts);
 }
 
@@ -93,6 +94,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (sample_mb < 1) throw UsageError(cat("--sample-mb must be >= 1, got ", sample_mb));
   o.sample_bytes = sample_mb << 20;
   o.overwrite = vm["overwrite"].as<bool>();
+  check_token_out_dir(o.out_dir, o.overwrite);  // before anything is read: a refusal is a usage error
   return [o] {
     const auto start = Clock::now();
     ProgressLine line;

@@ -159,7 +159,11 @@ TEST(Tokenize, BadInputWritesNothing) {
   spit(t.dir / "busy/keep.txt", "mine");
   o = options({t.dir / "src"});
   o.out_dir = t.dir / "busy";
-  expect_error([&] { tokenize(o); }, {"busy", "holds other files"});
+  expect_error([&] { tokenize(o); }, {"busy", "is not a token directory", "1 entry of its own (keep.txt)"});
+  o.overwrite = true;
+  expect_error([&] { tokenize(o); }, {"busy", "is not a token directory"});
+  EXPECT_EQ(fs::directory_iterator(t.dir / "busy")->path().filename(), "keep.txt");
+  o.overwrite = false;
   o.out_dir = t.dir / "done";
   tokenize(o);
   expect_error([&] { tokenize(o); }, {"done", "already holds a token directory", "--overwrite"});

@@ -25,6 +25,7 @@
 
 #include "data/tokenizer.h"
 #include "io/token_manifest.h"
+#include "train/tokenize_out_dir.h"
 
 namespace folio {
 
@@ -36,7 +37,7 @@ struct TokenizeOptions {
   double val_fraction = 0.1;
   int64_t shard_tokens = 100'000'000;  // as llm.c's shards
   int64_t sample_bytes = int64_t(64) << 20;  // text a bpe or unigram tokenizer trains on
-  bool overwrite = false;                    // replace what out_dir holds
+  bool overwrite = false;                    // replace the token directory out_dir holds
   std::string command;                       // recorded in the manifest
 };
 
@@ -49,8 +50,5 @@ struct TokenizeProgress {
 // manifest. `progress` hears each round; `warn` each skipped or replaced file.
 TokenManifest tokenize_corpus(const TokenizeOptions& options, const std::function<void(const TokenizeProgress&)>& progress,
                               const std::function<void(const std::string&)>& warn);
-
-// The marker file an unfinished token directory holds.
-constexpr const char* kIncompleteMarker = ".tokenize-incomplete";
 
 }  // namespace folio
