@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "io/json.h"
 #include "tests/support.h"
 
 namespace folio {
@@ -48,6 +49,27 @@ TEST_F(CliTokenize, OverwriteNeverWritesIntoAFolderOfOtherFiles) {
   const Result replaced = folio("tokenize " + text() + " --tokenizer char --val-fraction 0.2 --overwrite --out " +
                                 (dir_ / "tok"));
   EXPECT_EQ(replaced.code, 0) << replaced.err;
+}
+
+// --include 'a/**/*.h' takes the headers at any depth below a/, a/ itself included.
+TEST_F(CliTokenize, DoubleStarMatchesAnyDepth) {
+  int expected = 0;
+  for (const std::string sub : {"", "b/", "b/c/", "b/c/d/"})
+    for (int i = 0; i < 6; ++i) {
+      fs::create_directories(dir_.path / "tree" / "a" / sub);
+      const std::string n = std::to_string(i);
+      testing::spit(dir_.path / "tree" / ("a/" + sub + "h" + n + ".h"), "int x" + n + ";\n");
+      testing::spit(dir_.path / "tree" / ("a/" + sub + "c" + n + ".c"), "int y;\n");
+      ++expected;
+    }
+  fs::create_directories(dir_.path / "tree" / "z");
+  testing::spit(dir_.path / "tree" / "z" / "other.h", "int z;\n");
+  const Result r = folio("tokenize " + (dir_ / "tree") +
+                         " --include 'a/**/*.h' --tokenizer char --val-fraction 0.5 --out " + (dir_ / "tok"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json m = Json::parse(testing::slurp(dir_.path / "tok" / "manifest.json"));
+  const Json& splits = *m.find("splits");
+  EXPECT_EQ(splits.find("train")->find("documents")->as_int() + splits.find("val")->find("documents")->as_int(), expected);
 }
 
 }  // namespace
