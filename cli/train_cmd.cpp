@@ -193,6 +193,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   // Built first: its checks of the text and the checkpoint come before anything else.
   auto trainer = std::make_shared<Trainer>(o);
+  if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
+    warn(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;

@@ -14,6 +14,7 @@ TrainingData from_corpus(Corpus&& corpus) {
   d.train = TokenSequence(owned->split.train);
   d.val = TokenSequence(owned->split.val);
   d.train_bytes = owned->train_bytes, d.val_bytes = owned->val_bytes, d.val_chars = owned->val_chars;
+  d.invalid_utf8_bytes = owned->invalid_utf8_bytes;
   d.path = owned->path;
   d.kind = "text";
   d.owner = std::move(owned);

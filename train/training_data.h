@@ -15,6 +15,7 @@ struct TrainingData {
   std::shared_ptr<const Tokenizer> tokenizer;
   TokenSequence train, val;
   int64_t train_bytes = 0, val_bytes = 0, val_chars = 0;  // 0: not known (token files made elsewhere)
+  int64_t invalid_utf8_bytes = 0;  // a text's bytes that were not UTF-8, read as U+FFFD (tokenize counts its own)
   std::string path;
   std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
   std::string fingerprint;  // a token directory's (io/token_manifest.h); "" for a text
