@@ -1,5 +1,5 @@
-// folio train's data through the binary, as a user's second hour meets it: bytes that
-// are not UTF-8.
+// folio train's data through the binary, as a user's second hour meets it: a folder
+// of text, bytes that are not UTF-8.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,6 +27,16 @@ class CliData : public ::testing::Test {
   }
   testing::TempDir dir_{"cli_data"};
 };
+
+// A folder of text files is not a token directory: the refusal says how to make one.
+TEST_F(CliData, AFolderOfTextSuggestsTokenize) {
+  fs::create_directories(dir_.path / "texts");
+  testing::spit(dir_.path / "texts" / "a.txt", "some text\n");
+  const Result r = folio("train --data " + (dir_ / "texts") + run("r", 5));
+  EXPECT_EQ(r.code, 2);
+  expect_contains(r.err, {"not a token directory", "folio tokenize " + (dir_ / "texts") + " --out DATA_DIR",
+                          "folio train --data DATA_DIR"});
+}
 
 // Bytes that are not UTF-8 are read as U+FFFD, as folio tokenize reads them, and counted.
 TEST_F(CliData, InvalidUtf8IsReplacedAndCounted) {
