@@ -125,6 +125,22 @@ std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, con
        known, ")");
 }
 
+bool spec_describes(const TokenizerSpec& spec, const Tokenizer& t) {
+  if (!is_tokenizer_method(spec.name)) {  // a file: the same model, whatever its name
+    try {
+      return make_tokenizer(spec, "")->fingerprint() == t.fingerprint();
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  const std::optional<TokenizerSpec> flags = t.as_flags();
+  if (!flags) return false;
+  auto pieces = [](const TokenizerSpec& s) {
+    return s.vocab_size == 0 && s.name != "char" ? TokenizerSpec::kDefaultPieces : s.vocab_size;
+  };
+  return flags->name == spec.name && pieces(*flags) == pieces(spec);
+}
+
 std::string visible_token(std::string_view bytes) {
   std::string out;
   auto byte = [&](unsigned char b) {

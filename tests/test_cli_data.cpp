@@ -1,5 +1,6 @@
-// folio train's data through the binary, as a user's second hour meets it: a folder
-// of text, bytes that are not UTF-8.
+// folio train's data through the binary, as a user's second hour meets it: what info
+// says of a run's tokenizer and what --resume accepts, a folder of text, bytes that are
+// not UTF-8.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,6 +28,35 @@ class CliData : public ::testing::Test {
   }
   testing::TempDir dir_{"cli_data"};
 };
+
+// A run on a token directory, and one started --init-from it, took their tokenizer from
+// there: info gives the flags that describe it, not the defaults, and --resume accepts
+// them (and still refuses others).
+TEST_F(CliData, InfoAndResumeKnowATokenizerThatCameFromTheData) {
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer bpe --vocab-size 400 --out " + (dir_ / "tok")).code, 0);
+  ASSERT_EQ(folio("train --data " + (dir_ / "tok") + run("dir", 5)).code, 0);
+  const Result info = folio("info --checkpoint " + (dir_ / "dir"));
+  ASSERT_EQ(info.code, 0) << info.err;
+  expect_contains(info.out, {"spm (SentencePiece), 400 pieces",
+                             "tokenizer    --tokenizer bpe --vocab-size 400 (the token directory's)"});
+  EXPECT_EQ(info.out.find("--tokenizer char"), std::string::npos) << info.out;
+  const Result resumed = folio("train --resume --tokenizer bpe --vocab-size 400" + run("dir", 10));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  const Result unigram = folio("train --resume --tokenizer unigram --vocab-size 400" + run("dir", 15));
+  EXPECT_EQ(unigram.code, 2);
+  expect_contains(unigram.err, {"--tokenizer unigram --vocab-size 400 is not the tokenizer of the run", "400 pieces"});
+  // A new run may give them too: they describe the directory's tokenizer.
+  EXPECT_EQ(folio("train --data " + (dir_ / "tok") + " --tokenizer bpe --vocab-size 400" + run("again", 2)).code, 0);
+  const Result wrong = folio("train --data " + (dir_ / "tok") + " --tokenizer bpe --vocab-size 500" + run("wrong", 2));
+  EXPECT_EQ(wrong.code, 2);
+  expect_contains(wrong.err, {"goes with a text file", "400 pieces"});
+
+  ASSERT_EQ(folio("train --init-from " + (dir_ / "dir") + " --data " + text() + run("tuned", 5, false)).code, 0);
+  expect_contains(folio("info --checkpoint " + (dir_ / "tuned")).out,
+                  {"tokenizer    --tokenizer bpe --vocab-size 400 (the --init-from checkpoint's)"});
+  const Result tuned = folio("train --resume --tokenizer bpe --vocab-size 400" + run("tuned", 10, false));
+  EXPECT_EQ(tuned.code, 0) << tuned.err;
+}
 
 // A folder of text files is not a token directory: the refusal says how to make one.
 TEST_F(CliData, AFolderOfTextSuggestsTokenize) {

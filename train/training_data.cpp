@@ -38,10 +38,14 @@ TrainingData from_dir(TokenDir&& dir) {
 
 TrainingData TrainingData::open(const std::string& path, double train_fraction, const TokenizerSpec& spec) {
   if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, spec));
-  if (spec.name != "char")
-    fail("data", "--tokenizer ", spec.name, " goes with a text file: the token directory ", path,
-         " was tokenized already (its manifest.json says with what)");
-  return from_dir(TokenDir::open(path, spec.vocab_size));
+  if (spec.name == "char") return from_dir(TokenDir::open(path, spec.vocab_size));
+  // The directory's own tokenizer; flags that describe it may be repeated.
+  TrainingData d = from_dir(TokenDir::open(path));
+  if (!spec_describes(spec, *d.tokenizer))
+    fail("data", "--tokenizer ", spec.name, spec.vocab_size ? cat(" --vocab-size ", spec.vocab_size) : "",
+         " goes with a text file: the token directory ", path, " was tokenized already, with ", d.tokenizer->describe(),
+         " (leave --tokenizer out)");
+  return d;
 }
 
 TrainingData TrainingData::open(const std::string& path, double train_fraction,
