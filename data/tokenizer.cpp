@@ -141,6 +141,20 @@ bool spec_describes(const TokenizerSpec& spec, const Tokenizer& t) {
   return flags->name == spec.name && pieces(*flags) == pieces(spec);
 }
 
+std::unique_ptr<Tokenizer> with_end_of_text(const Tokenizer& t) {
+  if (t.end_of_text()) return load_tokenizer(t.metadata(), "the tokenizer");
+  if (t.kind() != std::string_view("char"))
+    fail("tokenizer", "a token directory needs a tokenizer of text; ", t.describe(), " encodes none");
+  std::string chars;  // the vocabulary's characters: a char tokenizer trained on them is the same one
+  for (int32_t id = 0; id < t.vocab_size(); ++id) chars += t.token_bytes(id);
+  return make_tokenizer({"char", 0, true}, chars);
+}
+
+bool adds_only_end_of_text(const Tokenizer& t, const Tokenizer& grown) {
+  return !t.end_of_text() && grown.end_of_text() && grown.vocab_size() == t.vocab_size() + 1 &&
+         with_end_of_text(t)->fingerprint() == grown.fingerprint();
+}
+
 std::string visible_token(std::string_view bytes) {
   std::string out;
   auto byte = [&](unsigned char b) {

@@ -91,6 +91,14 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string
 // Metadata without a "tokenizer" entry holds a char vocabulary under "vocab", as every
 // checkpoint did before there were other kinds. `where` names the file in errors.
 std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, const std::string& where);
+// The tokenizer of a token directory made with `t` (folio tokenize --tokenizer-from):
+// `t` itself when it has an end-of-text id to put between documents; for a char
+// vocabulary without one, the same characters and an end-of-text id after them. An ids
+// tokenizer, which encodes no text, throws.
+std::unique_ptr<Tokenizer> with_end_of_text(const Tokenizer& t);
+// True when `grown` is `t` with one id added after t's ids, end-of-text, and nothing
+// else changed: a char vocabulary of a token directory made from text t encodes.
+bool adds_only_end_of_text(const Tokenizer& t, const Tokenizer& grown);
 // A tokenizer that only knows the vocabulary size, for token files made elsewhere
 // (data/id_tokenizer.cpp): it decodes id 7 as "<|7|>" and encodes nothing.
 std::unique_ptr<Tokenizer> make_id_tokenizer(int64_t vocab_size);

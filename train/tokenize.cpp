@@ -210,6 +210,7 @@ void for_each_round(const std::vector<Document>& docs, const std::vector<Part>& 
 
 std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const std::vector<Document>& docs,
                                                  const std::vector<Part>& parts, const auto& progress) {
+  if (o.tokenizer_from) return with_end_of_text(*o.tokenizer_from);
   TokenizerSpec spec = o.tokenizer;
   spec.end_of_text = true;
   const int64_t round_bytes = int64_t(num_threads()) * kChunkBytes;
@@ -343,7 +344,11 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
       Chunk& c = chunks[i];
       c.replaced = replace_invalid_utf8(c.text);
       c.chars = count_chars(c.text);
-      c.ids = encode_in_blocks(*tokenizer, c.text);
+      try {
+        c.ids = encode_in_blocks(*tokenizer, c.text);
+      } catch (const Error& e) {  // a checkpoint's char vocabulary may lack a character
+        fail("tokenize", docs[parts[c.part].doc].path, ": ", e.what());
+      }
     });
     for (Chunk& c : chunks) {
       const Part& p = parts[c.part];

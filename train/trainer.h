@@ -93,6 +93,7 @@ class Trainer {
   float best_val_ = 0;
   bool has_best_ = false;
   int stop_signal_ = 0;
+  std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
 };
 
 }  // namespace folio

@@ -48,14 +48,19 @@ TrainingData TrainingData::open(const std::string& path, double train_fraction, 
   return d;
 }
 
-TrainingData TrainingData::open(const std::string& path, double train_fraction,
-                                std::shared_ptr<const Tokenizer> tokenizer) {
+TrainingData TrainingData::open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
+                                const std::string& checkpoint, bool may_add_end_of_text) {
   if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, std::move(tokenizer)));
   TrainingData d = from_dir(TokenDir::open(path, tokenizer->kind() == std::string("ids") ? tokenizer->vocab_size() : 0));
-  if (d.tokenizer->fingerprint() != tokenizer->fingerprint())
-    fail("data", path, " was tokenized with ", d.tokenizer->describe(), " (fingerprint ", d.tokenizer->fingerprint(),
-         "), not the checkpoint's tokenizer, ", tokenizer->describe(), " (", tokenizer->fingerprint(), ")");
-  return d;
+  if (d.tokenizer->fingerprint() == tokenizer->fingerprint()) return d;
+  if (may_add_end_of_text && adds_only_end_of_text(*tokenizer, *d.tokenizer)) return d;
+  const bool spm = tokenizer->kind() == std::string_view("spm");
+  fail("data", path, " was tokenized with ", d.tokenizer->describe(), " (fingerprint ", d.tokenizer->fingerprint(),
+       "), not the tokenizer of ", checkpoint, ", ", tokenizer->describe(), " (", tokenizer->fingerprint(),
+       "): make the token directory with it, folio tokenize INPUT... --out DIR --tokenizer-from ", checkpoint,
+       spm ? cat(" (or as a file: folio info --checkpoint ", checkpoint, " --export-tokenizer FILE.model, then folio "
+                 "tokenize INPUT... --out DIR --tokenizer FILE.model)")
+           : "");
 }
 
 }  // namespace folio

@@ -31,9 +31,13 @@ struct TrainingData {
   // asks, or a token directory (its own tokenizer; spec must then ask for none, and
   // spec.vocab_size is the vocabulary of files without a manifest).
   static TrainingData open(const std::string& path, double train_fraction, const TokenizerSpec& spec);
-  // The data of a run that already has its tokenizer (a checkpoint's): a text is
-  // encoded with it; a token directory must have been made with it.
-  static TrainingData open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer);
+  // The data of a run that already has its tokenizer (the checkpoint's that
+  // `checkpoint` names in errors): a text is encoded with it; a token directory must
+  // have been made with it, or, with `may_add_end_of_text` (a run --init-from a char
+  // checkpoint), with its characters and an end-of-text id (folio tokenize
+  // --tokenizer-from): the data's tokenizer is then the directory's, one id larger.
+  static TrainingData open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
+                           const std::string& checkpoint = "the checkpoint", bool may_add_end_of_text = false);
 };
 
 }  // namespace folio
