@@ -218,6 +218,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
   auto trainer = std::make_shared<Trainer>(o);
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
     warn(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
+  // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
+  // minimum compares losses on two val sets.
+  if (std::error_code ec; o.resume && o.train.data != saved_state.config.data &&
+                          !fs::equivalent(o.train.data, saved_state.config.data, ec))
+    warn(cat("--data ", o.train.data, " is not the data the run trained on so far (", saved_state.config.data,
+             "): best.safetensors (val loss ", saved_state.best_val_loss, " on that data's val split) will be compared "
+             "with val losses on this data's"));
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;

@@ -1,6 +1,6 @@
 // folio train's data through the binary, as a user's second hour meets it: what info
 // says of a run's tokenizer and what --resume accepts, a folder of text, bytes that are
-// not UTF-8.
+// not UTF-8, and a resumed run on other data.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -79,6 +79,20 @@ TEST_F(CliData, InvalidUtf8IsReplacedAndCounted) {
   const Result clean = folio("train --data " + text() + run("clean", 2));
   EXPECT_EQ(clean.code, 0);
   EXPECT_EQ(clean.err.find("UTF-8"), std::string::npos) << clean.err;
+}
+
+// --resume on other data: best.safetensors was chosen on the old val split, and the
+// warning says its loss will be compared with the new one's. The same data says nothing.
+TEST_F(CliData, ResumeOnOtherDataWarnsAboutTheBestCheckpoint) {
+  testing::write_small_corpus(dir_.path / "other.txt", 20000);
+  ASSERT_EQ(folio("train --data " + text() + run("r", 5)).code, 0);
+  const Result same = folio("train --resume --data " + text() + run("r", 8));
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.err.find("best.safetensors"), std::string::npos) << same.err;
+  const Result other = folio("train --resume --data " + (dir_ / "other.txt") + run("r", 10));
+  EXPECT_EQ(other.code, 0) << other.err;
+  expect_contains(other.err, {"--data " + (dir_ / "other.txt") + " is not the data the run trained on so far (" + text(),
+                              "best.safetensors", "compared"});
 }
 
 }  // namespace
