@@ -21,12 +21,12 @@ void declare(po::options_description& opts) {
       ("include", po::value<std::vector<std::string>>()->composing(),
        "only files whose name matches this glob ('*.c'; with a '/', the path below the input directory); repeatable")
       ("tokenizer", with_default<std::string>("bpe"),
-       "char (the corpus's characters), bpe or unigram (SentencePiece, trained on a sample of the training "
-       "documents), or a SentencePiece .model file")
+       "bpe (the default here; folio train's is char) or unigram (SentencePiece, trained on a sample of the "
+       "training documents), char (the corpus's characters), or a SentencePiece .model file")
+      ("vocab-size", with_default<int64_t>(0), "pieces of a bpe or unigram tokenizer (0: 1024)")
       ("tokenizer-from", po::value<std::string>(),
        "use this checkpoint's tokenizer (a run directory or .safetensors file) instead of making one, so that "
        "folio train --init-from it can train on the directory (a char vocabulary gains an end-of-text id)")
-      ("vocab-size", with_default<int64_t>(0), "pieces of a bpe or unigram tokenizer (0: 1024)")
       ("val-fraction", with_default<double>(0.1),
        "share of documents that validate, chosen by a hash of their path (one document: its last share of text)")
       ("shard-tokens", with_default<int64_t>(100'000'000), "tokens per shard file")
@@ -151,8 +151,11 @@ const Command kTokenize = {
     "single document is split as folio train --data FILE splits it. Hidden files,\n"
     "binary files (a NUL byte early on) and empty ones are skipped; bytes that are not\n"
     "UTF-8 become U+FFFD. An interrupted run leaves a directory folio train refuses.\n"
-    "To fine-tune a model on the directory (folio train --init-from RUN), make it\n"
-    "with --tokenizer-from RUN.",
+    "The tokenizer is bpe unless --tokenizer says otherwise (folio train's default is\n"
+    "char: a large corpus is what subwords are for). To fine-tune a model on the\n"
+    "directory (folio train --init-from RUN), make it with --tokenizer-from RUN.\n"
+    "DIR must be new, empty or a token directory (--overwrite replaces one); a\n"
+    "directory holding anything else is refused.",
     declare, prepare, "input"};
 
 }  // namespace folio::cli
