@@ -151,7 +151,8 @@ std::unique_ptr<Tokenizer> with_end_of_text(const Tokenizer& t) {
 }
 
 bool adds_only_end_of_text(const Tokenizer& t, const Tokenizer& grown) {
-  return !t.end_of_text() && grown.end_of_text() && grown.vocab_size() == t.vocab_size() + 1 &&
+  return t.kind() == std::string_view("char") && !t.end_of_text() && grown.end_of_text() &&
+         grown.vocab_size() == t.vocab_size() + 1 &&
          with_end_of_text(t)->fingerprint() == grown.fingerprint();
 }
 
