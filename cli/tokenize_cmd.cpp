@@ -19,7 +19,8 @@ void declare(po::options_description& opts) {
                      "files and directories to read (recursively), or - for standard input; also given bare")
       ("out", po::value<std::string>(), "the token directory to write")
       ("include", po::value<std::vector<std::string>>()->composing(),
-       "only files whose name matches this glob ('*.c'; with a '/', the path below the input directory); repeatable")
+       "only files whose name matches this glob ('*.c'; with a '/', the path below the input directory, where '**' "
+       "is any number of directories: 'src/**/*.h'); repeatable")
       ("tokenizer", with_default<std::string>("bpe"),
        "bpe (the default here; folio train's is char) or unigram (SentencePiece, trained on a sample of the "
        "training documents), char (the corpus's characters), or a SentencePiece .model file")
