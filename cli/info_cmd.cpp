@@ -47,7 +47,8 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());
   if (tok.vocab_size() <= 256) {  // a short vocabulary (characters) is worth seeing whole
     std::string tokens;
-    for (int32_t id = 0; id < tok.vocab_size(); ++id) tokens += cat(id ? " " : "", visible_token(tok.token_bytes(id)));
+    for (int32_t id = 0; id < tok.vocab_size(); ++id)  // end-of-text has no text: named, not left blank
+      tokens += cat(id ? " " : "", id == tok.end_of_text() ? "<end-of-text>" : visible_token(tok.token_bytes(id)));
     std::printf("vocabulary   %s\n", tokens.c_str());
   }
   std::printf("step         %lld\n", (long long)ck.step);

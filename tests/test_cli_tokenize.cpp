@@ -77,7 +77,8 @@ TEST_F(CliTokenize, CharModelFineTunesOnATokenDirectory) {
     ASSERT_EQ(t.code, 0) << t.err;
     expect_contains(t.out, {"vocabulary: the checkpoint's ", " ids and end-of-text", "token_embedding.weight",
                             "lm_head.weight", "start as the mean of the other rows"});
-    expect_contains(folio("info --checkpoint " + (dir_ / ("tuned_" + dir))).out, {"characters and end-of-text"});
+    expect_contains(folio("info --checkpoint " + (dir_ / ("tuned_" + dir))).out,
+                    {"characters and end-of-text", " y z <end-of-text>\n"});
   }
   const Result resumed = folio("train --resume --quiet" + run("tuned_from", 15, false));
   EXPECT_EQ(resumed.code, 0) << resumed.err;
