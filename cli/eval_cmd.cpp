@@ -71,6 +71,8 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+  if (t.data.invalid_utf8_bytes)
+    warn(cat(t.path, ": not valid UTF-8; ", t.data.invalid_utf8_bytes, " bytes replaced by U+FFFD"));
   t.tokens = t.split == "val" ? t.data.val : t.data.train;
   const int64_t T = ck.model->config().block_size;
   if (t.tokens.size() < T + 1)

@@ -20,6 +20,21 @@ void declare_info(po::options_description& opts) {
                      "and python3-sentencepiece load)");
 }
 
+// The --tokenizer and --vocab-size that describe the checkpoint's tokenizer. A run
+// saves the flags it was given; one that took its tokenizer from a token directory or
+// an --init-from checkpoint was given none, and the defaults it saved (char, 0) would
+// contradict the tokenizer line above: the tokenizer's own flags are shown then, with
+// where it came from.
+std::string tokenizer_flags(const TrainConfig& t, const Tokenizer& tok, bool token_dir) {
+  const TokenizerSpec saved{t.tokenizer, t.vocab_size};
+  if (!is_tokenizer_method(saved.name) || spec_describes(saved, tok))  // a file: as given
+    return cat("--tokenizer ", shown(saved.name), " --vocab-size ", saved.vocab_size);
+  const char* from = !t.init_from.empty() ? "the --init-from checkpoint's" : token_dir ? "the token directory's" : "the run's";
+  const std::optional<TokenizerSpec> flags = tok.as_flags();
+  if (!flags) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
+  return cat("--tokenizer ", flags->name, " --vocab-size ", flags->vocab_size, " (", from, ")");
+}
+
 void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& state) {
   const nn::GPTConfig& c = ck.model->config();
   std::printf("checkpoint   %s\n", ck.path.c_str());
@@ -32,7 +47,8 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());
   if (tok.vocab_size() <= 256) {  // a short vocabulary (characters) is worth seeing whole
     std::string tokens;
-    for (int32_t id = 0; id < tok.vocab_size(); ++id) tokens += cat(id ? " " : "", visible_token(tok.token_bytes(id)));
+    for (int32_t id = 0; id < tok.vocab_size(); ++id)  // end-of-text has no text: named, not left blank
+      tokens += cat(id ? " " : "", id == tok.end_of_text() ? "<end-of-text>" : visible_token(tok.token_bytes(id)));
     std::printf("vocabulary   %s\n", tokens.c_str());
   }
   std::printf("step         %lld\n", (long long)ck.step);
@@ -41,7 +57,7 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("best val     %.4f\n", state->best_val_loss);
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
-  std::printf("tokenizer    --tokenizer %s --vocab-size %lld\n", shown(t.tokenizer).c_str(), (long long)t.vocab_size);
+  std::printf("tokenizer    %s\n", tokenizer_flags(t, *ck.tokenizer, !state->data_fingerprint.empty()).c_str());
   std::printf("training     --data %s --val-fraction %s --batch-size %lld --grad-accum %lld --max-iters %lld "
               "--max-time %s --seed %llu --dtype %s --sampling %s --seq-warmup %lld --batch-warmup %lld\n",
               shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,

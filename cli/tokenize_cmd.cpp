@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/common.h"
+#include "io/checkpoint.h"
 #include "train/tokenize.h"
 
 namespace folio::cli {
@@ -18,16 +19,21 @@ void declare(po::options_description& opts) {
                      "files and directories to read (recursively), or - for standard input; also given bare")
       ("out", po::value<std::string>(), "the token directory to write")
       ("include", po::value<std::vector<std::string>>()->composing(),
-       "only files whose name matches this glob ('*.c'; with a '/', the path below the input directory); repeatable")
+       "only files whose name matches this glob ('*.c'; with a '/', the path below the input directory, where '**' "
+       "is any number of directories: 'src/**/*.h'); repeatable")
       ("tokenizer", with_default<std::string>("bpe"),
-       "char (the corpus's characters), bpe or unigram (SentencePiece, trained on a sample of the training "
-       "documents), or a SentencePiece .model file")
+       "bpe (the default here; folio train's is char) or unigram (SentencePiece, trained on a sample of the "
+       "training documents), char (the corpus's characters), or a SentencePiece .model file")
       ("vocab-size", with_default<int64_t>(0), "pieces of a bpe or unigram tokenizer (0: 1024)")
+      ("tokenizer-from", po::value<std::string>(),
+       "use this checkpoint's tokenizer (a run directory or .safetensors file) instead of making one, so that "
+       "folio train --init-from it can train on the directory (a char vocabulary gains an end-of-text id)")
       ("val-fraction", with_default<double>(0.1),
        "share of documents that validate, chosen by a hash of their path (one document: its last share of text)")
       ("shard-tokens", with_default<int64_t>(100'000'000), "tokens per shard file")
       ("sample-mb", with_default<int64_t>(64), "MB of training text a bpe or unigram tokenizer learns from")
-      ("overwrite", po::bool_switch(), "replace the token directory already in --out");
+      ("overwrite", po::bool_switch(),
+       "replace the token directory already in --out (a directory holding other files is never written into)");
   add_threads(opts);
 }
 
@@ -89,6 +95,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
   o.out_dir = vm["out"].as<std::string>();
   o.tokenizer = {vm["tokenizer"].as<std::string>(), vm["vocab-size"].as<int64_t>()};
   if (o.tokenizer.vocab_size < 0) throw UsageError(cat("--vocab-size must be >= 0, got ", o.tokenizer.vocab_size));
+  std::string tokenizer_from;
+  if (vm.count("tokenizer-from")) {
+    tokenizer_from = vm["tokenizer-from"].as<std::string>();
+    for (const char* flag : {"tokenizer", "vocab-size"})
+      if (!vm[flag].defaulted())
+        throw UsageError(cat("--", flag, " and --tokenizer-from both say which tokenizer to use: give one of them"));
+    o.tokenizer_from = with_end_of_text(*load_model(tokenizer_from).tokenizer);
+  }
   o.val_fraction = vm["val-fraction"].as<double>();
   if (!(o.val_fraction > 0 && o.val_fraction < 1))
     throw UsageError(cat("--val-fraction must be in (0, 1), got ", o.val_fraction));
@@ -97,14 +111,17 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (sample_mb < 1) throw UsageError(cat("--sample-mb must be >= 1, got ", sample_mb));
   o.sample_bytes = sample_mb << 20;
   o.overwrite = vm["overwrite"].as<bool>();
-  return [o] {
+  check_token_out_dir(o.out_dir, o.overwrite);  // before anything is read: a refusal is a usage error
+  return [o, tokenizer_from] {
     const auto start = Clock::now();
     ProgressLine line;
     TokenizeOptions run = o;
     run.command = "folio tokenize";
     for (const std::string& in : o.inputs) run.command += " " + in;
     for (const std::string& p : o.include) run.command += " --include '" + p + "'";
-    run.command += cat(" --out ", o.out_dir, " --tokenizer ", o.tokenizer.name);
+    run.command += cat(" --out ", o.out_dir);
+    if (o.tokenizer_from) run.command += cat(" --tokenizer-from ", tokenizer_from);
+    else run.command += cat(" --tokenizer ", o.tokenizer.name);
     if (o.tokenizer.vocab_size) run.command += cat(" --vocab-size ", o.tokenizer.vocab_size);
     const TokenManifest m = tokenize_corpus(run, std::ref(line), [&](const std::string& w) {
       line.end();
@@ -129,7 +146,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 const Command kTokenize = {
     "tokenize", "prepare a corpus of any size into token shards for folio train",
-    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE.model]\n"
+    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE.model | --tokenizer-from RUN]\n"
     "Reads every file under the inputs (each file a document), makes the tokenizer,\n"
     "encodes the documents on all threads and writes DIR/train_NNNNNN.bin and\n"
     "DIR/val_NNNNNN.bin (llm.c's shard format: a 1024-byte header, then uint16 ids,\n"
@@ -138,7 +155,12 @@ const Command kTokenize = {
     "val when a hash of its path says so, so adding files never moves old ones; a\n"
     "single document is split as folio train --data FILE splits it. Hidden files,\n"
     "binary files (a NUL byte early on) and empty ones are skipped; bytes that are not\n"
-    "UTF-8 become U+FFFD. An interrupted run leaves a directory folio train refuses.",
+    "UTF-8 become U+FFFD. An interrupted run leaves a directory folio train refuses.\n"
+    "The tokenizer is bpe unless --tokenizer says otherwise (folio train's default is\n"
+    "char: a large corpus is what subwords are for). To fine-tune a model on the\n"
+    "directory (folio train --init-from RUN), make it with --tokenizer-from RUN.\n"
+    "DIR must be new, empty or a token directory (--overwrite replaces one); a\n"
+    "directory holding anything else is refused.",
     declare, prepare, "input"};
 
 }  // namespace folio::cli

@@ -74,9 +74,32 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   TrainOptions saved = o;
   saved.train = saved_state.config;
   bool model_loaded = false;
+  std::shared_ptr<const Tokenizer> tokenizer;  // the run's
+  auto load = [&] {
+    if (model_loaded) return;
+    ModelCheckpoint ck = load_model(RunDir(o.out_dir).model_file());
+    saved.model = ck.model->config(), tokenizer = ck.tokenizer, model_loaded = true;
+  };
+  // --tokenizer and --vocab-size together: flags that describe the run's tokenizer may
+  // be repeated, also where the run saved others (one on a token directory, or started
+  // --init-from, was given none and saved the defaults).
+  if (given("tokenizer") || given("vocab-size")) {
+    load();
+    const TokenizerSpec was{saved.train.tokenizer, saved.train.vocab_size};
+    const TokenizerSpec asked{given("tokenizer") ? vm["tokenizer"].as<std::string>() : was.name,
+                              given("vocab-size") ? vm["vocab-size"].as<int64_t>() : was.vocab_size};
+    if ((asked.name != was.name || asked.vocab_size != was.vocab_size) && !spec_describes(asked, *tokenizer))
+      throw UsageError(cat(given("tokenizer") ? cat("--tokenizer ", asked.name) : "",
+                           given("tokenizer") && given("vocab-size") ? " " : "",
+                           given("vocab-size") ? cat("--vocab-size ", asked.vocab_size) : "",
+                           " is not the tokenizer of the run in ", o.out_dir, " (", tokenizer->describe(),
+                           "), which cannot change when resuming (folio info --checkpoint ", o.out_dir,
+                           " shows the flags that describe it)"));
+  }
   for (const TrainOption& opt : train_options()) {
     if (opt.on_resume != fixed || !given(opt.flag)) continue;
-    if (!model_loaded) saved.model = load_model(RunDir(o.out_dir).model_file()).model->config(), model_loaded = true;
+    if (opt.flag == std::string_view("tokenizer") || opt.flag == std::string_view("vocab-size")) continue;  // above
+    load();
     TrainOptions asked = saved;
     opt.apply(vm[opt.flag], asked);
     if (!opt.same(asked, saved))
@@ -108,7 +131,7 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   if (tc.optimizer == OptimizerKind::muon)
     same_or_warn("Muon's momentum", momentum_at(muon_config(before), step), momentum_at(muon_config(tc), step));
   if (tc.seq_warmup != before.seq_warmup) {
-    if (!model_loaded) saved.model = load_model(RunDir(o.out_dir).model_file()).model->config();
+    load();
     const int64_t block = saved.model.block_size;
     const int64_t was = window_length(step, block, before.seq_warmup), now = window_length(step, block, tc.seq_warmup);
     if (was != now)
@@ -193,6 +216,15 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   // Built first: its checks of the text and the checkpoint come before anything else.
   auto trainer = std::make_shared<Trainer>(o);
+  if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
+    warn(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
+  // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
+  // minimum compares losses on two val sets.
+  if (std::error_code ec; o.resume && o.train.data != saved_state.config.data &&
+                          !fs::equivalent(o.train.data, saved_state.config.data, ec))
+    warn(cat("--data ", o.train.data, " is not the data the run trained on so far (", saved_state.config.data,
+             "): best.safetensors (val loss ", saved_state.best_val_loss, " on that data's val split) will be compared "
+             "with val losses on this data's"));
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;

@@ -132,8 +132,9 @@ const std::vector<TrainOption>& train_options() {
             "training text (UTF-8), or a token directory: folio tokenize's, llm.c's shards or nanoGPT's "
             "train.bin/val.bin"),
       from_checkpoint(field("tokenizer", fixed, AT(train.tokenizer),
-                            "char (one token per character of the text), bpe or unigram (SentencePiece "
-                            "subwords, trained on the training split), or a SentencePiece .model file")),
+                            "char (the default here, one token per character of the text; folio tokenize's "
+                            "default is bpe), bpe or unigram (SentencePiece subwords, trained on the training "
+                            "split), or a SentencePiece .model file")),
       from_checkpoint(field("vocab-size", fixed, AT(train.vocab_size),
                             "pieces of a bpe or unigram tokenizer (0: 1024); for token files without a "
                             "manifest (llm.c, nanoGPT), their ids' vocabulary",

@@ -43,6 +43,7 @@ class CharTokenizer final : public Tokenizer {
   std::string describe() const override {
     return cat("char, ", vocab_.size(), " characters", has_eot_ ? " and end-of-text" : "");
   }
+  std::optional<TokenizerSpec> as_flags() const override { return TokenizerSpec{"char", 0}; }
   TokenizerMetadata metadata() const override {
     if (!has_eot_) return {{"vocab", vocab_.to_utf8()}};
     return {{"vocab", vocab_.to_utf8()}, {"end_of_text", "after_vocab"}};

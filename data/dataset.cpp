@@ -118,18 +118,22 @@ struct SplitText {
   std::string bytes;
   size_t val_at = 0;      // the byte where val starts
   int64_t val_chars = 0;  // characters from there on
+  int64_t replaced = 0;   // bytes that were not UTF-8, now U+FFFD
 };
 
 SplitText read_and_split(const std::string& path, double train_fraction) {
   if (!(train_fraction > 0.0 && train_fraction <= 1.0))
     fail("data", "train fraction must be in (0, 1], got ", train_fraction);
   std::string bytes = read_file(path);
-  const size_t characters = count_utf8(bytes, path);  // also checks the UTF-8
+  // As folio tokenize does: a stray Latin-1 byte should not stop a run. Valid UTF-8 is
+  // left untouched.
+  const int64_t replaced = replace_invalid_utf8(bytes);
+  const size_t characters = count_utf8(bytes, path);
   const size_t train_chars = size_t(std::floor(double(characters) * train_fraction));
   size_t to_skip = train_chars, at = 0;
   for (; at < bytes.size(); ++at)  // the first byte of character number train_chars
     if ((static_cast<unsigned char>(bytes[at]) & 0xC0) != 0x80 && to_skip-- == 0) break;
-  return {std::move(bytes), at, int64_t(characters - train_chars)};
+  return {std::move(bytes), at, int64_t(characters - train_chars), replaced};
 }
 
 Corpus encode_corpus(const std::string& path, const SplitText& text, std::shared_ptr<const Tokenizer> tokenizer) {
@@ -140,6 +144,7 @@ Corpus encode_corpus(const std::string& path, const SplitText& text, std::shared
   c.train_bytes = int64_t(val_at);
   c.val_bytes = int64_t(all.size() - val_at);
   c.val_chars = text.val_chars;
+  c.invalid_utf8_bytes = text.replaced;
   try {
     c.split.train = tokenizer->encode(all.substr(0, val_at));
   } catch (const Error& e) {

@@ -60,9 +60,10 @@ struct Corpus {
   Split split;
   int64_t train_bytes = 0, val_bytes = 0;  // UTF-8 bytes of each split's text (bits per byte)
   int64_t val_chars = 0;                   // characters of the val text (bits per character)
+  int64_t invalid_utf8_bytes = 0;          // bytes of the file that were not UTF-8: read as U+FFFD
   std::string path;
-  // Reads `path` (an empty file is an error), checks its UTF-8 (errors name the path
-  // and byte offset), splits the text at character floor(characters * train_fraction)
+  // Reads `path` (an empty file is an error), replaces every byte that is not part of
+  // valid UTF-8 by U+FFFD (as folio tokenize does; counted), splits the text at character floor(characters * train_fraction)
   // and encodes each part with a tokenizer made from `spec` (trained on the training
   // part only; a char vocabulary also takes val's characters, data/tokenizer.h).
   static Corpus load(const std::string& path, double train_fraction, const TokenizerSpec& spec);

@@ -17,11 +17,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `path`'s components [p, end) against the pattern's [q, qend): each component by
+// fnmatch, and a "**" component for zero or more of them (as git and bash's globstar
+// read it), so 'a/**/*.h' takes a/x.h and a/b/c/x.h.
+bool match_components(const std::vector<std::string>& pattern, size_t q, const std::vector<std::string>& path, size_t p) {
+  for (; q < pattern.size(); ++q, ++p) {
+    if (pattern[q] == "**") {
+      for (size_t skip = p; skip <= path.size(); ++skip)
+        if (match_components(pattern, q + 1, path, skip)) return true;
+      return false;
+    }
+    if (p == path.size() || ::fnmatch(pattern[q].c_str(), path[p].c_str(), 0) != 0) return false;
+  }
+  return p == path.size();
+}
+
+std::vector<std::string> components(const std::string& path) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  for (size_t slash; (slash = path.find('/', from)) != std::string::npos; from = slash + 1) out.push_back(path.substr(from, slash - from));
+  out.push_back(path.substr(from));
+  return out;
+}
+
 bool matches(const std::vector<std::string>& include, const std::string& relative, const std::string& file_name) {
   if (include.empty()) return true;
   for (const std::string& pattern : include) {
     const bool with_dir = pattern.find('/') != std::string::npos;
-    if (::fnmatch(pattern.c_str(), (with_dir ? relative : file_name).c_str(), with_dir ? FNM_PATHNAME : 0) == 0)
+    if (with_dir ? match_components(components(pattern), 0, components(relative), 0)
+                 : ::fnmatch(pattern.c_str(), file_name.c_str(), 0) == 0)
       return true;
   }
   return false;

@@ -2,7 +2,8 @@
 // The documents of a corpus, as `folio tokenize` finds them: every regular file under
 // the inputs (directories are walked recursively, in sorted order), each one document.
 //   - --include patterns (shell globs, e.g. '*.c') keep the files whose name matches
-//     one of them; a pattern with a '/' matches the path below the input directory.
+//     one of them; a pattern with a '/' matches the path below the input directory,
+//     where a '**' component stands for zero or more directories ('src/**/*.h').
 //   - Hidden entries (names starting with '.': .git, editor files) are skipped, as are
 //     symbolic links to directories (a link cycle cannot trap the walk).
 //   - A file that cannot be read, or that looks binary (a NUL byte in its first 8 KB),

@@ -30,6 +30,7 @@ class IdTokenizer final : public Tokenizer {
     return cat("<|", id, "|>");
   }
   std::string describe() const override { return cat("ids, ", vocab_size_, " token ids (no tokenizer)"); }
+  std::optional<TokenizerSpec> as_flags() const override { return TokenizerSpec{"char", vocab_size_}; }
   TokenizerMetadata metadata() const override {
     return {{"tokenizer", "ids"}, {"vocab_size", std::to_string(vocab_size_)}};
   }

@@ -25,6 +25,52 @@ namespace spm = sentencepiece;
 // ~5 MB); it is refused before it is read whole.
 constexpr int64_t kMaxModelBytes = int64_t(64) << 20;
 
+// Reads a protobuf varint at `at`; false past the end.
+bool read_varint(std::string_view s, size_t& at, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && at < s.size(); shift += 7) {
+    const auto b = static_cast<unsigned char>(s[at++]);
+    v |= uint64_t(b & 0x7F) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+// The field `field` of the serialized message `s`: its bytes (length-delimited) or its
+// varint as text; nullopt when absent or unreadable.
+std::optional<std::string_view> proto_field(std::string_view s, uint64_t field, uint64_t* varint = nullptr) {
+  for (size_t at = 0; at < s.size();) {
+    uint64_t key = 0, v = 0;
+    if (!read_varint(s, at, key)) return std::nullopt;
+    switch (key & 7) {
+      case 0:
+        if (!read_varint(s, at, v)) return std::nullopt;
+        if (key >> 3 == field && varint) return *varint = v, std::string_view();
+        break;
+      case 1: at += 8; break;
+      case 5: at += 4; break;
+      case 2:
+        if (!read_varint(s, at, v) || v > s.size() - std::min(at, s.size())) return std::nullopt;
+        if (key >> 3 == field && !varint) return s.substr(at, size_t(v));
+        at += size_t(v);
+        break;
+      default: return std::nullopt;  // groups: not in a SentencePiece model
+    }
+  }
+  return std::nullopt;
+}
+
+// The model type SentencePiece's trainer recorded (ModelProto.trainer_spec, field 2;
+// its model_type, field 3: 1 unigram, the default, 2 bpe, 3 word, 4 char), read from
+// the serialized model by hand: Debian ships no sentencepiece_model.pb.h.
+std::string model_type(std::string_view model) {
+  const std::optional<std::string_view> spec = proto_field(model, 2);
+  uint64_t type = 1;
+  if (spec) proto_field(*spec, 3, &type);
+  static constexpr const char* kTypes[] = {"", "unigram", "bpe", "word", "char"};
+  return type < 5 ? kTypes[type] : "";
+}
+
 class SpmTokenizer final : public Tokenizer {
  public:
   // `where` names the source in errors ("[tokenizer] <where>: not a SentencePiece model").
@@ -80,6 +126,11 @@ class SpmTokenizer final : public Tokenizer {
     return {{"tokenizer", "spm"}, {"tokenizer_model", base64_encode(model_)}};
   }
   std::optional<std::string> export_model() const override { return model_; }
+  std::optional<TokenizerSpec> as_flags() const override {
+    const std::string type = model_type(model_);
+    if (type != "bpe" && type != "unigram") return std::nullopt;
+    return TokenizerSpec{type, vocab_size()};
+  }
 
  private:
   int checked(int32_t id, size_t at) const {

@@ -125,6 +125,37 @@ std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, con
        known, ")");
 }
 
+bool spec_describes(const TokenizerSpec& spec, const Tokenizer& t) {
+  if (!is_tokenizer_method(spec.name)) {  // a file: the same model, whatever its name
+    try {
+      return make_tokenizer(spec, "")->fingerprint() == t.fingerprint();
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  const std::optional<TokenizerSpec> flags = t.as_flags();
+  if (!flags) return false;
+  auto pieces = [](const TokenizerSpec& s) {
+    return s.vocab_size == 0 && s.name != "char" ? TokenizerSpec::kDefaultPieces : s.vocab_size;
+  };
+  return flags->name == spec.name && pieces(*flags) == pieces(spec);
+}
+
+std::unique_ptr<Tokenizer> with_end_of_text(const Tokenizer& t) {
+  if (t.end_of_text()) return load_tokenizer(t.metadata(), "the tokenizer");
+  if (t.kind() != std::string_view("char"))
+    fail("tokenizer", "a token directory needs a tokenizer of text; ", t.describe(), " encodes none");
+  std::string chars;  // the vocabulary's characters: a char tokenizer trained on them is the same one
+  for (int32_t id = 0; id < t.vocab_size(); ++id) chars += t.token_bytes(id);
+  return make_tokenizer({"char", 0, true}, chars);
+}
+
+bool adds_only_end_of_text(const Tokenizer& t, const Tokenizer& grown) {
+  return t.kind() == std::string_view("char") && !t.end_of_text() && grown.end_of_text() &&
+         grown.vocab_size() == t.vocab_size() + 1 &&
+         with_end_of_text(t)->fingerprint() == grown.fingerprint();
+}
+
 std::string visible_token(std::string_view bytes) {
   std::string out;
   auto byte = [&](unsigned char b) {

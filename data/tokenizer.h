@@ -28,6 +28,18 @@ namespace folio {
 
 using TokenizerMetadata = std::vector<std::pair<std::string, std::string>>;  // checkpoint __metadata__ entries
 
+// What `folio train --tokenizer NAME --vocab-size N` asks for: NAME is a method
+// ("char", "bpe", "unigram") or the path of a SentencePiece .model file.
+struct TokenizerSpec {
+  std::string name = "char";
+  int64_t vocab_size = 0;  // pieces for bpe/unigram (0: kDefaultPieces); must be 0 for char and a file
+  bool end_of_text = false;  // char: add an end-of-text id after the characters (folio tokenize)
+  static constexpr int64_t kDefaultPieces = 1024;
+  // The largest vocabulary a run accepts: the model's embedding rows and what the
+  // checkpoint reader allows (io/config_json.cpp).
+  static constexpr int64_t kMaxVocab = int64_t(1) << 21;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -57,19 +69,18 @@ class Tokenizer {
   // 16 hex digits (FNV-1a 64 over the metadata): equal for the same tokenizer, on
   // every machine; what --resume and folio info compare and show.
   std::string fingerprint() const;
+  // The --tokenizer and --vocab-size that make a tokenizer of this kind and size:
+  // {char, 0}; {bpe or unigram, its pieces}; for ids, {char, V} (--vocab-size alone, as
+  // token files made elsewhere take it); nullopt when no flags make one (a SentencePiece
+  // model of another type, which only its file gives).
+  virtual std::optional<TokenizerSpec> as_flags() const = 0;
 };
 
-// What `folio train --tokenizer NAME --vocab-size N` asks for: NAME is a method
-// ("char", "bpe", "unigram") or the path of a SentencePiece .model file.
-struct TokenizerSpec {
-  std::string name = "char";
-  int64_t vocab_size = 0;  // pieces for bpe/unigram (0: kDefaultPieces); must be 0 for char and a file
-  bool end_of_text = false;  // char: add an end-of-text id after the characters (folio tokenize)
-  static constexpr int64_t kDefaultPieces = 1024;
-  // The largest vocabulary a run accepts: the model's embedding rows and what the
-  // checkpoint reader allows (io/config_json.cpp).
-  static constexpr int64_t kMaxVocab = int64_t(1) << 21;
-};
+// Whether the flags `spec` ask for a tokenizer like `t`: its method and size (a
+// vocab_size of 0 meaning the default pieces), or the .model file of a SentencePiece
+// model with t's fingerprint. A run that took its tokenizer from a token directory or
+// an --init-from checkpoint was given no such flags; repeating these is still fine.
+bool spec_describes(const TokenizerSpec& spec, const Tokenizer& t);
 
 // Trains the tokenizer `spec` asks for on `train_text`, or reads the file it names.
 // `held_out` is the validation text: a char vocabulary takes its characters too (so
@@ -80,6 +91,14 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string
 // Metadata without a "tokenizer" entry holds a char vocabulary under "vocab", as every
 // checkpoint did before there were other kinds. `where` names the file in errors.
 std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, const std::string& where);
+// The tokenizer of a token directory made with `t` (folio tokenize --tokenizer-from):
+// `t` itself when it has an end-of-text id to put between documents; for a char
+// vocabulary without one, the same characters and an end-of-text id after them. An ids
+// tokenizer, which encodes no text, throws.
+std::unique_ptr<Tokenizer> with_end_of_text(const Tokenizer& t);
+// True when `grown` is `t` with one id added after t's ids, end-of-text, and nothing
+// else changed: a char vocabulary of a token directory made from text t encodes.
+bool adds_only_end_of_text(const Tokenizer& t, const Tokenizer& grown);
 // A tokenizer that only knows the vocabulary size, for token files made elsewhere
 // (data/id_tokenizer.cpp): it decodes id 7 as "<|7|>" and encodes nothing.
 std::unique_ptr<Tokenizer> make_id_tokenizer(int64_t vocab_size);

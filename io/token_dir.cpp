@@ -76,9 +76,15 @@ void open_foreign(TokenDir& d, int64_t vocab_size) {
     std::sort(train.begin(), train.end());
     std::sort(val.begin(), val.end());
   }
-  if (train.empty())
+  if (train.empty()) {
+    std::error_code ec;
+    const bool holds_files = !fs::is_empty(d.path, ec);
     fail("data", d.path, ": not a token directory: no ", kManifestFile, " (folio tokenize writes it last), no train.bin "
-         "(nanoGPT) and no NAME_train_NNNNNN.bin shards (llm.c)");
+         "(nanoGPT) and no NAME_train_NNNNNN.bin shards (llm.c)",
+         holds_files ? cat(". To train on the text files in it, make them a token directory first: folio tokenize ",
+                           d.path, " --out DATA_DIR (--include '*.txt' to take some), then folio train --data DATA_DIR")
+                     : "");
+  }
   if (val.empty())
     fail("data", d.path, ": has training tokens (", d.layout, ") but no validation ones: expected ",
          raw ? "val.bin" : "NAME_val_NNNNNN.bin shards");

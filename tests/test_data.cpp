@@ -59,9 +59,12 @@ TEST(Data, CorpusLoadSplitsWholeText) {
   EXPECT_EQ(c.path, default_corpus_path());
 }
 
-TEST(Data, CorpusLoadNamesPathOnBadUtf8) {
+// Bytes that are not UTF-8 are read as U+FFFD and counted, as folio tokenize does.
+TEST(Data, CorpusLoadReplacesBadUtf8) {
   const TempFile f("bad_utf8.txt", "hello\xFFworld");
-  expect_error([&] { Corpus::load(f.path.string(), 0.9, TokenizerSpec{}); }, {"[utf8]", f.path.string(), "byte offset 5"});
+  const Corpus c = Corpus::load(f.path.string(), 0.5, TokenizerSpec{});
+  EXPECT_EQ(c.invalid_utf8_bytes, 1);
+  EXPECT_EQ(c.tokenizer->decode(c.split.train) + c.tokenizer->decode(c.split.val), "hello\xEF\xBF\xBDworld");
 }
 
 // ---- UTF-8 ----

@@ -55,6 +55,10 @@ TEST(Tokenize, DocumentsAreTheMatchingReadableTextFiles) {
   EXPECT_EQ(c.documents.back().name, "src/sub/deep.c");
   const DocumentList sub = find_documents({t.dir.path.string()}, {"src/sub/*"}, [](const std::string&) {});
   ASSERT_EQ(sub.documents.size(), 1u);
+  // '**' is zero or more directories, as in git and bash: src/f0.c and src/sub/deep.c.
+  EXPECT_EQ(find_documents({t.dir.path.string()}, {"src/**/*.c"}, [](const std::string&) {}).documents.size(), 41u);
+  EXPECT_EQ(find_documents({t.dir.path.string()}, {"**/deep.c"}, [](const std::string&) {}).documents.size(), 1u);
+  EXPECT_EQ(find_documents({t.dir.path.string()}, {"src/**"}, [](const std::string&) {}).documents.size(), 42u);
   expect_error([&] { find_documents({t.dir.path.string()}, {"*.rs"}, [](const std::string&) {}); },
                {"no file matching", "--include '*.rs'"});
   expect_error([&] { find_documents({t.dir / "absent"}, {}, [](const std::string&) {}); }, {"absent", "no such file"});
@@ -159,7 +163,11 @@ TEST(Tokenize, BadInputWritesNothing) {
   spit(t.dir / "busy/keep.txt", "mine");
   o = options({t.dir / "src"});
   o.out_dir = t.dir / "busy";
-  expect_error([&] { tokenize(o); }, {"busy", "holds other files"});
+  expect_error([&] { tokenize(o); }, {"busy", "is not a token directory", "1 entry of its own (keep.txt)"});
+  o.overwrite = true;
+  expect_error([&] { tokenize(o); }, {"busy", "is not a token directory"});
+  EXPECT_EQ(fs::directory_iterator(t.dir / "busy")->path().filename(), "keep.txt");
+  o.overwrite = false;
   o.out_dir = t.dir / "done";
   tokenize(o);
   expect_error([&] { tokenize(o); }, {"done", "already holds a token directory", "--overwrite"});

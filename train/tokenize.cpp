@@ -27,7 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kChunkBytes = int64_t(8) << 20;  // text encoded at once by one thread
-constexpr const char* kStdinFile = ".stdin.txt";    // standard input, spooled into the directory
 
 enum Split { kTrain = 0, kVal = 1 };
 
@@ -133,57 +132,6 @@ class SplitWriter {
   std::string file_;
 };
 
-// What out_dir holds decides whether tokenize may write there; nothing is written yet.
-void check_out_dir(const TokenizeOptions& o) {
-  std::error_code ec;
-  if (o.out_dir.empty()) fail("tokenize", "--out is needed: the directory to write the token shards into");
-  if (!fs::exists(o.out_dir, ec)) return;
-  if (!fs::is_directory(o.out_dir, ec)) fail("tokenize", "--out ", o.out_dir, ": exists and is not a directory");
-  if (o.overwrite) return;
-  if (fs::exists(fs::path(o.out_dir) / kManifestFile, ec))
-    fail("tokenize", "--out ", o.out_dir, " already holds a token directory: --overwrite replaces it, or give another --out");
-  if (fs::exists(fs::path(o.out_dir) / kIncompleteMarker, ec)) return;  // an earlier run's leftovers: redone
-  if (!fs::is_empty(o.out_dir, ec))
-    fail("tokenize", "--out ", o.out_dir, " is a directory that holds other files: give a new or empty one (or "
-         "--overwrite to write into it anyway)");
-}
-
-// From here on the directory is being written: the marker first, then the old
-// manifest goes (so no old manifest can describe new shards), then the old shards.
-void start_out_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("tokenize", "--out ", dir, ": cannot create (", ec.message(), ")");
-  write_file_atomic((fs::path(dir) / kIncompleteMarker).string(), "folio tokenize is writing this directory\n");
-  fs::remove(fs::path(dir) / kManifestFile, ec);
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if ((name.starts_with("train_") || name.starts_with("val_")) && name.ends_with(".bin")) fs::remove(entry.path(), ec);
-  }
-}
-
-// Standard input, copied into the directory (it is one document, and its size must be
-// known to split it).
-std::string spool_stdin(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kStdinFile).string();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("tokenize", path, ": cannot create (", std::strerror(errno), ")");
-  std::vector<char> buffer(size_t(1) << 20);
-  for (;;) {
-    const ssize_t got = ::read(0, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail("tokenize", "standard input: ", std::strerror(errno));
-    if (got == 0) break;
-    for (ssize_t off = 0; off < got;) {
-      const ssize_t w = ::write(fd, buffer.data() + off, size_t(got - off));
-      if (w <= 0) ::close(fd), fail("tokenize", path, ": cannot write (", std::strerror(w < 0 ? errno : ENOSPC), ")");
-      off += w;
-    }
-  }
-  ::close(fd);
-  return path;
-}
-
 // The byte where character number `chars` of the file starts (its end if fewer).
 int64_t byte_of_char(const std::string& path, int64_t size, int64_t chars) {
   PartReader reader(path, 0, size);
@@ -262,6 +210,7 @@ void for_each_round(const std::vector<Document>& docs, const std::vector<Part>& 
 
 std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const std::vector<Document>& docs,
                                                  const std::vector<Part>& parts, const auto& progress) {
+  if (o.tokenizer_from) return with_end_of_text(*o.tokenizer_from);
   TokenizerSpec spec = o.tokenizer;
   spec.end_of_text = true;
   const int64_t round_bytes = int64_t(num_threads()) * kChunkBytes;
@@ -329,13 +278,13 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   if (o.shard_tokens < 1 || o.shard_tokens > INT32_MAX)
     fail("tokenize", "--shard-tokens must be in [1, ", INT32_MAX, "] (a shard's header counts in int32), got ", o.shard_tokens);
   if (o.inputs.empty()) fail("tokenize", "no input: give files, directories, or - for standard input");
-  check_out_dir(o);
+  check_token_out_dir(o.out_dir, o.overwrite);
   const bool from_stdin = std::find(o.inputs.begin(), o.inputs.end(), "-") != o.inputs.end();
   if (from_stdin && o.inputs.size() > 1) fail("tokenize", "- (standard input) is the only input when given");
 
   DocumentList list;
   if (from_stdin) {
-    start_out_dir(o.out_dir);
+    start_token_out_dir(o.out_dir);
     list = find_documents({spool_stdin(o.out_dir)}, {}, warn);
     list.documents[0].name = "-";
   } else {
@@ -362,7 +311,7 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
            " fell into val at --val-fraction ", o.val_fraction, " (a document validates when its name hashes below "
            "the fraction): give ", val_docs == 0 ? "a larger" : "a smaller", " --val-fraction or more documents");
   }
-  if (!from_stdin) start_out_dir(o.out_dir);
+  if (!from_stdin) start_token_out_dir(o.out_dir);
 
   const std::unique_ptr<Tokenizer> tokenizer = make_corpus_tokenizer(o, docs, parts, progress);
   // SentencePiece's trainer peaks at ~25 times its sample and frees it all; glibc would
@@ -395,7 +344,11 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
       Chunk& c = chunks[i];
       c.replaced = replace_invalid_utf8(c.text);
       c.chars = count_chars(c.text);
-      c.ids = encode_in_blocks(*tokenizer, c.text);
+      try {
+        c.ids = encode_in_blocks(*tokenizer, c.text);
+      } catch (const Error& e) {  // a checkpoint's char vocabulary may lack a character
+        fail("tokenize", docs[parts[c.part].doc].path, ": ", e.what());
+      }
     });
     for (Chunk& c : chunks) {
       const Part& p = parts[c.part];
@@ -418,9 +371,7 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   writers[0].close();
   writers[1].close();
   write_file_atomic((fs::path(o.out_dir) / kManifestFile).string(), m.to_json());
-  std::error_code ec;
-  fs::remove(fs::path(o.out_dir) / kStdinFile, ec);
-  fs::remove(fs::path(o.out_dir) / kIncompleteMarker, ec);
+  finish_token_out_dir(o.out_dir);
   return m;
 }
 

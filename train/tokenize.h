@@ -9,7 +9,7 @@
 //   2. make the tokenizer: char takes every character of the corpus (one pass over
 //      it) plus an end-of-text id; bpe and unigram train on a bounded sample of the
 //      training documents (whole documents in a stable pseudo-random order, up to
-//      sample_bytes); a .model file is read;
+//      sample_bytes); a .model file is read; a checkpoint's is taken as it is;
 //   3. encode every document on all threads, in rounds of a few MB per thread, and
 //      append the ids in document order, each document after an end-of-text id, to
 //      the split's shards (io/token_shard.h), starting a new shard every
@@ -20,11 +20,13 @@
 // interrupted or failed run leaves nothing that folio train accepts.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "data/tokenizer.h"
 #include "io/token_manifest.h"
+#include "train/tokenize_out_dir.h"
 
 namespace folio {
 
@@ -33,10 +35,14 @@ struct TokenizeOptions {
   std::vector<std::string> include;  // data/documents.h: glob patterns; empty: every file
   std::string out_dir;
   TokenizerSpec tokenizer;
+  // A checkpoint's tokenizer to use instead of making one (--tokenizer-from), so that a
+  // run --init-from that checkpoint can train on the directory: used as it is, but a
+  // char vocabulary gains an end-of-text id (data/tokenizer.h: with_end_of_text).
+  std::shared_ptr<const Tokenizer> tokenizer_from;
   double val_fraction = 0.1;
   int64_t shard_tokens = 100'000'000;  // as llm.c's shards
   int64_t sample_bytes = int64_t(64) << 20;  // text a bpe or unigram tokenizer trains on
-  bool overwrite = false;                    // replace what out_dir holds
+  bool overwrite = false;                    // replace the token directory out_dir holds
   std::string command;                       // recorded in the manifest
 };
 
@@ -49,8 +55,5 @@ struct TokenizeProgress {
 // manifest. `progress` hears each round; `warn` each skipped or replaced file.
 TokenManifest tokenize_corpus(const TokenizeOptions& options, const std::function<void(const TokenizeProgress&)>& progress,
                               const std::function<void(const std::string&)>& warn);
-
-// The marker file an unfinished token directory holds.
-constexpr const char* kIncompleteMarker = ".tokenize-incomplete";
 
 }  // namespace folio

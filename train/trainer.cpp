@@ -13,6 +13,7 @@
 #include "autograd/parallel.h"
 #include "train/batch_warmup.h"
 #include "train/distributed.h"
+#include "train/init_from.h"
 #include "train/progress.h"
 #include "train/seq_warmup.h"
 
@@ -69,20 +70,6 @@ void check_splits(const TrainingData& data, int64_t block_size) {
            " tokens, needs at least block_size + 1 = ", block_size + 1);
 }
 
-// The model a run --init-from `ck` starts with: its weights and options, but this
-// run's seed (dropout draws) and, when given, dropout.
-std::unique_ptr<nn::GPT> model_from(const ModelCheckpoint& ck, const nn::GPTConfig& given, bool dropout_given) {
-  nn::GPTConfig config = ck.model->config();
-  config.seed = given.seed;
-  if (dropout_given) config.dropout = given.dropout;
-  auto model = std::make_unique<nn::GPT>(config);
-  const Tensor& from = ck.model->flat_parameters();
-  const Tensor& to = model->flat_parameters();
-  std::copy(from.data(), from.data() + from.numel(), to.data());
-  to.mark_modified();
-  return model;
-}
-
 // This rank's sequences of a batch of B: [begin, end).
 std::pair<int64_t, int64_t> my_share(int64_t B) {
   const int64_t r = dist::rank(), n = dist::size();
@@ -131,7 +118,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     dist::barrier();
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
-    data_ = TrainingData::open(opt_.train.data, opt_.train.train_fraction, ck.tokenizer);
+    data_ = TrainingData::open(opt_.train.data, opt_.train.train_fraction, ck.tokenizer, run_dir_.model_file());
     if (data_.fingerprint != st.data_fingerprint)
       fail("data", opt_.train.data, ": its tokens are not the ones this run trained on (fingerprint ",
            data_.fingerprint.empty() ? "none: a text file" : data_.fingerprint, ", the run's ",
@@ -155,10 +142,16 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   } else {
     std::optional<ModelCheckpoint> init;
     if (!opt_.train.init_from.empty()) init = load_model(opt_.train.init_from);
-    data_ = init ? TrainingData::open(opt_.train.data, opt_.train.train_fraction, init->tokenizer)
+    data_ = init ? TrainingData::open(opt_.train.data, opt_.train.train_fraction, init->tokenizer, opt_.train.init_from,
+                                      /*may_add_end_of_text=*/true)
                  : TrainingData::open(opt_.train.data, opt_.train.train_fraction,
                                       TokenizerSpec{opt_.train.tokenizer, opt_.train.vocab_size});
-    std::unique_ptr<nn::GPT> init_model = init ? model_from(*init, opt_.model, opt_.dropout_given) : nullptr;
+    std::unique_ptr<nn::GPT> init_model;
+    if (init) {
+      InitModel from = model_from(*init, opt_.model, opt_.dropout_given, data_.tokenizer->vocab_size());
+      init_model = std::move(from.model);
+      init_note_ = std::move(from.note);
+    }
     if (init_model) opt_.model = init_model->config();
     opt_.model.vocab_size = data_.tokenizer->vocab_size();
     check_saveable(&opt_.model, opt_.train);
@@ -309,6 +302,7 @@ Trainer::Losses Trainer::run() {
                      data_.train_bytes ? bytes_a_token(data_.train_bytes, int64_t(data_.train.size())) : "",
                      tc.sampling == Sampling::epoch ? ", epoch sampling" : "", ")",
                      dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
+  if (!init_note_.empty()) progress.say(init_note_);
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
     progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->momentum().size(),
                      " weights), AdamW on the other ", optimizer_->adamw().m().size()));

@@ -62,6 +62,7 @@ class Trainer {
 
   const nn::GPT& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *data_.tokenizer; }
+  const TrainingData& data() const { return data_; }
   int64_t step() const { return step_; }
   // Seconds spent in training steps, over the whole run (resumes included): evaluations
   // and saves are not counted. On several ranks, rank 0's clock.
@@ -92,6 +93,7 @@ class Trainer {
   float best_val_ = 0;
   bool has_best_ = false;
   int stop_signal_ = 0;
+  std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
 };
 
 }  // namespace folio

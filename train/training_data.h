@@ -15,6 +15,7 @@ struct TrainingData {
   std::shared_ptr<const Tokenizer> tokenizer;
   TokenSequence train, val;
   int64_t train_bytes = 0, val_bytes = 0, val_chars = 0;  // 0: not known (token files made elsewhere)
+  int64_t invalid_utf8_bytes = 0;  // a text's bytes that were not UTF-8, read as U+FFFD (tokenize counts its own)
   std::string path;
   std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
   std::string fingerprint;  // a token directory's (io/token_manifest.h); "" for a text
@@ -30,9 +31,13 @@ struct TrainingData {
   // asks, or a token directory (its own tokenizer; spec must then ask for none, and
   // spec.vocab_size is the vocabulary of files without a manifest).
   static TrainingData open(const std::string& path, double train_fraction, const TokenizerSpec& spec);
-  // The data of a run that already has its tokenizer (a checkpoint's): a text is
-  // encoded with it; a token directory must have been made with it.
-  static TrainingData open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer);
+  // The data of a run that already has its tokenizer (the checkpoint's that
+  // `checkpoint` names in errors): a text is encoded with it; a token directory must
+  // have been made with it, or, with `may_add_end_of_text` (a run --init-from a char
+  // checkpoint), with its characters and an end-of-text id (folio tokenize
+  // --tokenizer-from): the data's tokenizer is then the directory's, one id larger.
+  static TrainingData open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
+                           const std::string& checkpoint = "the checkpoint", bool may_add_end_of_text = false);
 };
 
 }  // namespace folio

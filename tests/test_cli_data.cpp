@@ -1,0 +1,99 @@
+// folio train's data through the binary, as a user's second hour meets it: what info
+// says of a run's tokenizer and what --resume accepts, a folder of text, bytes that are
+// not UTF-8, and a resumed run on other data.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/support.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_contains;
+using testing::Result;
+
+class CliData : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_small_corpus(dir_.path / "text.txt", 30000); }
+  Result folio(const std::string& args) const { return testing::run_folio(testing::words(args), dir_.path); }
+  std::string text() const { return dir_ / "text.txt"; }
+  // A short run into `out`; a small model unless it starts --init-from one.
+  std::string run(const std::string& out, int iters, bool small = true) const {
+    return (small ? " --n-layer 1 --n-head 2 --n-embd 32 --block-size 32" : "") + std::string(" --out ") + (dir_ / out) +
+           " --batch-size 8 --eval-interval 10 --eval-iters 2 --warmup-iters 2 --threads 2 --quiet --max-iters " +
+           std::to_string(iters);
+  }
+  testing::TempDir dir_{"cli_data"};
+};
+
+// A run on a token directory, and one started --init-from it, took their tokenizer from
+// there: info gives the flags that describe it, not the defaults, and --resume accepts
+// them (and still refuses others).
+TEST_F(CliData, InfoAndResumeKnowATokenizerThatCameFromTheData) {
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer bpe --vocab-size 400 --out " + (dir_ / "tok")).code, 0);
+  ASSERT_EQ(folio("train --data " + (dir_ / "tok") + run("dir", 5)).code, 0);
+  const Result info = folio("info --checkpoint " + (dir_ / "dir"));
+  ASSERT_EQ(info.code, 0) << info.err;
+  expect_contains(info.out, {"spm (SentencePiece), 400 pieces",
+                             "tokenizer    --tokenizer bpe --vocab-size 400 (the token directory's)"});
+  EXPECT_EQ(info.out.find("--tokenizer char"), std::string::npos) << info.out;
+  const Result resumed = folio("train --resume --tokenizer bpe --vocab-size 400" + run("dir", 10));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  const Result unigram = folio("train --resume --tokenizer unigram --vocab-size 400" + run("dir", 15));
+  EXPECT_EQ(unigram.code, 2);
+  expect_contains(unigram.err, {"--tokenizer unigram --vocab-size 400 is not the tokenizer of the run", "400 pieces"});
+  // A new run may give them too: they describe the directory's tokenizer.
+  EXPECT_EQ(folio("train --data " + (dir_ / "tok") + " --tokenizer bpe --vocab-size 400" + run("again", 2)).code, 0);
+  const Result wrong = folio("train --data " + (dir_ / "tok") + " --tokenizer bpe --vocab-size 500" + run("wrong", 2));
+  EXPECT_EQ(wrong.code, 2);
+  expect_contains(wrong.err, {"goes with a text file", "400 pieces"});
+
+  ASSERT_EQ(folio("train --init-from " + (dir_ / "dir") + " --data " + text() + run("tuned", 5, false)).code, 0);
+  expect_contains(folio("info --checkpoint " + (dir_ / "tuned")).out,
+                  {"tokenizer    --tokenizer bpe --vocab-size 400 (the --init-from checkpoint's)"});
+  const Result tuned = folio("train --resume --tokenizer bpe --vocab-size 400" + run("tuned", 10, false));
+  EXPECT_EQ(tuned.code, 0) << tuned.err;
+}
+
+// A folder of text files is not a token directory: the refusal says how to make one.
+TEST_F(CliData, AFolderOfTextSuggestsTokenize) {
+  fs::create_directories(dir_.path / "texts");
+  testing::spit(dir_.path / "texts" / "a.txt", "some text\n");
+  const Result r = folio("train --data " + (dir_ / "texts") + run("r", 5));
+  EXPECT_EQ(r.code, 2);
+  expect_contains(r.err, {"not a token directory", "folio tokenize " + (dir_ / "texts") + " --out DATA_DIR",
+                          "folio train --data DATA_DIR"});
+}
+
+// Bytes that are not UTF-8 are read as U+FFFD, as folio tokenize reads them, and counted.
+TEST_F(CliData, InvalidUtf8IsReplacedAndCounted) {
+  std::string bad = testing::slurp(text());
+  bad[100] = '\xff', bad[2000] = '\xe9', bad[29000] = '\xc3';  // a Latin-1 byte, a cut-off sequence
+  testing::spit(dir_.path / "bad.txt", bad);
+  const Result r = folio("train --data " + (dir_ / "bad.txt") + run("r", 2));
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_contains(r.err, {"bad.txt: not valid UTF-8; 3 bytes replaced by U+FFFD"});
+  const Result clean = folio("train --data " + text() + run("clean", 2));
+  EXPECT_EQ(clean.code, 0);
+  EXPECT_EQ(clean.err.find("UTF-8"), std::string::npos) << clean.err;
+}
+
+// --resume on other data: best.safetensors was chosen on the old val split, and the
+// warning says its loss will be compared with the new one's. The same data says nothing.
+TEST_F(CliData, ResumeOnOtherDataWarnsAboutTheBestCheckpoint) {
+  testing::write_small_corpus(dir_.path / "other.txt", 20000);
+  ASSERT_EQ(folio("train --data " + text() + run("r", 5)).code, 0);
+  const Result same = folio("train --resume --data " + text() + run("r", 8));
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.err.find("best.safetensors"), std::string::npos) << same.err;
+  const Result other = folio("train --resume --data " + (dir_ / "other.txt") + run("r", 10));
+  EXPECT_EQ(other.code, 0) << other.err;
+  expect_contains(other.err, {"--data " + (dir_ / "other.txt") + " is not the data the run trained on so far (" + text(),
+                              "best.safetensors", "compared"});
+}
+
+}  // namespace
+}  // namespace folio

@@ -1,0 +1,186 @@
+// folio tokenize through the binary, and a token directory's way into folio train:
+// where tokenize may write, a checkpoint's tokenizer reused, fine-tuning on the result.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "io/checkpoint.h"
+#include "io/json.h"
+#include "tests/support.h"
+#include "train/init_from.h"
+
+namespace folio {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_contains;
+using testing::Result;
+
+class CliTokenize : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_small_corpus(dir_.path / "text.txt", 30000); }
+  Result folio(const std::string& args) const { return testing::run_folio(testing::words(args), dir_.path); }
+  std::string text() const { return dir_ / "text.txt"; }
+  // A short run of a small model (or of the --init-from one) into `out`.
+  std::string run(const std::string& out, int iters, bool small = true) const {
+    return (small ? " --n-layer 1 --n-head 2 --n-embd 32 --block-size 32" : "") + std::string(" --out ") + (dir_ / out) +
+           " --batch-size 8 --eval-interval 10 --eval-iters 2 --warmup-iters 2 --threads 2 --max-iters " +
+           std::to_string(iters);
+  }
+  testing::TempDir dir_{"cli_tokenize"};
+};
+
+// --overwrite replaces a token directory; a folder of anything else (runs, notes) is
+// refused before a byte is written, naming the folder and what it holds.
+TEST_F(CliTokenize, OverwriteNeverWritesIntoAFolderOfOtherFiles) {
+  for (int i = 1; i <= 4; ++i) {
+    fs::create_directories(dir_.path / "runs" / ("run" + std::to_string(i)));
+    testing::spit(dir_.path / "runs" / ("run" + std::to_string(i)) / "log.csv", "step\n");
+  }
+  fs::create_directories(dir_.path / "notes");
+  testing::spit(dir_.path / "notes" / "notes.txt", "mine");
+  for (const std::string overwrite : {"", " --overwrite"})
+    for (const std::string out : {"runs", "notes"}) {
+      const testing::Snapshot before = testing::snapshot(dir_.path / out);
+      const Result r = folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / out) + overwrite);
+      EXPECT_EQ(r.code, 2) << out << overwrite << "\n" << r.err;
+      expect_contains(r.err, {"--out " + (dir_ / out), "is not a token directory",
+                              out == "runs" ? "4 entries of its own (run1/, run2/, run3/, run4/)"
+                                            : "1 entry of its own (notes.txt)"});
+      EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path / out)), "") << out << overwrite;
+    }
+  // A token directory is replaced with --overwrite, and only with it.
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / "tok")).code, 0);
+  const Result again = folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / "tok"));
+  EXPECT_EQ(again.code, 2);
+  expect_contains(again.err, {"already holds a token directory", "--overwrite"});
+  const Result replaced = folio("tokenize " + text() + " --tokenizer char --val-fraction 0.2 --overwrite --out " +
+                                (dir_ / "tok"));
+  EXPECT_EQ(replaced.code, 0) << replaced.err;
+}
+
+// A char model fine-tunes on a token directory of text it can encode: the directory's
+// vocabulary is the model's characters and end-of-text, whether made with --tokenizer
+// char from the same text or with --tokenizer-from the checkpoint. The model gains the
+// end-of-text rows and says so; the run resumes on the directory. Another tokenizer is
+// refused with the way to make a directory that fits.
+TEST_F(CliTokenize, CharModelFineTunesOnATokenDirectory) {
+  ASSERT_EQ(folio("train --quiet --data " + text() + run("base", 10)).code, 0);
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / "chars")).code, 0);
+  const Result from = folio("tokenize " + text() + " --tokenizer-from " + (dir_ / "base") + " --out " + (dir_ / "from"));
+  ASSERT_EQ(from.code, 0) << from.err;
+  expect_contains(from.out, {"and end-of-text"});
+  for (const std::string dir : {"chars", "from"}) {
+    const Result t = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / dir) + run("tuned_" + dir, 10, false));
+    ASSERT_EQ(t.code, 0) << t.err;
+    expect_contains(t.out, {"vocabulary: the checkpoint's ", " ids and end-of-text", "token_embedding.weight",
+                            "lm_head.weight", "start as the mean of the other rows"});
+    expect_contains(folio("info --checkpoint " + (dir_ / ("tuned_" + dir))).out,
+                    {"characters and end-of-text", " y z <end-of-text>\n"});
+  }
+  const Result resumed = folio("train --resume --quiet" + run("tuned_from", 15, false));
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+
+  // A directory of another tokenizer: refused, naming both routes.
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer bpe --vocab-size 400 --out " + (dir_ / "bpe")).code, 0);
+  const Result other = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / "bpe") + run("x", 5, false));
+  EXPECT_EQ(other.code, 2);
+  expect_contains(other.err, {"was tokenized with spm", "--tokenizer-from " + (dir_ / "base")});
+  EXPECT_FALSE(fs::exists(dir_.path / "x" / "model.safetensors"));
+  // Text the checkpoint's characters do not cover is named.
+  testing::spit(dir_.path / "snow.txt", std::string(3000, 'a') + "\xE2\x98\x83");
+  const Result snow = folio("tokenize " + (dir_ / "snow.txt") + " --tokenizer-from " + (dir_ / "base") + " --out " +
+                            (dir_ / "snow"));
+  EXPECT_EQ(snow.code, 1);
+  expect_contains(snow.err, {"snow.txt", "U+2603", "not in the model's vocabulary"});
+  const Result both = folio("tokenize " + text() + " --tokenizer char --tokenizer-from " + (dir_ / "base") + " --out " +
+                            (dir_ / "both"));
+  EXPECT_EQ(both.code, 2);
+  expect_contains(both.err, {"--tokenizer and --tokenizer-from"});
+}
+
+// A SentencePiece model fine-tunes on a directory made with its own model: from the
+// checkpoint, or exported to a .model file first; the message for another names both.
+TEST_F(CliTokenize, BpeModelFineTunesOnADirectoryOfItsTokenizer) {
+  ASSERT_EQ(folio("train --quiet --tokenizer bpe --vocab-size 400 --data " + text() + run("base", 5)).code, 0);
+  ASSERT_EQ(folio("info --checkpoint " + (dir_ / "base") + " --export-tokenizer " + (dir_ / "m.model")).code, 0);
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer " + (dir_ / "m.model") + " --out " + (dir_ / "file")).code, 0);
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer-from " + (dir_ / "base") + " --out " + (dir_ / "from")).code, 0);
+  for (const std::string dir : {"file", "from"}) {
+    const Result t = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / dir) + run("tuned_" + dir, 5, false));
+    EXPECT_EQ(t.code, 0) << t.err;
+    EXPECT_EQ(t.out.find("vocabulary:"), std::string::npos) << "the same tokenizer: nothing grows";
+  }
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer bpe --vocab-size 500 --out " + (dir_ / "other")).code, 0);
+  const Result other = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / "other") + run("x", 5, false));
+  EXPECT_EQ(other.code, 2);
+  expect_contains(other.err, {"--tokenizer-from " + (dir_ / "base"), "--export-tokenizer", "--tokenizer FILE.model"});
+}
+
+// The grown model: every table indexed by token keeps its rows where the tokens are
+// (the bigram table's pairs move to their new places) and the new rows are the mean of
+// the old; every other weight is the checkpoint's.
+TEST(InitFrom, NewTokenRowsAreTheMeanOfTheOld) {
+  nn::GPTConfig c;
+  c.vocab_size = 5, c.block_size = 8, c.n_layer = 1, c.n_head = 2, c.n_embd = 8;
+  c.bigram = c.value_embed = true, c.mtp = 0.5f;
+  ModelCheckpoint ck{std::make_unique<nn::GPT>(c), make_tokenizer({"char"}, "abcde"), 0, "ck"};
+  const InitModel grown = model_from(ck, c, false, 6);
+  ASSERT_EQ(grown.model->config().vocab_size, 6);
+  const nn::NamedParameters old = ck.model->named_parameters(), now = grown.model->named_parameters();
+  ASSERT_EQ(old.size(), now.size());
+  const int64_t V = 5;
+  std::vector<std::string> grown_names;
+  for (size_t k = 0; k < old.size(); ++k) {
+    const auto& [name, from] = old[k];
+    const Tensor& to = now[k].second;
+    ASSERT_EQ(name, now[k].first);
+    if (from.numel() == to.numel()) {
+      EXPECT_TRUE(std::equal(from.data(), from.data() + from.numel(), to.data())) << name;
+      continue;
+    }
+    grown_names.push_back(name);
+    const int64_t width = from.numel() / from.shape()[0];
+    auto row = [&](const Tensor& t, int64_t r) { return std::vector<float>(t.data() + r * width, t.data() + (r + 1) * width); };
+    std::vector<double> mean(static_cast<size_t>(width), 0.0);
+    for (int64_t r = 0; r < from.shape()[0]; ++r)
+      for (int64_t i = 0; i < width; ++i) mean[size_t(i)] += from.data()[r * width + i] / double(from.shape()[0]);
+    if (name == "bigram_embedding.weight") {
+      EXPECT_EQ(row(to, 2 * (V + 1) + 3), row(from, 2 * V + 3));      // the pair (2, 3)
+      EXPECT_EQ(row(to, (V + 1) * (V + 1) + 4), row(from, V * V + 4));  // 4 first in a sequence
+      EXPECT_NEAR(to.data()[(2 * (V + 1) + V) * width], mean[0], 1e-6);  // (2, end-of-text): new
+    } else {
+      EXPECT_EQ(row(to, 3), row(from, 3)) << name;
+      for (int64_t i = 0; i < width; ++i) EXPECT_NEAR(to.data()[V * width + i], mean[size_t(i)], 1e-6) << name;
+    }
+  }
+  EXPECT_EQ(grown_names, (std::vector<std::string>{"token_embedding.weight", "lm_head.weight", "lm_head.bias",
+                                                   "bigram_embedding.weight", "value_embeddings.0.weight",
+                                                   "mtp_head.weight", "mtp_head.bias"}));
+}
+
+// --include 'a/**/*.h' takes the headers at any depth below a/, a/ itself included.
+TEST_F(CliTokenize, DoubleStarMatchesAnyDepth) {
+  int expected = 0;
+  for (const std::string sub : {"", "b/", "b/c/", "b/c/d/"})
+    for (int i = 0; i < 6; ++i) {
+      fs::create_directories(dir_.path / "tree" / "a" / sub);
+      const std::string n = std::to_string(i);
+      testing::spit(dir_.path / "tree" / ("a/" + sub + "h" + n + ".h"), "int x" + n + ";\n");
+      testing::spit(dir_.path / "tree" / ("a/" + sub + "c" + n + ".c"), "int y;\n");
+      ++expected;
+    }
+  fs::create_directories(dir_.path / "tree" / "z");
+  testing::spit(dir_.path / "tree" / "z" / "other.h", "int z;\n");
+  const Result r = folio("tokenize " + (dir_ / "tree") +
+                         " --include 'a/**/*.h' --tokenizer char --val-fraction 0.5 --out " + (dir_ / "tok"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json m = Json::parse(testing::slurp(dir_.path / "tok" / "manifest.json"));
+  const Json& splits = *m.find("splits");
+  EXPECT_EQ(splits.find("train")->find("documents")->as_int() + splits.find("val")->find("documents")->as_int(), expected);
+}
+
+}  // namespace
+}  // namespace folio
