@@ -23,8 +23,9 @@
 #     ranks' --comm-timeout (folio's watchdog, train/distributed.h) for a collective that
 #     waits on the dead link, and Open MPI's keepalive on the daemons' connections
 #     (oob_tcp_keepalive_*), which ends mpirun and the far daemon.
-# Skipped (exit 77) unless root, ip netns works, and mpirun and numpy are there.
-# Everything it creates (namespaces, veth, processes, files) goes on every exit path.
+# Skipped (exit 77) unless root, ip netns works, and mpirun and numpy are there; the
+# prerequisites are checked before anything is made. Everything it creates (namespaces,
+# veth, the /run/netns mount, processes, files) goes on every exit path.
 set -euo pipefail
 mode=${1:?usage: netns-mpi.sh test|bench FOLIO [STEPS] [REPS]}
 folio=$(realpath "${2:?usage: netns-mpi.sh test|bench FOLIO}")
@@ -35,25 +36,44 @@ skip() { echo "skipped: $*"; exit 77; }
 command -v ip >/dev/null || skip "no ip (iproute2)"
 command -v mpirun >/dev/null || skip "no mpirun"
 "$python" -c "import numpy" 2>/dev/null || skip "$python has no numpy"
+# What the namespaces need, tried first in throwaway namespaces that vanish with their
+# process, so that a skip leaves nothing behind: the rights to make a network and a
+# mount namespace (ip netns exec needs both) and veth links.
+command -v unshare >/dev/null || skip "no unshare (util-linux)"
+unshare --net --mount true 2>/dev/null || skip "cannot make network and mount namespaces here"
+unshare --net ip link add fprobe0 type veth peer name fprobe1 2>/dev/null || skip "cannot make a veth link here"
+[ -d /run ] && [ -w /run ] || skip "/run is not writable (ip netns keeps its namespaces in /run/netns)"
 
 # Names and a private /24 of our own (two runs at once do not meet).
 tag=fo$$
 ns=("${tag}a" "${tag}b")
 net=10.231.$(($$ % 250)).
 addr=("${net}1" "${net}2")
-work=$(mktemp -d "${TMPDIR:-/tmp}/folio-netns.XXXXXX")
+# ip netns add makes /run/netns and binds it onto itself (once per boot, and ip netns
+# del never undoes it): whatever of that this run made, it unmakes.
+netns_dir_existed=false netns_dir_mounted=false
+[ -d /run/netns ] && netns_dir_existed=true
+mountpoint -q /run/netns 2>/dev/null && netns_dir_mounted=true
+work=""
 teardown() {
   for n in "${ns[@]}"; do
     pids=$(ip netns pids "$n" 2>/dev/null || true)
     [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
     ip netns del "$n" 2>/dev/null || true
   done
-  rm -rf "$work"
+  # Only when no other namespace lives there: another run's would go with the mount.
+  if [ -d /run/netns ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+    if ! $netns_dir_mounted && mountpoint -q /run/netns 2>/dev/null; then umount /run/netns 2>/dev/null || true; fi
+    $netns_dir_existed || rmdir /run/netns 2>/dev/null || true
+  fi
+  [ -z "$work" ] || rm -rf "$work"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
+work=$(mktemp -d "${TMPDIR:-/tmp}/folio-netns.XXXXXX")
 
-# Any step refused (a container without the rights, a kernel without veth) skips.
+# Any step still refused (a kernel or container that allowed the tries above but not
+# this) skips, and the trap takes down what was made.
 make_link() {
   ip netns add "${ns[0]}" && ip netns add "${ns[1]}" &&
     ip link add "${tag}x" type veth peer name "${tag}y" &&
