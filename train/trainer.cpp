@@ -3,10 +3,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
+#include <csignal>  // SIGTERM
 #include <optional>
 
 #include "autograd/error.h"
@@ -16,6 +15,7 @@
 #include "train/init_from.h"
 #include "train/progress.h"
 #include "train/seq_warmup.h"
+#include "train/stop_signals.h"
 
 namespace folio {
 namespace {
@@ -24,40 +24,6 @@ namespace {
 std::string bytes_a_token(int64_t bytes, int64_t tokens) {
   const double b = double(std::lround(100.0 * double(bytes) / double(tokens))) / 100.0;
   return cat(", ", b, b == 1.0 ? " byte a token" : " bytes a token");
-}
-
-std::atomic<bool> g_interrupted{false};
-std::atomic<int> g_signal{0};  // the first stop signal received
-void on_stop(int sig) {
-  int none = 0;
-  g_signal.compare_exchange_strong(none, sig);
-  g_interrupted = true;
-}
-
-// Ctrl-C and SIGTERM (kill, a container or job scheduler stopping the run) both end
-// the step, save, say so and exit 128 + the signal, as a shell expects of a program
-// stopped by one; the previous handlers come back when the loop ends, however it ends.
-struct StopSignals {
-  void (*on_int)(int) = std::signal(SIGINT, on_stop);
-  void (*on_term)(int) = std::signal(SIGTERM, on_stop);
-  StopSignals() { g_interrupted = false, g_signal = 0; }
-  ~StopSignals() {
-    std::signal(SIGINT, on_int);
-    std::signal(SIGTERM, on_term);
-  }
-};
-
-// SIGPIPE (`folio train | head`: the reader of the progress is gone) would kill the
-// process between two writes, say between a log row and the save it belongs to. It
-// stops the run like SIGTERM instead, and for the whole run: the final evaluation
-// still prints, and those writes fail quietly.
-struct PipeSignal {
-  void (*before)(int) = std::signal(SIGPIPE, on_stop);
-  ~PipeSignal() { std::signal(SIGPIPE, before); }
-};
-
-const char* signal_name(int sig) {
-  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGPIPE ? "SIGPIPE" : "a signal";
 }
 
 // Every split must hold one window of the model's context: block_size inputs and
@@ -343,7 +309,7 @@ Trainer::Losses Trainer::run() {
   auto more = [&] {
     return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
   };
-  for (; more() && !(interrupted = dist::any(g_interrupted)); ++step_) {
+  for (; more() && !(interrupted = dist::any(stop_requested())); ++step_) {
     if (step_ % tc.eval_interval == 0 && !(opt_.resume && step_ == first_step))
       evaluate_and_save(step_ > first_step);
     const auto step_start = std::chrono::steady_clock::now();
@@ -378,7 +344,7 @@ Trainer::Losses Trainer::run() {
   }
   }
   // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
-  if (interrupted) stop_signal_ = g_signal ? g_signal.load() : SIGTERM;
+  if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
   if (step_ > first_step || !opt_.resume) evaluate_and_save(true);
   if (interrupted) {
     if (root)
