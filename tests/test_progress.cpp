@@ -1,5 +1,5 @@
-// What a training run shows while it runs: the live line fits the terminal, and the
-// ETA does not jump with every evaluation.
+// What a training run shows while it runs: the live line fits the terminal, the ETA
+// does not jump with every evaluation, and tokens/s is of the steps alone.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -52,6 +52,29 @@ TEST(Progress, EtaCountsDownWithoutJumps) {
     previous = left;
   }
   EXPECT_NEAR(previous, 2.0, 0.05);  // the last evaluation is still ahead
+}
+
+// Steps of 10 ms of training time, and an evaluation (here a pause of 300 ms) between
+// two of them: tokens/s is the steps' tokens over the steps' time, on the progress
+// line and in log.csv's row, not dragged down by the evaluation's wall time.
+TEST(Progress, ThroughputLeavesOutEvaluations) {
+  TempDir d("progress_rate");
+  Progress p({.quiet = true, .max_iters = 100, .log_interval = 50, .log_file = d / "log.csv",
+              .plot_file = d / "loss.svg", .run_name = "r", .eval_interval = 2, .train_seconds = 5.0},
+             false);
+  p.step_done(0, 3.0f, 1e-3f, 5.01, 1000);
+  p.step_done(1, 3.0f, 1e-3f, 5.02, 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the evaluation and its save
+  p.evaluated(2, 3.0f, 3.1f, 1e-3f, 5.02);
+  p.step_done(2, 3.0f, 1e-3f, 5.03, 1000);
+  EXPECT_NEAR(p.tokens_per_sec(), 100000, 1);  // 3000 tokens in 30 ms
+  p.evaluated(3, 3.0f, 3.1f, 1e-3f, 5.03);
+  std::ifstream log(d / "log.csv");
+  std::string header, row, cell;
+  std::getline(log, header), std::getline(log, row), std::getline(log, row);
+  std::istringstream cells(row);
+  for (int i = 0; i < 5; ++i) std::getline(cells, cell, ',');  // tokens_per_sec
+  EXPECT_NEAR(std::stod(cell), 100000, 1) << row;
 }
 
 // A pseudo-terminal `columns` wide: its master and the path of its other end; none

@@ -110,7 +110,7 @@ Progress::Progress(Options options, bool resume)
     : o_(std::move(options)),
       live_(!o_.quiet && isatty(fileno(stdout))),
       start_(Clock::now()),
-      window_start_(start_),
+      window_start_(o_.train_seconds),
       best_val_(std::numeric_limits<float>::infinity()) {
   curve_.name = o_.run_name;
   if (o_.log_file.empty()) return;
@@ -141,12 +141,12 @@ double Progress::elapsed() const { return std::chrono::duration<double>(Clock::n
 
 void Progress::step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens) {
   window_tokens_ += tokens;
-  const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
+  const double window = train_seconds - window_start_;
   if (window > 0) tokens_per_sec_ = double(window_tokens_) / window;
   eta_.step_done(elapsed(), evaluated_since_step_);
   evaluated_since_step_ = false;
   const bool log_now = (step + 1) % o_.log_interval == 0;
-  if (log_now) window_start_ = Clock::now(), window_tokens_ = 0;
+  if (log_now) window_start_ = train_seconds, window_tokens_ = 0;
   if (o_.quiet || !(live_ || log_now)) return;
   // Whichever limit comes first: the steps left at this speed, the budget left.
   // Evaluations before the steps left (at multiples of eval_interval), and the last one.

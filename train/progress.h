@@ -2,7 +2,9 @@
 // What a training run tells the person watching it, and what it keeps for later:
 //  - on a terminal, one line redrawn in place after every step (step, loss, lr,
 //    tokens/s, elapsed, ETA, best val so far), cut to the terminal's width by dropping
-//    the least important fields; elsewhere a line every log_interval;
+//    the least important fields; elsewhere a line every log_interval. tokens/s (and
+//    log.csv's tokens_per_sec) is of the steps' time since the last line: the
+//    evaluations and saves between steps are not in it;
 //  - a line per evaluation, naming the loss plot;
 //  - log.csv (a row per evaluation) and loss.svg (the curves), rewritten at every
 //    evaluation so the picture is never behind the log. Its elapsed_s is the wall time
@@ -61,19 +63,22 @@ class Progress {
     std::string log_file, plot_file, run_name;  // empty log_file: keep no log (not rank 0)
     int64_t resume_step = 0;  // resuming: the checkpoint's step
     int64_t eval_interval = 0;  // evaluations at every multiple, and at the end (for the ETA)
+    double train_seconds = 0;   // the run's training time when this process starts (resuming: the checkpoint's)
   };
   // resume: append to the log (cut back to resume_step) and extend the plot with the
   // evaluations before.
   Progress(Options options, bool resume);
 
   // After step `step` (0-based), which trained on `tokens` tokens; train_seconds: the
-  // run's training time so far.
+  // run's training time so far, the clock of tokens/s: evaluations and saves between
+  // steps are not throughput.
   void step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens);
   void evaluated(int64_t step, float train, float val, float lr, double train_seconds);  // logs, plots, prints
   void say(const std::string& line);                            // a line of its own
   void notice(const std::string& line);                         // one on stderr, even when quiet
   double elapsed() const;                                       // seconds since this process started
   float best_val() const { return best_val_; }
+  double tokens_per_sec() const { return tokens_per_sec_; }  // over the steps since the last progress line
 
  private:
   Options o_;
@@ -84,8 +89,9 @@ class Progress {
   int columns_ = 9;  // of log.csv: a log begun before val_bpc (7), train_s (8) or val_bpb (9) goes on without
   std::ofstream log_;
   viz::LossCurve curve_;
-  std::chrono::steady_clock::time_point start_, window_start_;
-  int64_t window_tokens_ = 0;  // trained on since the last progress line
+  std::chrono::steady_clock::time_point start_;
+  double window_start_;        // training seconds at the last progress line
+  int64_t window_tokens_ = 0;  // trained on since then
   double tokens_per_sec_ = 0;
   float best_val_;
 };

@@ -257,7 +257,8 @@ Trainer::Losses Trainer::run() {
                      .plot_file = root ? run_dir_.plot_file() : "",
                      .run_name = opt_.out_dir,
                      .resume_step = step_,
-                     .eval_interval = tc.eval_interval},
+                     .eval_interval = tc.eval_interval,
+                     .train_seconds = train_seconds_},
                     opt_.resume);
   if (!opt_.resume)
     progress.say(cat("model: ", model_->num_parameters(), " parameters",
