@@ -238,7 +238,7 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
   Tensor two_ahead;  // (B, T, V) with multi-token prediction
   out.logits = head(x, multi_token ? &two_ahead : nullptr);  // (B, T, V)
   if (targets.empty()) return out;
-  out.loss = cross_entropy(out.logits, targets);
+  out.loss = out.next_token_loss = cross_entropy(out.logits, targets);
   if (multi_token) {
     // The token two ahead of position t is the target of position t + 1; the last
     // position's lies outside the window.

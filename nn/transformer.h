@@ -159,6 +159,9 @@ class GPT : public Module {
     // () mean cross-entropy, when targets were given; in training with mtp, plus mtp
     // times the two-ahead head's
     Tensor loss;
+    // () the next-token cross-entropy alone (loss without the mtp term; the same tensor
+    // without it): what evaluations measure, so what the progress line shows
+    Tensor next_token_loss;
   };
   // ids and targets: (B, T) row-major, T <= block_size. With `attention`, also hands
   // out every layer's attention weights, (B, n_head, T, T) each: what the model attends

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "nn/transformer.h"
+#include "train/data_parallel.h"
 #include "tests/support.h"
 
 namespace folio {
@@ -107,6 +108,31 @@ TEST(MultiToken, EvaluationIsTheNextTokenLossAlone) {
   EXPECT_GT(with.forward(ids, 1, 6, targets).loss.item(), without.forward(ids, 1, 6, targets).loss.item());
   nn::GPTConfig bad = small(-1.0f);
   testing::expect_error([&] { bad.validate(); }, {"mtp", "-1"});
+}
+
+// A training step reports its next-token loss beside the loss it trains on: the
+// figure an evaluation of the same batch measures (dropout off), on one model and
+// summed over the shards of data parallelism, while the loss trained on is larger.
+TEST(MultiToken, TrainingReportsTheNextTokenLossAlone) {
+  nn::GPTConfig c = small(0.5f);
+  c.dropout = 0.0f;
+  nn::GPT gpt(c);
+  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2, 2, 4, 0, 1, 3, 5}, targets{3, 5, 0, 6, 2, 2, 4, 1, 1, 5, 4, 2};
+  gpt.eval();
+  const float evaluated = gpt.forward(ids, 2, 6, targets).loss.item();
+  gpt.train();
+  const nn::GPT::Output out = gpt.forward(ids, 2, 6, targets);
+  EXPECT_FLOAT_EQ(out.next_token_loss.item(), evaluated);
+  EXPECT_GT(out.loss.item(), evaluated + 0.5f);  // about 1.5 times: the term of the token two ahead
+  DataParallel dp(gpt, 2);
+  const float trained = dp.forward_backward(ids, targets, 2, 6);
+  EXPECT_NEAR(dp.next_token_loss(), evaluated, 1e-5f);
+  EXPECT_GT(trained, evaluated + 0.5f);
+  gpt.zero_grad();
+
+  const nn::GPT plain(small(0.0f));
+  const nn::GPT::Output without = plain.forward(ids, 2, 6, targets);
+  EXPECT_EQ(without.next_token_loss.item(), without.loss.item());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // What a training run shows while it runs: the live line fits the terminal, the ETA
-// does not jump with every evaluation, and tokens/s is of the steps alone.
+// does not jump with every evaluation, tokens/s is of the steps alone, and under --mtp
+// the loss shown is the one evaluations measure.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -75,6 +76,27 @@ TEST(Progress, ThroughputLeavesOutEvaluations) {
   std::istringstream cells(row);
   for (int i = 0; i < 5; ++i) std::getline(cells, cell, ',');  // tokens_per_sec
   EXPECT_NEAR(std::stod(cell), 100000, 1) << row;
+}
+
+// Under --mtp the progress line shows the next-token loss, the figure log.csv's
+// train_loss measures, not the loss trained on (which adds the second head's term, half
+// as large again at the start). At the first step both are near ln(vocabulary).
+TEST(Progress, TheMtpLossShownIsTheNextTokenLoss) {
+  TempDir d("progress_mtp");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt");
+  const Result r = run_folio({"train", "--data", corpus, "--out", d / "run", "--n-layer", "1", "--n-head", "2",
+                              "--n-embd", "16", "--block-size", "16", "--mtp", "0.5", "--dropout", "0",
+                              "--max-iters", "1", "--log-interval", "1", "--eval-iters", "4", "--threads", "1"},
+                             d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t at = r.out.find("step 1/1: loss ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double shown = std::stod(r.out.substr(at + 15));
+  std::ifstream log(d / "run/log.csv");
+  std::string header, row;
+  std::getline(log, header), std::getline(log, row);  // the evaluation at step 0
+  const double logged = std::stod(row.substr(row.find(',') + 1));
+  EXPECT_NEAR(shown, logged, 0.05 * logged) << r.out;
 }
 
 // A pseudo-terminal `columns` wide: its master and the path of its other end; none

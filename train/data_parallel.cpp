@@ -10,7 +10,7 @@
 
 namespace folio {
 
-DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))) {
+DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))), next_token_losses_(losses_.size()) {
   if (shards < 1) fail("data_parallel", "shards must be positive, got ", shards);
   for (int s = 1; s < shards; ++s)
     replicas_.push_back(
@@ -43,10 +43,14 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
       try {
         nn::GPT& m = s == 0 ? model_ : *replicas_[size_t(s - 1)];
         const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
-        const Tensor loss = scale(m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,
-                                            targets.subspan(size_t(begin), size_t(count)))
-                                      .loss,
-                                  float(b1 - b0) / float(B));
+        const float share = float(b1 - b0) / float(B);
+        Tensor loss;
+        {  // the logits go with the forward's output, as soon as the graph holds what it needs
+          const nn::GPT::Output out = m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,
+                                                targets.subspan(size_t(begin), size_t(count)));
+          loss = scale(out.loss, share);
+          next_token_losses_[size_t(s)] = out.next_token_loss.item() * share;
+        }
         losses_[size_t(s)] = loss.item();
         if (buckets)
           loss.backward([buckets, s](const TensorImpl& leaf) { buckets->leaf_ready(s, leaf); });
@@ -66,6 +70,8 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
   float* total = model_.flat_parameters().grad_data();
   float loss = losses_[0];
   for (int s = 1; s < n; ++s) loss += losses_[size_t(s)];
+  next_token_loss_ = next_token_losses_[0];
+  for (int s = 1; s < n; ++s) next_token_loss_ += next_token_losses_[size_t(s)];
   if (buckets) return loss;
   for (int s = 1; s < n; ++s) {
     float* g = replicas_[size_t(s - 1)]->flat_parameters().grad_data();

@@ -37,6 +37,9 @@ class DataParallel {
   // it) instead of all at once here.
   float forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
                          GradientBuckets* buckets = nullptr);
+  // The next-token part of the last forward_backward's loss: without --mtp's term
+  // (nn/transformer.h: Output::next_token_loss), the same figure without it.
+  float next_token_loss() const { return next_token_loss_; }
   int shards_used(int64_t B) const { return int(std::min<int64_t>(shards(), B)); }
   // The flat gradient of shard s (0: the model's), numel floats.
   float* shard_grad(int s) const;
@@ -44,7 +47,8 @@ class DataParallel {
  private:
   nn::GPT& model_;
   std::vector<std::unique_ptr<nn::GPT>> replicas_;  // shards 1, 2, ...
-  std::vector<float> losses_;                       // per shard, scaled by its share
+  std::vector<float> losses_, next_token_losses_;   // per shard, scaled by its share
+  float next_token_loss_ = 0;
 };
 
 }  // namespace folio

@@ -146,7 +146,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   }
 }
 
-double Trainer::forward_backward(const Batch& batch, bool last) {
+Trainer::LossParts Trainer::forward_backward(const Batch& batch, bool last) {
   const auto [b0, b1] = my_share(batch.B);
   const int64_t T = batch.T, n = (b1 - b0) * T;
   const std::span ids = std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n));
@@ -158,18 +158,25 @@ double Trainer::forward_backward(const Batch& batch, bool last) {
   const float scale = share / float(opt_.train.grad_accum);
   GradientBuckets* buckets = last ? buckets_.get() : nullptr;
   if (buckets) buckets->begin(data_parallel_ ? data_parallel_->shards_used(b1 - b0) : 1, scale);
-  float loss = 0;
+  float loss = 0, next_token = 0;
   if (data_parallel_) {
     loss = data_parallel_->forward_backward(ids, targets, b1 - b0, T, buckets);
+    next_token = data_parallel_->next_token_loss();
   } else {
-    const Tensor l = model_->forward(ids, b1 - b0, T, targets).loss;
+    Tensor l;
+    {  // the logits go with the output, as soon as the graph holds what it needs
+      const nn::GPT::Output out = model_->forward(ids, b1 - b0, T, targets);
+      l = out.loss;
+      next_token = out.next_token_loss.item();
+    }
     loss = l.item();
     if (std::isfinite(loss) && buckets)
       l.backward([buckets](const TensorImpl& leaf) { buckets->leaf_ready(0, leaf); });
     else if (std::isfinite(loss))
       l.backward();
   }
-  const double part = double(loss) * double(share) / double(opt_.train.grad_accum);
+  const double accum = double(opt_.train.grad_accum);
+  const LossParts part{double(loss) * double(share) / accum, double(next_token) * double(share) / accum};
   if (!last) return part;
   if (buckets) {
     exposed_seconds_ += buckets->finish();
@@ -315,7 +322,7 @@ Trainer::Losses Trainer::run() {
       evaluate_and_save(step_ > first_step);
     const auto step_start = std::chrono::steady_clock::now();
     const float lr = schedule.at(step_, train_seconds_);
-    double part = 0;  // this rank's part of the step's loss
+    LossParts part;  // this rank's part of the step's losses
     const int64_t B = batch_size_at(step_, tc.batch_size, tc.batch_warmup);
     const auto [b0, b1] = my_share(B);
     const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
@@ -324,10 +331,12 @@ Trainer::Losses Trainer::run() {
       const auto draw_start = std::chrono::steady_clock::now();
       sampler_.next(data_.train, B, T, batch, b0, b1);
       draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
-      part += forward_backward(batch, k + 1 == tc.grad_accum);
+      const LossParts micro = forward_backward(batch, k + 1 == tc.grad_accum);
+      part.loss += micro.loss, part.next_token += micro.next_token;
     }
-    dist::sum(std::span(&part, 1));
-    const float loss = float(part);
+    double parts[2] = {part.loss, part.next_token};
+    dist::sum(std::span(parts, 2));
+    const float loss = float(parts[0]);
     if (!std::isfinite(loss))
       fail("train", "the loss became ", loss, " at step ", step_, " (training diverged); ", kept());
     if (!std::isfinite(clip_grad_norm(params, tc.grad_clip)))
@@ -341,7 +350,7 @@ Trainer::Losses Trainer::run() {
     model_->zero_grad();
     train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
-    progress.step_done(step_, loss, lr, train_seconds_, tc.grad_accum * B * T);
+    progress.step_done(step_, float(parts[1]), lr, train_seconds_, tc.grad_accum * B * T);
   }
   }
   // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.

@@ -69,11 +69,16 @@ class Trainer {
   double train_seconds() const { return train_seconds_; }
 
  private:
+  // This rank's part of a step's loss, and of its next-token loss (without --mtp's
+  // term: what evaluations measure and the progress line shows).
+  struct LossParts {
+    double loss = 0, next_token = 0;
+  };
   // Forward and backward of this rank's share of one of the step's grad_accum
   // micro-batches: adds the gradient of its mean loss into the parameters' and returns
-  // this rank's part of the step's loss. After the `last`, the gradients are those of
+  // this rank's part of the step's losses. After the `last`, the gradients are those of
   // the step's mean loss, summed across ranks (dist::sum the returned parts for the loss).
-  double forward_backward(const Batch& batch, bool last);
+  LossParts forward_backward(const Batch& batch, bool last);
   void save(const Losses& losses);
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
