@@ -266,12 +266,16 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   const Result p = folio("plot " + run_dir() + " " + run_dir() + "/log.csv --out " + plot);
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_NE(p.out.find("(2 runs)"), std::string::npos) << p.out;
+  const Result bits = folio("plot " + run_dir() + " --y bpb --out " + plot);
+  ASSERT_EQ(bits.code, 0) << bits.err;
+  EXPECT_NE(testing::slurp(plot).find("bits per byte against step"), std::string::npos);
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"attention --checkpoint " + run_dir() + " --prompt 'To be' --layer 1", "--layer"},
            {"attention --checkpoint " + run_dir() + " --prompt '" + std::string(17, 'a') + "'", "block_size = 16"},
            {"attention --checkpoint " + run_dir() + " --prompt 'x' --format png", "--format"},
            {"attention --checkpoint " + run_dir(), "prompt"},
            {"plot " + (dir_ / "nope").string(), "nope"},
+           {"plot " + run_dir() + " --y bits", "--y must be loss or bpb"},
            {"plot", "at least one run"}}) {
     const Result r = folio(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;

@@ -162,6 +162,53 @@ TEST(LossPlot, TimeAxisUsesTheTrainingSeconds) {
   EXPECT_THROW(viz::read_loss_log(log.string(), "x"), Error);
 }
 
+// Under a step tick between two evaluations, the wall time there: the straight line
+// between their times, not the time of the evaluation after it.
+TEST(LossPlot, TickTimesBetweenEvaluationsAreInterpolated) {
+  const viz::LossCurve curve{"a", {{0, 4.0, 4.1, 0}, {1000, 2.0, 2.1, 1000}, {1500, 1.9, 2.0, 1600}}};
+  EXPECT_DOUBLE_EQ(viz::elapsed_at(curve, 200), 200);
+  EXPECT_DOUBLE_EQ(viz::elapsed_at(curve, 1000), 1000);
+  EXPECT_DOUBLE_EQ(viz::elapsed_at(curve, 1250), 1300);
+  EXPECT_DOUBLE_EQ(viz::elapsed_at(curve, 2000), 1600);
+  const std::string svg = viz::loss_plot_svg({curve});
+  // Ticks every 200 steps: step 200 came at 3m20s, and step 1400 at 1000 + 0.8 * 600 s.
+  for (const char* label : {">3m20s<", ">6m40s<", ">10m00s<", ">13m20s<", ">16m40s<", ">24m40s<"})
+    EXPECT_NE(svg.find(label), std::string::npos) << label << "\n" << svg;
+}
+
+// --y bpb: val in bits per byte (the log's val_bpb) and train at the same ratio, so a
+// char run and a BPE run are drawn on one scale; a log without the column is refused.
+TEST(LossPlot, BitsPerByteAxis) {
+  TempDir dir;
+  const fs::path log = dir.path / "log.csv";
+  // A BPE run: 0.3 tokens a byte, so loss 4.0 is 4.0 * 0.3 / ln 2 = 1.731 bits per byte.
+  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n"
+                        "0,6.0,6.2,0,0,0.5,2.7,0,2.683\n100,3.8,4.0,0.001,9000,70,1.74,60,1.731\n";
+  const viz::LossCurve bpe = viz::read_loss_log(log.string(), "bpe");
+  EXPECT_DOUBLE_EQ(bpe.points[1].val_bpb, 1.731);
+  ASSERT_TRUE(viz::has_bits_per_byte(bpe));
+  viz::LossCurve chars{"char", {{0, 4.1, 4.2, 0}, {100, 1.3, 1.4, 50}}};
+  chars.points[0].val_bpb = 4.2 / std::log(2.0), chars.points[1].val_bpb = 1.4 / std::log(2.0);
+  const std::string svg = viz::loss_plot_svg({bpe, chars}, viz::PlotAxis::step, viz::PlotValue::bpb);
+  for (const char* text : {"bits per byte against step", "bpe: best val 1.731 bits/byte", "char: best val 2.02 bits/byte"})
+    EXPECT_NE(svg.find(text), std::string::npos) << text << "\n" << svg;
+  // The BPE run alone spans 1.644 bits per byte (its last train loss, 3.8 * 1.731 / 4.0)
+  // to 2.683: the vertical axis's ticks go from 1.6 to 2.6, where its losses (3.8 to
+  // 6.2) would have had 4 to 6.
+  const std::string one = viz::loss_plot_svg({bpe}, viz::PlotAxis::step, viz::PlotValue::bpb);
+  for (const char* tick : {">1.6<", ">2.6<"}) EXPECT_NE(one.find(tick), std::string::npos) << tick << "\n" << one;
+  EXPECT_EQ(one.find(">4<"), std::string::npos) << one;
+  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s\n0,4.2,4.3,0,0,0.5\n";
+  const viz::LossCurve old = viz::read_loss_log(log.string(), "old");
+  EXPECT_FALSE(viz::has_bits_per_byte(old));
+  try {
+    viz::loss_plot_svg({old}, viz::PlotAxis::step, viz::PlotValue::bpb);
+    FAIL() << "a log without val_bpb was drawn in bits per byte";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("old: its log has no val_bpb"), std::string::npos) << e.what();
+  }
+}
+
 // Greedy tokens generated with the cache, and with `shift`, against a plain reference:
 // the model run on the context the rule describes, recomputed from scratch each time.
 std::vector<int32_t> reference_greedy(const nn::GPT& gpt, std::vector<int32_t> context, int64_t shift, int n) {

@@ -30,7 +30,9 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
   if (!std::getline(in, line) || line.rfind("step,train_loss,val_loss", 0) != 0)
     fail("plot", path, ": not a folio log.csv (its first line should be step,train_loss,val_loss,...)");
   const std::vector<std::string> header = split(line, ',');
-  const auto train_s = std::find(header.begin(), header.end(), "train_s");  // absent from older logs
+  // Columns absent from older logs.
+  const auto train_s = std::find(header.begin(), header.end(), "train_s");
+  const auto val_bpb = std::find(header.begin(), header.end(), "val_bpb");
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     std::istringstream row(line);
@@ -49,6 +51,11 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
       if (at >= cells.size() || end != cells[at].c_str() + cells[at].size() || !(p.train_s >= 0))
         fail("plot", path, ":", number, ": expected the training seconds in column ", at + 1, " (train_s), got '",
              line, "'");
+    }
+    if (val_bpb != header.end()) {  // "nan" where the run had no byte counts
+      const std::vector<std::string> cells = split(line, ',');
+      const size_t at = size_t(val_bpb - header.begin());
+      if (at < cells.size()) p.val_bpb = std::strtod(cells[at].c_str(), nullptr);
     }
     curve.points.push_back(p);
   }
@@ -84,11 +91,36 @@ constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", 
 
 }  // namespace
 
-std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
-  const bool timed_axis = axis == PlotAxis::time;
+bool has_bits_per_byte(const LossCurve& curve) {
+  return std::all_of(curve.points.begin(), curve.points.end(),
+                     [](const LossPoint& p) { return std::isfinite(p.val_bpb) && std::isfinite(p.val) && p.val > 0; });
+}
+
+double elapsed_at(const LossCurve& curve, double step) {
+  const std::vector<LossPoint>& points = curve.points;
+  const auto after = std::lower_bound(points.begin(), points.end(), step,
+                                      [](const LossPoint& p, double s) { return double(p.step) < s; });
+  if (after == points.end()) return points.empty() ? 0.0 : points.back().elapsed_s;
+  if (after == points.begin() || double(after->step) == step) return after->elapsed_s;
+  const LossPoint& before = *(after - 1);
+  const double f = (step - double(before.step)) / double(after->step - before.step);
+  return before.elapsed_s + f * (after->elapsed_s - before.elapsed_s);
+}
+
+std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, PlotValue value) {
+  const bool timed_axis = axis == PlotAxis::time, bits = value == PlotValue::bpb;
+  for (const LossCurve& c : curves)
+    if (bits && !has_bits_per_byte(c))
+      fail("plot", c.name, ": its log has no val_bpb for every evaluation (a run logged before bits per byte "
+           "were, or on token files that do not say how many bytes their tokens are)");
   auto at = [&](const LossPoint& p) {  // where a point sits on the horizontal axis
     return !timed_axis ? double(p.step) : p.train_s >= 0 ? p.train_s : p.elapsed_s;
   };
+  // The figures drawn: the losses, or in bits per byte at the point's own ratio (the
+  // val text's bits per byte per nat of loss, which the train loss shares).
+  auto val_of = [&](const LossPoint& p) { return bits ? p.val_bpb : p.val; };
+  auto train_of = [&](const LossPoint& p) { return bits ? p.train * p.val_bpb / p.val : p.train; };
+  const char* unit = bits ? "bits per byte" : "loss";
   // The legend goes under the plot, a line per run, so it never hides a curve.
   constexpr double W = 760, left = 64, right = 24, top = 36, bottom = 76, legend_line = 18;
   const double H = 460 + legend_line * double(curves.size());
@@ -97,7 +129,7 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
   for (const LossCurve& c : curves)
     for (const LossPoint& p : c.points) {
       max_x = std::max(max_x, at(p));
-      for (double v : {p.train, p.val})
+      for (double v : {train_of(p), val_of(p)})
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
   if (!(lo <= hi)) lo = 0, hi = 1;
@@ -107,8 +139,10 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
   auto Y = [&](double loss) { return top + (plot_bottom - top) * (hi - loss) / (hi - lo); };
 
   Svg svg(W, H);
-  svg.text(left, 22, std::string("loss against ") + (timed_axis ? "training time" : "step") +
-                         " (solid: val, dashed: train)", 14, "start", "font-weight=\"bold\"");
+  svg.text(left, 22, std::string(unit) + " against " + (timed_axis ? "training time" : "step") +
+                         (bits ? " (solid: val, dashed: train at the val text's bytes per token)"
+                               : " (solid: val, dashed: train)"),
+           14, "start", "font-weight=\"bold\"");
   for (double t : ticks(lo, hi, 6)) {
     svg.line(left, Y(t), W - right, Y(t), "#e5e5e5");
     svg.text(left - 6, Y(t) + 4, short_number(t), 11, "end");
@@ -118,11 +152,8 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
   for (double t : ticks(0, max_x, 8)) {
     svg.line(X(t), top, X(t), plot_bottom, "#f0f0f0");
     svg.text(X(t), plot_bottom + 16, timed_axis ? duration(t) : short_number(t, 6), 11, "middle");
-    if (!timed_axis && timed && t <= double(timed->points.back().step)) {
-      const auto it = std::lower_bound(timed->points.begin(), timed->points.end(), t,
-                                       [](const LossPoint& p, double s) { return double(p.step) < s; });
-      svg.text(X(t), plot_bottom + 30, duration(it->elapsed_s), 10, "middle", "fill=\"#777\"");
-    }
+    if (!timed_axis && timed && t <= double(timed->points.back().step))
+      svg.text(X(t), plot_bottom + 30, duration(elapsed_at(*timed, t)), 10, "middle", "fill=\"#777\"");
   }
   svg.rect(left, top, W - left - right, plot_bottom - top, "none", "stroke=\"#999\"");
   svg.text((left + W - right) / 2, plot_bottom + 50,
@@ -134,8 +165,8 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
     const std::string colour = kColours[i % std::size(kColours)];
     std::vector<std::pair<double, double>> train, val;
     for (const LossPoint& p : c.points) {
-      if (std::isfinite(p.train)) train.emplace_back(X(at(p)), Y(p.train));
-      if (std::isfinite(p.val)) val.emplace_back(X(at(p)), Y(p.val));
+      if (std::isfinite(train_of(p))) train.emplace_back(X(at(p)), Y(train_of(p)));
+      if (std::isfinite(val_of(p))) val.emplace_back(X(at(p)), Y(val_of(p)));
     }
     svg.polyline(train, colour, 1.5, "stroke-dasharray=\"5,4\" opacity=\"0.8\"");
     svg.polyline(val, colour, 2);
@@ -144,7 +175,8 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis) {
     const LossPoint& last = c.points.back();
     const double ly = plot_bottom + 76 + legend_line * double(i);
     svg.line(left, ly - 4, left + 24, ly - 4, colour, 2);
-    svg.text(left + 30, ly, c.name + ": best val " + short_number(best.val, 4) + " at step " +
+    svg.text(left + 30, ly, c.name + ": best val " + short_number(val_of(best), 4) + (bits ? " bits/byte" : "") +
+                                " at step " +
                                 std::to_string(best.step) + ", " + std::to_string(last.step) + " steps in " +
                                 duration(last.elapsed_s),
              11);

@@ -2,8 +2,10 @@
 // Loss curves as an SVG line plot: train (dashed) and val (solid) loss against step,
 // one colour per run, with the elapsed wall time under the step axis; or against
 // training time, which puts runs of different step speeds (folio and the PyTorch peer)
-// on one axis.
+// on one axis. The vertical axis is the loss per token, or bits per byte of text,
+// which puts runs of different tokenizers (char and BPE) on one scale.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,9 @@ struct LossPoint {
   int64_t step = 0;
   double train = 0, val = 0, elapsed_s = 0;
   double train_s = -1;  // the steps' training time (log.csv's train_s); -1: the log has none
+  // The val loss in bits per byte of text (log.csv's val_bpb); NaN: the log has none, or
+  // its run's token files did not say how many bytes their tokens are.
+  double val_bpb = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct LossCurve {
@@ -27,6 +32,17 @@ LossCurve read_loss_log(const std::string& path, const std::string& name);
 // What the horizontal axis counts: steps, or training seconds (train_s where the log
 // has it, else the wall time).
 enum class PlotAxis { step, time };
-std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis = PlotAxis::step);
+// What the vertical axis measures: the loss (nats a token), or bits per byte: val_bpb,
+// and the train loss at the same ratio (the val text's tokens per byte; the log holds
+// no train figure in bits). Every point of every curve must then have its val_bpb
+// (has_bits_per_byte), else this throws.
+enum class PlotValue { loss, bpb };
+bool has_bits_per_byte(const LossCurve& curve);
+std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis = PlotAxis::step,
+                          PlotValue value = PlotValue::loss);
+
+// The wall time of `curve` at `step`, between its evaluations: the straight line from
+// the one before to the one after (a step past the last gets the last's time).
+double elapsed_at(const LossCurve& curve, double step);
 
 }  // namespace folio::viz
