@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "cli/common.h"
 #include "cli/train_options.h"
+#include "autograd/parallel.h"
 #include "train/batch_warmup.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
@@ -192,6 +194,16 @@ std::function<int()> prepare(const po::variables_map& vm) {
   } catch (const Error& e) {
     throw UsageError(in_flags(e.what(), vm, o));
   }
+  // A resumed run steps on the threads it saved, unless --threads is given: with data
+  // parallelism they set the shard count, and so the order of the gradient's sums.
+  std::string threads_note;
+  if (o.resume && !given("threads") && o.train.threads > 0 && o.train.threads != num_threads()) {
+    set_num_threads(int(o.train.threads));
+    if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && o.train.threads > cores)
+      threads_note = cat("the run trained on ", o.train.threads, " threads and resumes on them, so that its weights "
+                         "are those of a run never stopped; this machine has ", plural(cores, "core"),
+                         ", so its steps are slower (--threads ", cores, " is faster, at the cost of that exactness)");
+  }
   check_dtype(o.train.dtype);  // a resumed bf16 run too
   // The run keeps its text's absolute path: --resume from another directory finds it.
   if (o.train.data.empty())
@@ -239,13 +251,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
       };
   }
   const bool dtype_auto = given("dtype") && vm["dtype"].as<std::string>() == "auto";
-  return [trainer, o, step = saved_state.step, schedule_note, dtype_auto] {
+  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto] {
     if (dtype_auto && !o.quiet && dist::is_root()) std::printf("%s\n", dtype_auto_line(o.train.dtype).c_str());
     if (o.resume && !o.quiet && dist::is_root()) {
       std::printf("resuming %s from step %lld (of %s) on %s\n", o.out_dir.c_str(), (long long)step,
                   o.train.max_iters ? cat(o.train.max_iters).c_str() : cat(shown(o.train.max_time), " s").c_str(),
                   o.train.data.c_str());
       if (!schedule_note.empty()) std::printf("%s\n", schedule_note.c_str());
+      if (!threads_note.empty()) std::printf("%s\n", threads_note.c_str());
       std::fflush(stdout);
     }
     trainer->run();

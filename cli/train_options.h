@@ -14,7 +14,7 @@ namespace folio::cli {
 enum class OnResume {
   fixed,     // part of the model or its optimizer: giving it is an error, the run's is kept
   override,  // saved with the run: replaces the saved value when given
-  always,    // not saved (where to write, output, threads): always from the command line
+  always,    // not saved (where to write, output): always from the command line
 };
 
 // One row: its flag, what --resume does with it, and how it is declared (with its

@@ -179,7 +179,8 @@ Json to_json(const TrainConfig& c) {
                       {"sampling", to_string(c.sampling)},
                       {"decay", to_string(c.decay)},
                       {"cooldown", double(c.cooldown)},
-                      {"ema", double(c.ema)}};
+                      {"ema", double(c.ema)},
+                      {"threads", c.threads}};
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
@@ -233,6 +234,8 @@ TrainConfig train_config_from_json(const Json& j, const std::string& where) {
     c.seq_warmup = int_field(j, "seq_warmup", 0, big, where);
   if (j.find("batch_warmup"))  // 0 in runs saved before it existed
     c.batch_warmup = int_field(j, "batch_warmup", 0, big, where);
+  if (j.find("threads"))  // 0 in runs saved before it existed: the resuming process's threads
+    c.threads = int_field(j, "threads", 0, TrainConfig::kMaxThreads, where);
   // Optional: runs saved before tokenizers have none (characters, from scratch).
   for (auto [key, text] : {std::pair{"tokenizer", &c.tokenizer}, std::pair{"init_from", &c.init_from}})
     if (const Json* v = j.find(key)) {

@@ -6,9 +6,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "io/checkpoint.h"
+#include "io/json.h"
+#include "io/run_dir.h"
+#include "io/safetensors.h"
 #include "tests/support.h"
 
 namespace folio {
@@ -137,6 +142,61 @@ TEST_F(CliRuns, LogStaysInStepWithTheCheckpointAcrossResumes) {
   ASSERT_EQ(r.size(), 4u) << testing::slurp(run_ + "/log.csv");
   for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(int64_t(cell(r[i], 0)), int64_t(i) * 10) << r[i];
   EXPECT_GT(cell(r[3], 5), 1000.0) << r[3];  // elapsed_s goes on from the first process's
+}
+
+// A run resumes on the threads it trained on: 30 steps with --threads 1, then --resume
+// to 60 without --threads, end with the weights of 60 straight steps. On all cores each
+// batch would be cut into as many shards, and the gradient summed in another order.
+TEST_F(CliRuns, ResumeRunsOnTheThreadsOfTheRun) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: all cores is one thread too";
+  const std::string straight = dir_ / "straight";
+  ASSERT_EQ(folio(train(60, straight) + " --lr-decay-iters 60 --quiet").code, 0);  // one cosine for both
+  ASSERT_EQ(folio(train(30, run_) + " --lr-decay-iters 60 --quiet").code, 0);
+  const Result resumed = folio("train --out " + run_ + " --resume --max-iters 60");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out.find("threads"), std::string::npos) << resumed.out;  // no note: the machine has them
+  EXPECT_TRUE(testing::slurp(run_ + "/model.safetensors") == testing::slurp(straight + "/model.safetensors"));
+  EXPECT_EQ(saved_run(run_).config.threads, 1);
+}
+
+// The train_config of `run`'s state with `edit` applied to its JSON object.
+void edit_saved_options(const std::string& run, const std::function<void(Json::Object&)>& edit) {
+  SafetensorsFile f = load_safetensors(run + "/state.safetensors");
+  for (auto& [key, value] : f.metadata)
+    if (key == "train_config") {
+      Json::Object o = Json::parse(value).as_object();
+      edit(o);
+      value = Json(o).dump();
+    }
+  save_safetensors(run + "/state.safetensors", f.tensors, f.metadata);
+}
+
+// A run saved before the thread count was resumes on this process's threads, and saves
+// them from then on; a run saved with more threads than this machine has cores resumes
+// on them, and says what that costs.
+TEST_F(CliRuns, ResumeOfARunWithoutItsThreadsOrWithMoreThanTheCores) {
+  ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
+  edit_saved_options(run_, [](Json::Object& o) { std::erase_if(o, [](const auto& kv) { return kv.first == "threads"; }); });
+  ASSERT_EQ(saved_run(run_).config.threads, 0);
+  const Result old = folio("train --out " + run_ + " --resume --max-iters 12");
+  ASSERT_EQ(old.code, 0) << old.err;
+  EXPECT_EQ(old.out.find("threads"), std::string::npos) << old.out;
+  EXPECT_GE(saved_run(run_).config.threads, 1);
+
+  const int64_t more = int64_t(std::thread::hardware_concurrency()) + 1;
+  edit_saved_options(run_, [&](Json::Object& o) {
+    for (auto& [key, value] : o)
+      if (key == "threads") value = Json(more);
+  });
+  const Result r = folio("train --out " + run_ + " --resume --max-iters 14");
+  ASSERT_EQ(r.code, 0) << r.err;
+  testing::expect_contains(r.out, {"the run trained on " + std::to_string(more) + " threads and resumes on them",
+                                   "this machine has " + std::to_string(more - 1) + " core"});
+  EXPECT_EQ(saved_run(run_).config.threads, more);
+  const Result given = folio("train --out " + run_ + " --resume --max-iters 15 --threads 1");
+  ASSERT_EQ(given.code, 0) << given.err;
+  EXPECT_EQ(given.out.find("resumes on them"), std::string::npos) << given.out;
+  EXPECT_EQ(saved_run(run_).config.threads, 1);
 }
 
 // The recipe a run came from is saved with it, and a resume keeps saying so.

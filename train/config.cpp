@@ -33,6 +33,7 @@ void TrainConfig::validate() const {
   if (seq_warmup > 0 && sampling == Sampling::epoch)
     fail("config", "seq_warmup ", seq_warmup, " needs sampling random (epoch cuts the text into windows of one length)");
   if (batch_warmup < 0) fail("config", "batch_warmup must be >= 0, got ", batch_warmup);
+  if (threads < 0 || threads > kMaxThreads) fail("config", "threads ", threads, " outside [0, ", kMaxThreads, "]");
   if (batch_size > kMaxBatch) fail("config", "batch_size ", batch_size, " exceeds the limit of ", kMaxBatch);
   if (grad_accum > kMaxBatch) fail("config", "grad_accum ", grad_accum, " exceeds the limit of ", kMaxBatch);
   for (auto [name, v] : {std::pair{"max_iters", max_iters}, std::pair{"warmup_iters", warmup_iters},

@@ -84,6 +84,13 @@ struct TrainConfig {
   // Steps over which the batch grows from an eighth of batch_size to batch_size
   // (train/batch_warmup.h); 0: batch_size from the start. Absent from older runs: 0.
   int64_t batch_warmup = 0;
+  // The threads the run's steps ran on (the trainer records them). With data
+  // parallelism they are the batch's shard count, and so the order in which the
+  // gradient is summed: --resume runs on them again unless --threads is given, and its
+  // weights then match those of a run never stopped. 0 in runs saved before it existed:
+  // they resume on the threads of the process that resumes them.
+  int64_t threads = 0;
+  static constexpr int64_t kMaxThreads = 1 << 16;
   void validate() const;  // throws "[config] <field> ..." for out-of-range values
   // The cosine follows max_time rather than a step count.
   bool schedule_follows_time() const { return max_iters == 0 && lr_decay_iters == 0; }

@@ -66,6 +66,7 @@ void report_ranks(Progress& progress, int64_t steps, double wait_seconds, double
 }  // namespace
 
 Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_.out_dir) {
+  opt_.train.threads = num_threads();  // saved with the run: a resume repeats them (train/config.h)
   opt_.train.validate();
   check_saveable(nullptr, opt_.train);
   run_dir_.check_usable();
