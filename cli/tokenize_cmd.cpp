@@ -48,15 +48,45 @@ std::string size_text(double bytes) {
 }
 
 // One line, rewritten in place on a terminal at most 5 times a second; off a
-// terminal (a log), a line when the phase changes and every 10 seconds.
+// terminal (a log), a line when the phase changes and every 10 seconds, and a phase's
+// last figure before the next phase's line (in a log, the first figure of a phase
+// alone would stand for all of it: "20.0 KB of 64.0 MB" after the first small document).
+// SentencePiece's training reports nothing of its own: its line shows the seconds so
+// far (training()).
 class ProgressLine {
  public:
   void operator()(const TokenizeProgress& p) {
     const auto now = Clock::now();
     const bool new_phase = phase_ != p.phase;
-    if (!new_phase && now - shown_ < std::chrono::milliseconds(live_ ? 200 : 10000)) return;
+    if (new_phase && !live_ && pending_) show(last_, now);  // the end of the phase before
+    last_ = p;
     if (new_phase) phase_ = p.phase, phase_start_ = now;
+    pending_ = true;
+    if (new_phase || now - shown_ >= interval()) show(p, now);
+  }
+  // The seconds the tokenizer has trained so far, and whether it is done.
+  void training(double seconds, bool done) {
+    const auto now = Clock::now();
+    if (phase_ != "training" || !(done || now - shown_ >= interval())) return;
     shown_ = now;
+    const std::string line = cat("training the tokenizer on ", size_text(double(last_.bytes_total)), " of text: ",
+                                 done ? cat("done in ", fixed1(seconds), " s") : cat(int64_t(seconds), " s"));
+    print(line);
+  }
+  void end() {
+    if (live_ && !phase_.empty()) std::printf("\r\033[K");
+  }
+
+ private:
+  std::chrono::milliseconds interval() const { return std::chrono::milliseconds(live_ ? 200 : 10000); }
+  static std::string fixed1(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+  }
+  void show(const TokenizeProgress& p, Clock::time_point now) {
+    shown_ = now;
+    pending_ = false;
     const double seconds = std::chrono::duration<double>(now - phase_start_).count();
     std::string line;
     if (std::string(p.phase) == "training") {
@@ -71,17 +101,18 @@ class ProgressLine {
         if (p.bytes_done < p.bytes_total) line += cat(", ETA ", int64_t(double(p.bytes_total - p.bytes_done) / 1e6 / rate), " s");
       }
     }
+    print(line);
+  }
+  void print(const std::string& line) {
     if (live_) std::printf("\r\033[K%s", line.c_str());
     else std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   }
-  void end() {
-    if (live_ && !phase_.empty()) std::printf("\r\033[K");
-  }
 
- private:
   bool live_ = ::isatty(1);
   std::string phase_;
+  TokenizeProgress last_{""};  // the phase's latest figure
+  bool pending_ = false;       // ... not shown yet
   Clock::time_point phase_start_ = Clock::now(), shown_{};
 };
 
@@ -116,6 +147,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     const auto start = Clock::now();
     ProgressLine line;
     TokenizeOptions run = o;
+    run.tokenizer.on_training = [&line](double seconds, int64_t, bool done) { line.training(seconds, done); };
     run.command = "folio tokenize";
     for (const std::string& in : o.inputs) run.command += " " + in;
     for (const std::string& p : o.include) run.command += " --include '" + p + "'";

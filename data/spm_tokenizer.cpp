@@ -6,6 +6,8 @@
 #include <sentencepiece_trainer.h>
 
 #include <cctype>
+#include <chrono>
+#include <future>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -225,7 +227,23 @@ std::unique_ptr<Tokenizer> train(const TokenizerSpec& spec, std::string_view tra
   };
   Chunks chunks(train_text);
   std::string model;
-  const auto status = spm::SentencePieceTrainer::Train(settings, &chunks, &model);
+  auto learn = [&] { return spm::SentencePieceTrainer::Train(settings, &chunks, &model); };
+  spm::util::Status status;
+  if (!spec.on_training) {
+    status = learn();
+  } else {
+    // SentencePiece trains on a thread of its own while this one tells the caller how
+    // long it has taken so far; it has no progress of its own to report.
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    const int64_t bytes = int64_t(train_text.size());
+    spec.on_training(0.0, bytes, false);
+    std::future<spm::util::Status> trained = std::async(std::launch::async, learn);
+    while (trained.wait_for(std::chrono::seconds(1)) != std::future_status::ready) spec.on_training(seconds(), bytes, false);
+    status = trained.get();
+    spec.on_training(seconds(), bytes, true);
+  }
   if (!status.ok()) training_failed(spec, pieces, status.ToString());
   return std::make_unique<SpmTokenizer>(std::move(model), "the trained model", "tokenizer");
 }

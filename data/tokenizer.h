@@ -16,6 +16,7 @@
 // (data/id_tokenizer.cpp, a vocabulary size for token files made elsewhere). A new kind is one
 // file with its TokenizerKind, its test, and one line in tokenizer.cpp's table.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -34,6 +35,11 @@ struct TokenizerSpec {
   std::string name = "char";
   int64_t vocab_size = 0;  // pieces for bpe/unigram (0: kDefaultPieces); must be 0 for char and a file
   bool end_of_text = false;  // char: add an end-of-text id after the characters (folio tokenize)
+  // While a bpe or unigram tokenizer trains (SentencePiece says nothing until it is
+  // done: a minute on 64 MB), hears on the caller's thread the seconds so far and the
+  // bytes of text it learns from: at the start (0), about every second, and once at
+  // the end (`done`). Unset: nothing to hear.
+  std::function<void(double seconds, int64_t bytes, bool done)> on_training = {};
   static constexpr int64_t kDefaultPieces = 1024;
   // The largest vocabulary a run accepts: the model's embedding rows and what the
   // checkpoint reader allows (io/config_json.cpp).

@@ -99,6 +99,39 @@ TEST(Progress, TheMtpLossShownIsTheNextTokenLoss) {
   EXPECT_NEAR(shown, logged, 0.05 * logged) << r.out;
 }
 
+// The phases before a run's first line and a token directory's each have lines of
+// their own: SentencePiece's training (silent for up to a minute) says so at its start
+// and end, and in a log the sampling's line ends at the figure it reached, not at the
+// first small document's "20.0 KB of 540.0 KB".
+TEST(Progress, SilentPhasesHaveLines) {
+  TempDir d("progress_phases");
+  const std::string text = slurp(write_small_corpus(d.path / "corpus.txt", 600000));
+  fs::create_directories(d.path / "docs");
+  for (int i = 0; i < 30; ++i) spit(d.path / "docs" / ("act" + std::to_string(i) + ".txt"), text.substr(size_t(i) * 20000, 20000));
+  const Result t = run_folio({"tokenize", d / "docs", "--out", d / "tok", "--tokenizer", "bpe", "--vocab-size", "400"},
+                             d.path);
+  ASSERT_EQ(t.code, 0) << t.err;
+  const size_t training = t.out.find("training the tokenizer on ");
+  ASSERT_NE(training, std::string::npos) << t.out;
+  const size_t sampled = t.out.rfind("sampling text for the tokenizer: ", training);
+  ASSERT_NE(sampled, std::string::npos) << t.out;
+  const std::string line = t.out.substr(sampled + 33, t.out.find('\n', sampled) - sampled - 33);  // "A of B"
+  const size_t of = line.find(" of ");
+  ASSERT_NE(of, std::string::npos) << line;
+  const std::string total = line.substr(of + 4);
+  EXPECT_EQ(line.substr(0, of), total) << t.out;
+  expect_contains(t.out, {"training the tokenizer on " + total + " of text: done in "});
+
+  const Result r = run_folio({"train", "--data", d / "corpus.txt", "--out", d / "run", "--tokenizer", "bpe",
+                              "--vocab-size", "400", "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
+                              "--block-size", "16", "--max-iters", "1", "--eval-iters", "1", "--threads", "1"},
+                             d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_contains(r.out, {"training the bpe tokenizer on 540.0 KB of text\n",
+                          "training the bpe tokenizer on 540.0 KB of text: done in "});
+  EXPECT_LT(r.out.find("done in "), r.out.find("model: ")) << r.out;
+}
+
 // A pseudo-terminal `columns` wide: its master and the path of its other end; none
 // where no pty can be opened (a chroot or container without /dev/pts), with errno set.
 struct Pty {

@@ -41,6 +41,34 @@ void expect_round_trip(const Tokenizer& t, const std::string& text) {
   EXPECT_EQ(streamed, text) << t.describe();
 }
 
+// SentencePiece's training says nothing while it runs: on_training hears its start, its
+// seconds about every second, and its end, with the bytes it learns from; and the
+// tokenizer is the one trained without listening.
+TEST(Tokenizer, TrainingReportsItsSeconds) {
+  struct Heard {
+    double seconds;
+    int64_t bytes;
+    bool done;
+  };
+  std::vector<Heard> heard;
+  TokenizerSpec spec{"bpe", 512};
+  spec.on_training = [&](double seconds, int64_t bytes, bool done) { heard.push_back({seconds, bytes, done}); };
+  const auto t = make_tokenizer(spec, corpus_head(200000));
+  ASSERT_GE(heard.size(), 2u);
+  EXPECT_EQ(heard.front().seconds, 0.0);
+  EXPECT_FALSE(heard.front().done);
+  EXPECT_TRUE(heard.back().done);
+  EXPECT_GT(heard.back().seconds, 0.0);
+  for (size_t i = 0; i < heard.size(); ++i) {
+    EXPECT_EQ(heard[i].bytes, 200000);
+    EXPECT_EQ(heard[i].done, i + 1 == heard.size());
+    if (i > 0) {
+      EXPECT_GE(heard[i].seconds, heard[i - 1].seconds);
+    }
+  }
+  EXPECT_EQ(t->fingerprint(), bpe().fingerprint());
+}
+
 TEST(Tokenizer, CharRoundTripsAnyText) {
   const std::string corpus = read_file(default_corpus_path());
   const auto corpus_chars = make_tokenizer({}, corpus);

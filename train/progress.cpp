@@ -204,6 +204,17 @@ void Progress::evaluated(int64_t step, float train, float val, float lr, double 
   std::fflush(stdout);
 }
 
+PhaseLine::PhaseLine(bool quiet) : quiet_(quiet), live_(!quiet && isatty(fileno(stdout))) {}
+
+void PhaseLine::show(const std::string& what, double seconds, bool done) {
+  if (quiet_ || (!done && shown_at_ >= 0 && seconds - shown_at_ < (live_ ? 0.5 : 10.0))) return;
+  shown_at_ = seconds;
+  char took[48];
+  std::snprintf(took, sizeof took, done ? ": done in %.1f s" : seconds < 0.5 ? "" : ": %.0f s", seconds);
+  std::printf(live_ ? "\r\033[K%s%s%s" : "%s%s%s", what.c_str(), took, done || !live_ ? "\n" : "");
+  std::fflush(stdout);
+}
+
 void Progress::say(const std::string& line) {
   if (o_.quiet) return;
   std::printf("%s%s\n", live_ ? "\r\033[K" : "", line.c_str());

@@ -96,6 +96,21 @@ class Progress {
   float best_val_;
 };
 
+// A line for a phase that prints nothing of its own while it runs (a tokenizer's
+// training, before the run's first line): at its start, then with the seconds so far,
+// redrawn in place every second on a terminal and a line every 10 s elsewhere, and at
+// its end with the time it took. Quiet: nothing.
+class PhaseLine {
+ public:
+  explicit PhaseLine(bool quiet);
+  // `what`: "training the bpe tokenizer on 1.0 MB of text"; `seconds` since it began.
+  void show(const std::string& what, double seconds, bool done);
+
+ private:
+  bool quiet_, live_;
+  double shown_at_ = -1;  // the seconds of the last line shown; -1: none yet
+};
+
 // 73 s -> "1m13s", 2 h -> "2h00m".
 std::string duration_text(double seconds);
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>  // SIGTERM
+#include <cstdio>
 #include <optional>
 
 #include "autograd/error.h"
@@ -109,10 +110,16 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   } else {
     std::optional<ModelCheckpoint> init;
     if (!opt_.train.init_from.empty()) init = load_model(opt_.train.init_from);
+    TokenizerSpec spec{opt_.train.tokenizer, opt_.train.vocab_size};
+    PhaseLine phase(opt_.quiet || !dist::is_root());  // SentencePiece is silent for seconds
+    spec.on_training = [&](double seconds, int64_t bytes, bool done) {
+      char size[32];
+      std::snprintf(size, sizeof size, bytes < 1000000 ? "%.1f KB" : "%.1f MB", double(bytes) / (bytes < 1000000 ? 1e3 : 1e6));
+      phase.show(cat("training the ", spec.name, " tokenizer on ", size, " of text"), seconds, done);
+    };
     data_ = init ? TrainingData::open(opt_.train.data, opt_.train.train_fraction, init->tokenizer, opt_.train.init_from,
                                       /*may_add_end_of_text=*/true)
-                 : TrainingData::open(opt_.train.data, opt_.train.train_fraction,
-                                      TokenizerSpec{opt_.train.tokenizer, opt_.train.vocab_size});
+                 : TrainingData::open(opt_.train.data, opt_.train.train_fraction, spec);
     std::unique_ptr<nn::GPT> init_model;
     if (init) {
       InitModel from = model_from(*init, opt_.model, opt_.dropout_given, data_.tokenizer->vocab_size());
