@@ -276,8 +276,8 @@ const Command kTrain = {
     "refused unless --overwrite. --resume continues the run in DIR where it stopped\n"
     "(with its saved options; options given on the command line override the training\n"
     "options, e.g. a larger --max-iters, which keeps the cosine's horizon; a change of\n"
-    "the learning rate at that step is a warning). Ctrl-C or SIGTERM saves and exits\n"
-    "130 or 143.\n"
+    "the learning rate at that step is a warning); it runs on the run's saved thread\n"
+    "count unless --threads is given. Ctrl-C or SIGTERM saves and exits 130 or 143.\n"
     "--max-time SECONDS stops the run after the step where its training time (the\n"
     "steps, not the evaluations) reaches SECONDS; given without --max-iters, it is\n"
     "the only limit and the cosine decays over it.",
