@@ -182,7 +182,7 @@ TEST_F(BadInput, Options) {
       {{"train", "--data", corpus, "--out", out, "--batch-size", "2000000"}, {"--batch-size", "2000000"}},
       {{"train", "--data", corpus, "--out", out, "--n-layer", "300"}, {"n_layer", "300", "limits of a checkpoint"}},
       {{"train", "--out", out, "--seed", "-1"}, {"--seed", "-1"}},
-      {{"generate", "--checkpoint", at("run"), "--temperature", "0"}, {"temperature", "0"}},
+      {{"generate", "--checkpoint", at("run"), "--temperature", "-0.5"}, {"temperature", "-0.5"}},
       {{"generate", at("run")}, {"unexpected argument", at("run")}},  // a run given without --checkpoint
       {{"generate", "--checkpoint", at("run"), "--temperature", "-1"}, {"temperature", "-1"}},
       {{"generate", "--checkpoint", at("run"), "--top-p", "0"}, {"--top-p", "0"}},
