@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/parallel.h"
 #include "autograd/tensor.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <ostream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/gradcheck.h"
 
 namespace folio {

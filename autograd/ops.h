@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/rng.h"
+#include "base/rng.h"
 #include "autograd/tensor.h"
 
 namespace folio {

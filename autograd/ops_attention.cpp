@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"

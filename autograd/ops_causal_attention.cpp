@@ -17,7 +17,7 @@
 #include <optional>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/dropout_mask.h"
 #include "autograd/kernels/vecmath.h"
 #include "autograd/ops.h"

@@ -2,7 +2,7 @@
 // backward sums the gradient over the dimensions an input was broadcast along.
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/vecmath.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"

@@ -12,11 +12,11 @@
 #include <memory>
 #include <type_traits>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
-#include "autograd/parse_name.h"
+#include "base/parse_name.h"
 
 namespace folio {
 namespace {

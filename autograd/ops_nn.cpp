@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/dropout_mask.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops.h"

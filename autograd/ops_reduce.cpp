@@ -1,5 +1,5 @@
 // Sums and means, over everything or over one axis.
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 

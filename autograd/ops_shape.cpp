@@ -1,7 +1,7 @@
 // Shape ops: reshape (shares data), transpose / permute / concat / split (copy).
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"

@@ -1,6 +1,6 @@
 #include "autograd/shape.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/pool.h"
 
 namespace folio {

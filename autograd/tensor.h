@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/rng.h"
+#include "base/rng.h"
 #include "autograd/shape.h"
 
 namespace folio {

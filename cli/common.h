@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/ops.h"
 
 namespace folio::cli {

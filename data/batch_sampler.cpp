@@ -4,8 +4,8 @@
 #include <bit>
 #include <utility>
 
-#include "autograd/error.h"
-#include "autograd/parse_name.h"
+#include "base/error.h"
+#include "base/parse_name.h"
 #include "data/hash.h"
 
 namespace folio {

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string_view>
 
-#include "autograd/rng.h"
+#include "base/rng.h"
 #include "data/dataset.h"
 #include "data/token_sequence.h"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/tokenizer_kind.h"
 #include "data/vocab.h"
 

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/vocab.h"
 
 namespace folio {

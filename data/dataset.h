@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/rng.h"
+#include "base/rng.h"
 #include "data/token_sequence.h"
 #include "data/tokenizer.h"
 

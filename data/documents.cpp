@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/hash.h"
 
 namespace folio {

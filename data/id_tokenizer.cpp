@@ -5,7 +5,7 @@
 #include <charconv>
 #include <memory>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/tokenizer_kind.h"
 
 namespace folio {

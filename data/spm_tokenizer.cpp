@@ -12,7 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/base64.h"
 #include "data/dataset.h"
 #include "data/tokenizer_kind.h"

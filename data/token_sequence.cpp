@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 

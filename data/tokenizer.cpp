@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/hash.h"
 #include "data/tokenizer_kind.h"
 

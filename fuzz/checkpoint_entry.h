@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "io/safetensors.h"

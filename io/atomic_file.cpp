@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/safetensors.h"
 
 namespace folio {

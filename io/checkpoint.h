@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/tokenizer.h"
 #include "nn/transformer.h"
 #include "io/config_json.h"

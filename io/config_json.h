@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "nn/transformer.h"
 #include "train/config.h"

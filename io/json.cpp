@@ -8,7 +8,7 @@
 #include <numeric>
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 namespace {

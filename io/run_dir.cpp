@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 namespace {

@@ -11,7 +11,7 @@
 #include <set>
 #include <system_error>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/json.h"
 
 namespace folio {

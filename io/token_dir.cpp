@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/dataset.h"
 #include "io/token_manifest.h"
 

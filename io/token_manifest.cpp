@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/token_shard.h"
 
 namespace folio {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio::nn {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <new>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/rows.h"
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "nn/transformer.h"
 
 namespace folio::nn {

@@ -1,6 +1,6 @@
 #include "nn/layers.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio::nn {
 

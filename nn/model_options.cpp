@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "autograd/parse_name.h"
+#include "base/parse_name.h"
 
 namespace folio::nn {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio::nn {
 

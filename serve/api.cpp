@@ -4,7 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "serve/json_fields.h"
 
 namespace folio::serve {

@@ -1,6 +1,6 @@
 #include "serve/chat.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "serve/json_fields.h"
 
 namespace folio::serve {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <ctime>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "serve/chat.h"
 #include "serve/routes.h"
 

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "serve/page.h"
 #include "serve/routes.h"
 

@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "data/dataset.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <typeinfo>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "nn/transformer.h"
 #include "train/data_parallel.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "tests/support.h"
 #include "io/json.h"
 #include "io/run_dir.h"

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 

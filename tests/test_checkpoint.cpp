@@ -7,7 +7,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "tests/support.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"

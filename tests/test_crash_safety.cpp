@@ -13,7 +13,7 @@
 #include <random>
 #include <set>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "tests/support.h"
 #include "io/checkpoint.h"
 

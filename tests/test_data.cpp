@@ -12,7 +12,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/dataset.h"
 #include "data/vocab.h"
 #include "tests/support.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <thread>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 #include "train/adamw.h"

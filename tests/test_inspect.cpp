@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "data/tokenizer.h"
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "train/generate.h"
 #include "viz/attention.h"

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "tests/support.h"
 

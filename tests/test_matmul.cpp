@@ -11,7 +11,7 @@
 
 #include "tests/support.h"
 #include "autograd/kernels/matmul.h"
-#include "autograd/rng.h"
+#include "base/rng.h"
 
 namespace folio::kernels {
 namespace {

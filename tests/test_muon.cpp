@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 #include "nn/transformer.h"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "nn/transformer.h"
 #include "train/data_parallel.h"
 #include "io/safetensors.h"

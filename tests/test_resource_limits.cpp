@@ -5,7 +5,7 @@
 // wall-clock times.
 #include <gtest/gtest.h>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "tests/support.h"
 #include "io/checkpoint.h"
 #include "io/json.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "nn/attention.h"
 
 namespace folio::nn {

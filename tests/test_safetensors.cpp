@@ -14,7 +14,7 @@
 #include <iterator>
 #include <limits>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "tests/support.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <thread>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/ops.h"
 #include "autograd/pool.h"
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/parallel.h"
 #include "train/generate.h"
 #include "tests/support.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/parallel.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/parallel.h"
 
 namespace folio {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <utility>
 
-#include "autograd/error.h"
-#include "autograd/parse_name.h"
+#include "base/error.h"
+#include "base/parse_name.h"
 
 namespace folio {
 

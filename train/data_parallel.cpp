@@ -4,7 +4,7 @@
 
 #include <exception>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 

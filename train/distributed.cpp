@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 #ifdef FOLIO_HAVE_MPI
 #include <mpi.h>

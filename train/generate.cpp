@@ -5,7 +5,7 @@
 #include <deque>
 #include <optional>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "nn/decoder.h"
 
 namespace folio {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "train/distributed.h"
 
 namespace folio {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio {
 namespace {

@@ -8,7 +8,7 @@
 #include <exception>
 #include <map>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 

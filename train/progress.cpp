@@ -10,7 +10,7 @@
 #include <limits>
 #include <sstream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 
 namespace folio {

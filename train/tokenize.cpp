@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/parallel.h"
 #include "data/documents.h"
 #include "data/hash.h"

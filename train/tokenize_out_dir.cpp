@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "io/token_manifest.h"
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/parallel.h"
 #include "train/batch_warmup.h"
 #include "train/distributed.h"

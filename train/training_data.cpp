@@ -1,6 +1,6 @@
 #include "train/training_data.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/dataset.h"
 #include "io/token_dir.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "viz/svg.h"
 
 namespace folio::viz {

@@ -5,7 +5,7 @@
 // would drop from the composition's weight tensor under the same seed.
 #include <cstdint>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace folio::kernels {
 

@@ -1,4 +1,4 @@
-#include "autograd/rng.h"
+#include "base/rng.h"
 
 #include <cmath>
 #include <cstring>

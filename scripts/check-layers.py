@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Checks that every #include between folio's folders follows the layer table.
+
+Each folder may include only the folders listed for it (and itself); an arrow that
+points the other way is how a persistence layer comes to compile against the trainer.
+The arrows the code still has and the table forbids are listed in KNOWN, each with
+what removes it: they pass, but a new one fails, and so does a KNOWN arrow that is
+gone (delete its line, so that it cannot come back unseen).
+
+    python3 scripts/check-layers.py          # exit 0, or 1 with each bad include
+    python3 scripts/check-layers.py --list   # also print the folder-to-folder arrows
+"""
+import pathlib
+import re
+import sys
+
+MAY_INCLUDE = {
+    "base": set(),
+    "autograd": {"base"},
+    "nn": {"autograd", "base"},
+    "data": {"base"},
+    "viz": {"autograd", "base"},
+    "io": {"base", "autograd", "nn", "data"},
+    "infer": {"nn", "data", "io", "autograd", "base"},
+    "train": {"nn", "data", "io", "autograd", "base", "viz"},
+    "serve": {"infer", "io", "data", "base"},
+}
+# Folders that may include anything: the command line, and what sits outside the
+# library (tests, benchmarks, fuzz targets, examples).
+ANYTHING = {"cli", "tests", "bench", "fuzz", "examples"}
+
+# (file, included header): the arrows still to remove, and what removes each.
+KNOWN = {
+    ("io/checkpoint.h", "train/optimizer.h"): "optimizer state as named tensors, saved by a run-state file in train/",
+    ("io/checkpoint.h", "train/config.h"): "the training options' JSON written by train/",
+    ("io/config_json.h", "train/config.h"): "the training options' JSON written by train/",
+    ("serve/api.h", "train/generate.h"): "generation moved to infer/",
+    ("serve/scheduler.cpp", "nn/decoder.h"): "the decoder behind infer/'s Generator",
+    ("serve/scheduler.cpp", "autograd/parallel.h"): "the decoder's threads set by infer/",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"', re.M)
+
+
+def arrows(root):
+    """(file, header, from folder, to folder) for every quoted include of a folder's header."""
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".h", ".cpp") or not path.is_file():
+            continue
+        rel = path.relative_to(root)
+        if rel.parts[0].startswith("build") or len(rel.parts) < 2:
+            continue
+        for m in INCLUDE.finditer(path.read_text(errors="replace")):
+            yield rel.as_posix(), f"{m.group(1)}/{m.group(2)}", rel.parts[0], m.group(1)
+
+
+def main():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    seen, bad, pairs = set(), [], {}
+    for file, header, src, dst in arrows(root):
+        if src in ANYTHING or src == dst or dst not in MAY_INCLUDE:
+            continue  # a header of the same folder, or a generated one (folio/version.h)
+        pairs[(src, dst)] = pairs.get((src, dst), 0) + 1
+        if src not in MAY_INCLUDE:
+            bad.append(f"{file}: folder {src}/ is not in the layer table (scripts/check-layers.py)")
+        elif dst not in MAY_INCLUDE[src]:
+            if (file, header) in KNOWN:
+                seen.add((file, header))
+            else:
+                allowed = ", ".join(sorted(MAY_INCLUDE[src])) or "nothing but the standard library"
+                bad.append(f'{file}: includes "{header}", but {src}/ may include {allowed}')
+    for (file, header), fix in KNOWN.items():
+        if (file, header) not in seen:
+            bad.append(f'{file} no longer includes "{header}": delete its line from KNOWN in scripts/check-layers.py')
+    if "--list" in sys.argv:
+        for (src, dst), n in sorted(pairs.items()):
+            print(f"{src:>8} -> {dst:<8} {n}")
+    for line in bad:
+        print("check-layers:", line, file=sys.stderr)
+    print(f"check-layers: {sum(pairs.values())} includes between folders, {len(seen)} known exceptions, "
+          f"{len(bad)} violations")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
