@@ -222,6 +222,24 @@ inline Result run_folio(const Args& args, const fs::path& scratch, double timeou
   return r;
 }
 
+// The CLI tests on data and tokenizers: a folder holding text.txt (the bundled corpus's
+// first 30,000 bytes), folio run inside it, and a short run's options.
+class CliCorpusTest : public ::testing::Test {
+ protected:
+  CliCorpusTest(const std::string& name, bool quiet) : dir_(name), quiet_(quiet) {}
+  void SetUp() override { write_small_corpus(dir_.path / "text.txt", 30000); }
+  Result folio(const std::string& args) const { return run_folio(words(args), dir_.path); }
+  std::string text() const { return dir_ / "text.txt"; }
+  // A short run into `out`: a small model unless it starts --init-from one (small false).
+  std::string run(const std::string& out, int iters, bool small = true) const {
+    return (small ? " --n-layer 1 --n-head 2 --n-embd 32 --block-size 32" : "") + std::string(" --out ") + (dir_ / out) +
+           " --batch-size 8 --eval-interval 10 --eval-iters 2 --warmup-iters 2 --threads 2" +
+           (quiet_ ? " --quiet" : "") + " --max-iters " + std::to_string(iters);
+  }
+  TempDir dir_;
+  bool quiet_;
+};
+
 inline std::string show(const Args& args) {
   std::string s = "folio";
   for (const auto& a : args) s += " '" + a + "'";

@@ -15,18 +15,9 @@ namespace fs = std::filesystem;
 using testing::expect_contains;
 using testing::Result;
 
-class CliData : public ::testing::Test {
+class CliData : public testing::CliCorpusTest {
  protected:
-  void SetUp() override { testing::write_small_corpus(dir_.path / "text.txt", 30000); }
-  Result folio(const std::string& args) const { return testing::run_folio(testing::words(args), dir_.path); }
-  std::string text() const { return dir_ / "text.txt"; }
-  // A short run into `out`; a small model unless it starts --init-from one.
-  std::string run(const std::string& out, int iters, bool small = true) const {
-    return (small ? " --n-layer 1 --n-head 2 --n-embd 32 --block-size 32" : "") + std::string(" --out ") + (dir_ / out) +
-           " --batch-size 8 --eval-interval 10 --eval-iters 2 --warmup-iters 2 --threads 2 --quiet --max-iters " +
-           std::to_string(iters);
-  }
-  testing::TempDir dir_{"cli_data"};
+  CliData() : CliCorpusTest("cli_data", true) {}
 };
 
 // A run on a token directory, and one started --init-from it, took their tokenizer from
