@@ -10,6 +10,7 @@
 #include "train/training_data.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
+#include "train/run_state.h"
 
 namespace folio::cli {
 namespace {

@@ -9,6 +9,7 @@
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "nn/model_options.h"
+#include "train/run_state.h"
 
 namespace folio::cli {
 namespace {

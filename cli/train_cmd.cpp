@@ -16,6 +16,7 @@
 #include "train/optimizer.h"
 #include "train/seq_warmup.h"
 #include "train/trainer.h"
+#include "train/run_state.h"
 
 namespace folio::cli {
 namespace {

@@ -22,6 +22,9 @@
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "train/run_state.h"
+#include "train/config_json.h"
+#include "train/optimizer.h"
 
 namespace folio::fuzz {
 
@@ -63,9 +66,10 @@ inline void check_model(const ModelCheckpoint& ck) {
 }
 
 inline void check_state(const TrainState& st, const std::string& path) {
-  require(st.step >= 0 && st.adamw_steps >= 0 && std::isfinite(st.best_val_loss));
-  require(st.adamw_m.size() == st.adamw_v.size());
-  require(finite(st.adamw_m.data(), st.adamw_m.size()) && finite(st.adamw_v.data(), st.adamw_v.size(), true));
+  require(st.step >= 0 && std::isfinite(st.best_val_loss));
+  // The optimizer's state holds up as its optimizer checks it (throws folio::Error if not).
+  Optimizer::check_state(st.config.optimizer, st.optimizer, path);
+  for (const auto& t : st.optimizer.tensors) require(finite(t.tensor.data(), size_t(t.tensor.numel())));
   st.config.validate();  // throws folio::Error: the reader accepted a config training refuses
   require(to_json(train_config_from_json(Json::parse(to_json(st.config).dump()), "again")) == to_json(st.config));
   // Numbers stored as text (the seed) are read only in the form they are written.

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "io/checkpoint.h"
 
 namespace folio {
 namespace {
@@ -151,25 +152,19 @@ void RunDir::create(bool fresh) const {
   if (fresh) remove_dead_temp_files(path_);
 }
 
-TrainState RunDir::recover() const {
-  TrainState state = load_state(state_file());
-  recover_weights(*this, state.step);
-  return state;
-}
+void RunDir::recover(int64_t state_step) const { recover_weights(*this, state_step); }
 
-void RunDir::save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, const nn::GPT* best,
-                  bool first) const {
+void RunDir::save(const nn::GPT& model, const Tokenizer& tokenizer, int64_t step, const nn::GPT* best, bool first,
+                  const std::function<void(const std::string& file)>& write_state) const {
   // A state an earlier run left here must not pair with this run's pending weights
   // should this first save be cut short.
   if (first && remove_file(state_file())) sync_dir(path_);
-  save_model(model_file() + kPending, model, tokenizer, state.step);
-  if (best) save_model(best_file() + kPending, *best, tokenizer, state.step);
-  save_state(state_file(), state);  // the commit
+  save_model(model_file() + kPending, model, tokenizer, step);
+  if (best) save_model(best_file() + kPending, *best, tokenizer, step);
+  write_state(state_file());  // the commit
   if (best) rename_file(best_file() + kPending, best_file());
   rename_file(model_file() + kPending, model_file());
   sync_dir(path_);
 }
-
-TrainState saved_run(const std::string& dir) { return load_state(RunDir(dir).state_file()); }
 
 }  // namespace folio

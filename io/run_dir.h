@@ -4,10 +4,13 @@
 // cut short at any point loads, resumes, and is used by generate/eval/info.
 //   model.safetensors  the latest weights      best.safetensors  the lowest val loss
 //   state.safetensors  what --resume needs     log.csv, loss.svg  the evaluations
+// The directory does not know what the state holds: the trainer writes and reads it
+// (train/run_state.h), and gives RunDir its step and a function that writes it.
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "data/tokenizer.h"
-#include "io/checkpoint.h"
 #include "nn/transformer.h"
 
 namespace folio {
@@ -31,22 +34,20 @@ class RunDir {
   // Creates the directory; for a fresh run, also removes the temp files of writers
   // that were killed mid-save.
   void create(bool fresh) const;
-  // For --resume: the saved state (the commit record of the last save), after
-  // finishing or dropping the weights of a save that was cut short.
-  TrainState recover() const;
-  // Saves the weights (and the best weights, when `best`) and the state as one
-  // commit. `best`: the weights to keep as best.safetensors (the model itself, or the
-  // average of its weights), null when this save is not the best. `first`: the first
-  // save of a fresh run, in a directory that may hold another run's files.
-  void save(const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state, const nn::GPT* best,
-            bool first) const;
+  // For --resume, once the state (the commit record of the last save) is read and
+  // found at `state_step`: finishes or drops the weights of a save cut short.
+  void recover(int64_t state_step) const;
+  // Saves the weights (and the best weights, when `best`) of `step` and the state as
+  // one commit; write_state(file) writes the state to `file` (atomically, as
+  // save_safetensors does). `best`: the weights to keep as best.safetensors (the model
+  // itself, or the average of its weights), null when this save is not the best.
+  // `first`: the first save of a fresh run, in a directory that may hold another run's.
+  void save(const nn::GPT& model, const Tokenizer& tokenizer, int64_t step, const nn::GPT* best, bool first,
+            const std::function<void(const std::string& file)>& write_state) const;
 
  private:
   std::string file(const char* name) const;
   std::string path_;
 };
-
-// The options saved in DIR/state.safetensors (for --resume).
-TrainState saved_run(const std::string& dir);
 
 }  // namespace folio

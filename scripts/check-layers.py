@@ -31,9 +31,6 @@ ANYTHING = {"cli", "tests", "bench", "fuzz", "examples"}
 
 # (file, included header): the arrows still to remove, and what removes each.
 KNOWN = {
-    ("io/checkpoint.h", "train/optimizer.h"): "optimizer state as named tensors, saved by a run-state file in train/",
-    ("io/checkpoint.h", "train/config.h"): "the training options' JSON written by train/",
-    ("io/config_json.h", "train/config.h"): "the training options' JSON written by train/",
     ("serve/api.h", "train/generate.h"): "generation moved to infer/",
     ("serve/scheduler.cpp", "nn/decoder.h"): "the decoder behind infer/'s Generator",
     ("serve/scheduler.cpp", "autograd/parallel.h"): "the decoder's threads set by infer/",

@@ -12,6 +12,7 @@
 #include "tests/support.h"
 #include "io/json.h"
 #include "io/run_dir.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {

@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "nn/model_options.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {

@@ -15,6 +15,7 @@
 #include "io/run_dir.h"
 #include "io/safetensors.h"
 #include "tests/support.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "tests/support.h"
 #include "io/checkpoint.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {

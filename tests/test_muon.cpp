@@ -10,6 +10,7 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 #include "nn/transformer.h"
+#include "tests/support.h"
 #include "train/optimizer.h"
 
 namespace folio {
@@ -297,6 +298,46 @@ TEST(Muon, MatricesOfDifferentWidthsAreNotJoined) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("heads.1.query.weight has 6 columns"), std::string::npos) << e.what();
   }
+}
+
+// The state goes out and comes back under the optimizers' own names; one that does
+// not fit the model, lacks a part or holds a tensor no optimizer owns is refused,
+// naming the file and the tensor.
+TEST(Muon, StateRoundTripsAndBadStatesAreRefusedByName) {
+  const nn::GPT gpt(tiny());
+  TrainConfig config;
+  config.optimizer = OptimizerKind::muon;
+  Optimizer opt(gpt.named_parameters(), config);
+  fill_gradients(gpt, 3);
+  opt.step(1e-3f, 0);
+  const OptimizerState s = opt.state();
+  ASSERT_EQ(s.tensors.size(), 3u);
+  EXPECT_EQ(s.tensors[0].name, "adamw.m");
+  EXPECT_EQ(s.tensors[1].name, "adamw.v");
+  EXPECT_EQ(s.tensors[2].name, "muon.momentum");
+  EXPECT_EQ(s.counters, (Metadata{{"adamw_steps", "1"}}));
+  Optimizer back(gpt.named_parameters(), config);
+  back.load_state(s, "f.safetensors");
+  const OptimizerState again = back.state();
+  for (size_t i = 0; i < s.tensors.size(); ++i)
+    EXPECT_EQ(again.tensors[i].tensor.to_vector(), s.tensors[i].tensor.to_vector()) << s.tensors[i].name;
+  EXPECT_EQ(again.counters, s.counters);
+
+  OptimizerState short_m = s;
+  short_m.tensors[0].tensor = flat_tensor({1.0f, 2.0f});
+  short_m.tensors[1].tensor = flat_tensor({1.0f, 2.0f});
+  testing::expect_error([&] { back.load_state(short_m, "f.safetensors"); },
+                        {"f.safetensors", "adamw.m has 2 values"});
+  OptimizerState no_momentum = s;
+  no_momentum.tensors.pop_back();
+  testing::expect_error([&] { back.load_state(no_momentum, "f.safetensors"); },
+                        {"f.safetensors", "muon.momentum is missing"});
+  OptimizerState foreign = s;
+  foreign.tensors.push_back({"sgd.buf", flat_tensor({0.0f})});
+  testing::expect_error([&] { back.load_state(foreign, "f.safetensors"); },
+                        {"f.safetensors", "sgd.buf is not part of the state of muon"});
+  testing::expect_error([&] { Optimizer::check_state(OptimizerKind::adamw, s, "f.safetensors"); },
+                        {"muon.momentum is not part of the state of adamw"});
 }
 
 }  // namespace

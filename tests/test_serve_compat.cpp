@@ -6,6 +6,7 @@
 #include "serve/access_log.h"
 #include "serve/model_card.h"
 #include "serve_support.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {

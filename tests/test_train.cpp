@@ -12,6 +12,8 @@
 #include "train/generate.h"
 #include "tests/support.h"
 #include "train/trainer.h"
+#include "train/run_state.h"
+#include "train/config_json.h"
 
 namespace folio {
 

@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "tests/support.h"
 #include "train/trainer.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {
@@ -31,10 +32,10 @@ TrainState muon_state() {
   s.config.max_time = 90;
   s.config.max_iters = 0;
   s.config.grad_accum = 3;
-  s.adamw_steps = 7;
-  s.adamw_m = {0.5f, -1.0f};
-  s.adamw_v = {0.25f, 1.0f};
-  s.muon_momentum = {1.0f, 2.0f, -3.0f};
+  s.optimizer.tensors = {{"adamw.m", flat_tensor({0.5f, -1.0f})},
+                         {"adamw.v", flat_tensor({0.25f, 1.0f})},
+                         {"muon.momentum", flat_tensor({1.0f, 2.0f, -3.0f})}};
+  s.optimizer.counters = {{"adamw_steps", "7"}};
   s.train_seconds = 12.5;
   return s;
 }
@@ -52,7 +53,8 @@ TEST(TrainState, MuonAndTrainingTimeRoundTrip) {
   EXPECT_EQ(s.config.max_time, 90.0);
   EXPECT_EQ(s.config.max_iters, 0);
   EXPECT_EQ(s.config.grad_accum, 3);
-  EXPECT_EQ(s.muon_momentum, (std::vector<float>{1.0f, 2.0f, -3.0f}));
+  ASSERT_NE(s.optimizer.find("muon.momentum"), nullptr);
+  EXPECT_EQ(s.optimizer.find("muon.momentum")->to_vector(), (std::vector<float>{1.0f, 2.0f, -3.0f}));
   EXPECT_EQ(s.train_seconds, 12.5);
 }
 
@@ -62,6 +64,7 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
   const TempDir dir("old_state");
   TrainState adamw = muon_state();
   adamw.config.optimizer = OptimizerKind::adamw;
+  adamw.optimizer.tensors.pop_back();  // muon.momentum
   adamw.config.max_iters = 100;
   save_state(dir / "new.safetensors", adamw);
   SafetensorsFile f = load_safetensors(dir / "new.safetensors");
@@ -88,7 +91,7 @@ TEST(TrainState, OlderStatesLoadAsAdamWWithoutABudget) {
   EXPECT_EQ(s.config.max_time, 0.0);
   EXPECT_EQ(s.config.grad_accum, 1);
   EXPECT_EQ(s.train_seconds, 0.0);
-  EXPECT_TRUE(s.muon_momentum.empty());
+  EXPECT_EQ(s.optimizer.find("muon.momentum"), nullptr);
   EXPECT_EQ(s.config.decay, Decay::cosine);
   EXPECT_EQ(s.config.ema, 0.0f);
   EXPECT_EQ(s.config.muon_momentum_warmup, 0);

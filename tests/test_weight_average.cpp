@@ -10,6 +10,7 @@
 #include "tests/support.h"
 #include "train/trainer.h"
 #include "train/weight_average.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {

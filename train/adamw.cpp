@@ -24,6 +24,30 @@ AdamW::AdamW(const nn::NamedParameters& params, AdamWConfig config) : config_(co
   v_.assign(total, 0.0f);
 }
 
+void AdamW::save_state(OptimizerState& into) const {
+  into.tensors.push_back({"adamw.m", flat_tensor(m_)});
+  into.tensors.push_back({"adamw.v", flat_tensor(v_)});
+  into.counters.push_back({"adamw_steps", std::to_string(t_)});
+}
+
+void AdamW::check_state(const OptimizerState& s, const std::string& where) {
+  checked_counter(s, "adamw_steps", where);
+  const Tensor& m = checked_tensor(s, "adamw.m", where);
+  const Tensor& v = checked_tensor(s, "adamw.v", where, /*non_negative=*/true);  // second moments are squares
+  if (m.numel() != v.numel()) fail("checkpoint", where, ": tensors adamw.m and adamw.v differ in size");
+}
+
+void AdamW::load_state(const OptimizerState& s, const std::string& where) {
+  check_state(s, where);
+  const Tensor &m = *s.find("adamw.m"), &v = *s.find("adamw.v");
+  if (m.numel() != size())
+    fail("checkpoint", where, ": tensor adamw.m has ", m.numel(), " values but the model has ", size(),
+         " parameters for AdamW");
+  m_.assign(m.data(), m.data() + m.numel());
+  v_.assign(v.data(), v.data() + v.numel());
+  t_ = checked_counter(s, "adamw_steps", where);
+}
+
 void AdamW::step(float lr) {
   ++t_;
   const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;

@@ -8,6 +8,7 @@
 
 #include "nn/module.h"
 #include "train/config.h"
+#include "train/optimizer_state.h"
 
 namespace folio {
 
@@ -23,10 +24,15 @@ class AdamW {
   void step(float lr);
   int64_t steps_taken() const { return t_; }
 
-  // The moments as flat vectors in parameter order, for checkpoints.
-  std::vector<float>& m() { return m_; }
-  std::vector<float>& v() { return v_; }
-  void set_steps_taken(int64_t t) { t_ = t; }
+  // The state, under AdamW's names: "adamw.m" and "adamw.v", each (P,) the moments flat
+  // in parameter order, and the counter "adamw_steps". check_state() checks a state
+  // read from the file `where` holds them (before an AdamW exists); load_state() also
+  // checks that they fit this AdamW's parameters.
+  void save_state(OptimizerState& into) const;
+  static void check_state(const OptimizerState& s, const std::string& where);
+  void load_state(const OptimizerState& s, const std::string& where);
+  static bool owns(std::string_view name) { return name == "adamw.m" || name == "adamw.v"; }
+  int64_t size() const { return int64_t(m_.size()); }  // P, the values it updates
   const AdamWConfig& config() const { return config_; }
 
  private:
@@ -41,7 +47,7 @@ class AdamW {
   AdamWConfig config_;
   std::vector<Tensor> params_;  // keeps the storage the segments point into alive
   std::vector<Segment> segments_;
-  std::vector<float> m_, v_;
+  std::vector<float> m_, v_;  // (P,) each: the first and second moments
   int64_t t_ = 0;
 };
 

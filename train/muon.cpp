@@ -83,6 +83,21 @@ Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config
   std::stable_sort(order_.begin(), order_.end(), [&](size_t x, size_t y) { return cost(x) > cost(y); });
 }
 
+void Muon::save_state(OptimizerState& into) const { into.tensors.push_back({"muon.momentum", flat_tensor(momentum_)}); }
+
+void Muon::check_state(const OptimizerState& s, const std::string& where) {
+  checked_tensor(s, "muon.momentum", where, false, "the run's optimizer is muon");
+}
+
+void Muon::load_state(const OptimizerState& s, const std::string& where) {
+  check_state(s, where);
+  const Tensor& m = *s.find("muon.momentum");
+  if (m.numel() != size())
+    fail("checkpoint", where, ": tensor muon.momentum has ", m.numel(), " values but the model's hidden matrices have ",
+         size());
+  momentum_.assign(m.data(), m.data() + m.numel());
+}
+
 float momentum_at(const MuonConfig& c, int64_t step) {
   if (step >= c.momentum_warmup) return c.momentum;
   const float t = float(step) / float(c.momentum_warmup);

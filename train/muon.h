@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "train/optimizer_state.h"
 
 namespace folio {
 
@@ -75,9 +76,14 @@ class Muon {
   // on the thread count.
   void step(float lr, int64_t step);
 
-  // The momentum of every matrix, flat, in matrix order (rows stacked as in `parts`).
-  std::vector<float>& momentum() { return momentum_; }
-  const std::vector<float>& momentum() const { return momentum_; }
+  // The state, under Muon's name: "muon.momentum", (M,) the momentum of every matrix,
+  // flat, in matrix order (rows stacked as in `parts`). check_state() checks a state
+  // read from the file `where` holds it; load_state() also that it fits these matrices.
+  void save_state(OptimizerState& into) const;
+  static void check_state(const OptimizerState& s, const std::string& where);
+  void load_state(const OptimizerState& s, const std::string& where);
+  static bool owns(std::string_view name) { return name == "muon.momentum"; }
+  int64_t size() const { return int64_t(momentum_.size()); }  // M, the weights of its matrices
   const std::vector<MuonMatrix>& matrices() const { return matrices_; }
   const MuonConfig& config() const { return config_; }
 
@@ -86,7 +92,7 @@ class Muon {
   std::vector<MuonMatrix> matrices_;
   std::vector<int64_t> offsets_;     // of each matrix in momentum_
   std::vector<size_t> order_;        // largest first, dealt to the threads in turn
-  std::vector<float> momentum_;
+  std::vector<float> momentum_;      // (M,)
   std::vector<std::vector<float>> update_, scratch_;  // per thread
 };
 

@@ -1,5 +1,7 @@
 #include "train/optimizer.h"
 
+#include "base/error.h"
+
 namespace folio {
 
 Optimizer::Optimizer(const nn::NamedParameters& params, const TrainConfig& c)
@@ -21,6 +23,28 @@ MuonConfig muon_config(const TrainConfig& c) {
 void Optimizer::step(float lr, int64_t step) {
   adamw_->step(lr);
   if (muon_) muon_->step(muon_lr_ * (lr / peak_lr_), step);
+}
+
+OptimizerState Optimizer::state() const {
+  OptimizerState s;
+  adamw_->save_state(s);
+  if (muon_) muon_->save_state(s);
+  return s;
+}
+
+void Optimizer::check_state(OptimizerKind kind, const OptimizerState& s, const std::string& where) {
+  const bool muon = kind == OptimizerKind::muon;
+  AdamW::check_state(s, where);
+  if (muon) Muon::check_state(s, where);
+  for (const auto& t : s.tensors)
+    if (!AdamW::owns(t.name) && !(muon && Muon::owns(t.name)))
+      fail("checkpoint", where, ": tensor ", t.name, " is not part of the state of ", to_string(kind));
+}
+
+void Optimizer::load_state(const OptimizerState& s, const std::string& where) {
+  check_state(kind(), s, where);
+  adamw_->load_state(s, where);
+  if (muon_) muon_->load_state(s, where);
 }
 
 }  // namespace folio

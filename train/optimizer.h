@@ -3,11 +3,15 @@
 // over the hidden matrices (train/muon.h) with AdamW over the rest. Both follow one
 // learning-rate schedule: at a step where AdamW's rate is lr (of the peak config.lr),
 // Muon's is config.muon_lr * lr / config.lr.
+// Its state (train/optimizer_state.h) is opaque to what saves it: named flat tensors
+// and counters, AdamW's then Muon's, each under the names it owns.
 #include <memory>
+#include <string>
 
 #include "train/adamw.h"
 #include "train/config.h"
 #include "train/muon.h"
+#include "train/optimizer_state.h"
 
 namespace folio {
 
@@ -19,6 +23,14 @@ class Optimizer {
   Optimizer(const nn::NamedParameters& params, const TrainConfig& config);
   // `step` is the run's (Muon's momentum warm-up follows it; AdamW counts its own).
   void step(float lr, int64_t step);
+
+  // The state, like PyTorch's state_dict: AdamW's, then Muon's.
+  OptimizerState state() const;
+  // Checks a state read from the file `where` is one an optimizer of `kind` saved:
+  // every tensor and counter it needs, each well-formed, and no tensor it does not own.
+  static void check_state(OptimizerKind kind, const OptimizerState& s, const std::string& where);
+  // check_state, then every tensor must fit this optimizer's parameters; then takes it.
+  void load_state(const OptimizerState& s, const std::string& where);
 
   AdamW& adamw() { return *adamw_; }
   Muon* muon() { return muon_.get(); }  // null: AdamW alone

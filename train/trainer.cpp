@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "autograd/parallel.h"
 #include "train/batch_warmup.h"
+#include "train/config_json.h"
 #include "train/distributed.h"
 #include "train/init_from.h"
 #include "train/progress.h"
@@ -82,7 +83,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   if (opt_.resume) {
     // Rank 0 brings the directory in line with its last commit; the others read it after.
     TrainState st;
-    if (dist::is_root()) st = run_dir_.recover();
+    if (dist::is_root()) st = recover_run(run_dir_);
     dist::barrier();
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
@@ -98,7 +99,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     opt_.model = model_->config();
     check_splits(data_, opt_.model.block_size);
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
-    restore_optimizer(st, *optimizer_, run_dir_.state_file());
+    optimizer_->load_state(st.optimizer, run_dir_.state_file());
     step_ = st.step;
     train_seconds_ = st.train_seconds;
     best_val_ = st.best_val_loss;
@@ -226,17 +227,13 @@ void Trainer::save(const Losses& losses) {
   const bool best = first || losses.val < best_val_;
   if (best) best_val_ = losses.val, has_best_ = true;
   if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
-  AdamW& adamw = optimizer_->adamw();
   const BatchSampler::State sampled = sampler_.state();
   const TrainState st{step_,
                       best_val_,
                       sampled.rng,
                       model_->dropout_rng().state(),
                       opt_.train,
-                      adamw.steps_taken(),
-                      adamw.m(),
-                      adamw.v(),
-                      optimizer_->muon() ? optimizer_->muon()->momentum() : std::vector<float>{},
+                      optimizer_->state(),
                       train_seconds_,
                       sampled.epoch,
                       sampled.position,
@@ -244,7 +241,7 @@ void Trainer::save(const Losses& losses) {
                       average_ ? std::vector<float>(average_->weights().begin(), average_->weights().end())
                                : std::vector<float>{}};
   const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
-  run_dir_.save(*model_, *data_.tokenizer, st, best_weights, first);
+  save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -286,8 +283,8 @@ Trainer::Losses Trainer::run() {
                      dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   if (!init_note_.empty()) progress.say(init_note_);
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
-    progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->momentum().size(),
-                     " weights), AdamW on the other ", optimizer_->adamw().m().size()));
+    progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->size(),
+                     " weights), AdamW on the other ", optimizer_->adamw().size()));
   const Schedule schedule = schedule_of(tc);
   const std::vector<Tensor> params = model_->parameters();
   const int64_t first_step = step_;

@@ -1,0 +1,52 @@
+#include "io/folio_format.h"
+
+#include <cmath>
+
+#include "base/error.h"
+
+namespace folio {
+namespace {
+
+constexpr const char* kFormat = "folio-gpt-1";
+
+}  // namespace
+
+Metadata folio_metadata(const char* kind) {
+  return {{"format", "pt"}, {"folio_format", std::string(kFormat) + kind}};
+}
+
+// What kind of folio file this is lives in "folio_format"; "format" is "pt", as
+// Hugging Face's loaders require of a safetensors file. Files written before that
+// change kept the kind in "format", and still load.
+void check_folio_format(const SafetensorsFile& f, const std::string& where, const char* kind) {
+  auto value = [&](const char* key) -> const std::string* {
+    for (const auto& [k, v] : f.metadata)
+      if (k == key) return &v;
+    return nullptr;
+  };
+  const std::string expected = std::string(kFormat) + kind;
+  const std::string* ours = value("folio_format");
+  const std::string* legacy = value("format");
+  if (ours ? *ours != expected : !legacy || *legacy != expected)
+    fail("checkpoint", where, ": __metadata__.folio_format: expected \"", expected, "\" (not a folio ", kind + 1,
+         " file?)");
+}
+
+Json metadata_json(const SafetensorsFile& f, const char* key, const std::string& where) {
+  const std::string text = f.meta(key);
+  try {
+    return Json::parse(text);
+  } catch (const Error& e) {
+    fail("checkpoint", where, ": __metadata__.", key, ": ", e.what());
+  }
+}
+
+void check_finite(const Tensor& t, const std::string& name, const std::string& where, bool non_negative) {
+  const float* d = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(d[i]) || (non_negative && d[i] < 0.0f))
+      fail("checkpoint", where, ": tensor ", name, ": value ", d[i], " at index ", i,
+           non_negative ? " (must be finite and >= 0)" : " (must be finite)");
+}
+
+}  // namespace folio

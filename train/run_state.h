@@ -1,0 +1,51 @@
+#pragma once
+// A run's state: what --resume needs beyond the weights, in DIR/state.safetensors.
+//   TrainState          the step, the RNG states, the best validation loss, the
+//                       training time, where the sampler is, the training options,
+//                       the optimizer's state (opaque: train/optimizer_state.h) and
+//                       the average of the weights
+//   save_state          writes it: the optimizer's tensors, then "ema.weights"; the
+//                       __metadata__ has the format, the step, the optimizer's
+//                       counters, then the run's fields and "train_config" (JSON)
+//   load_state          reads it back, every field checked (errors name the file)
+//   recover_run         --resume's first read: the state, after RunDir has finished
+//                       or dropped a save that was cut short (io/run_dir.h)
+//   save_run            one commit of a run directory: the weights and this state
+//   saved_run           the state saved in a run directory (its options, for --resume)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "data/tokenizer.h"
+#include "io/run_dir.h"
+#include "nn/transformer.h"
+#include "train/config.h"
+#include "train/optimizer_state.h"
+
+namespace folio {
+
+struct TrainState {
+  int64_t step = 0;
+  float best_val_loss = 0;
+  Rng::State data_rng{}, dropout_rng{};
+  TrainConfig config;
+  OptimizerState optimizer;  // Optimizer::state(); checked against config.optimizer on load
+  double train_seconds = 0;  // the steps' time so far (train/config.h: max_time)
+  // Where --sampling epoch is in its pass (data/batch_sampler.h), and the token
+  // directory's fingerprint ("" for a text file): absent from older runs.
+  int64_t data_epoch = 0, data_position = 0;
+  std::string data_fingerprint;
+  std::vector<float> ema_weights;  // config.ema > 0: (P,) the average of the weights, flat
+};
+
+void save_state(const std::string& file, const TrainState& state);
+TrainState load_state(const std::string& file);
+
+TrainState recover_run(const RunDir& run);
+// `best`: the weights to keep as best.safetensors, or null (RunDir::save).
+void save_run(const RunDir& run, const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state,
+              const nn::GPT* best, bool first);
+TrainState saved_run(const std::string& dir);
+
+}  // namespace folio
