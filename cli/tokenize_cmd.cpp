@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/size_text.h"
 #include "cli/common.h"
 #include "io/checkpoint.h"
 #include "train/tokenize.h"
@@ -35,16 +36,6 @@ void declare(po::options_description& opts) {
       ("overwrite", po::bool_switch(),
        "replace the token directory already in --out (a directory holding other files is never written into)");
   add_threads(opts);
-}
-
-// A size in the unit that shows it: "50.0 KB" for a small split, not "0.0 MB".
-std::string size_text(double bytes) {
-  char buf[32];
-  if (bytes < 1e3) std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
-  else if (bytes < 1e6) std::snprintf(buf, sizeof buf, "%.1f KB", bytes / 1e3);
-  else if (bytes < 1e9) std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  return buf;
 }
 
 // One line, rewritten in place on a terminal at most 5 times a second; off a

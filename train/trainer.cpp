@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/size_text.h"
 #include "autograd/parallel.h"
 #include "train/batch_warmup.h"
 #include "train/config_json.h"
@@ -114,9 +115,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     TokenizerSpec spec{opt_.train.tokenizer, opt_.train.vocab_size};
     PhaseLine phase(opt_.quiet || !dist::is_root());  // SentencePiece is silent for seconds
     spec.on_training = [&](double seconds, int64_t bytes, bool done) {
-      char size[32];
-      std::snprintf(size, sizeof size, bytes < 1000000 ? "%.1f KB" : "%.1f MB", double(bytes) / (bytes < 1000000 ? 1e3 : 1e6));
-      phase.show(cat("training the ", spec.name, " tokenizer on ", size, " of text"), seconds, done);
+      phase.show(cat("training the ", spec.name, " tokenizer on ", size_text(double(bytes)), " of text"), seconds, done);
     };
     data_ = init ? TrainingData::open(opt_.train.data, opt_.train.train_fraction, init->tokenizer, opt_.train.init_from,
                                       /*may_add_end_of_text=*/true)
