@@ -58,7 +58,9 @@ InitModel model_from(const ModelCheckpoint& ck, const nn::GPTConfig& given, bool
   init.model = std::make_unique<nn::GPT>(config);
   const nn::NamedParameters old = ck.model->named_parameters();
   std::vector<std::string> grown;
-  for (const auto& [name, to] : init.model->named_parameters()) {
+  for (const auto& named : init.model->named_parameters()) {
+    const std::string& name = named.first;  // not a structured binding: clang 14 cannot capture one
+    const Tensor& to = named.second;
     const auto it = std::find_if(old.begin(), old.end(), [&](const auto& p) { return p.first == name; });
     if (it == old.end()) fail("train", "--init-from ", ck.path, ": the checkpoint has no ", name);
     const Tensor& from = it->second;
