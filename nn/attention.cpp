@@ -82,12 +82,12 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
                 Arena(parameter_count(n_embd, n_head, head_size, bias), init), std::move(dropout_rng),
                 std::move(options)) {}
 
-Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights) const {
+Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weights) const {
   const int64_t hs = head_size, stride = 3 * hs;
   const float scale = 1.0f / std::sqrt(float(hs));
   // Attention in one op (no masked half computed, the weights' dropout inside) when
   // nothing needs the weights themselves.
-  if (!cache && !weights) {  // q, k and v read in place, after one pass that applies the options
+  if (!weights) {  // q, k and v read in place, after one pass that applies the options
     const Tensor packed = !options_.qk_norm && !options_.rotary
                               ? qkv
                               : position_qk_packed(qkv, n_head, options_.qk_norm,
@@ -96,28 +96,12 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache
     const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused());  // (B, T, nh * hs)
     return resid_dropout_->forward(proj->forward(y));
   }
-  // The new positions follow the cached ones: keys are cached as the scores see them.
-  const int64_t start = cache ? cache->length() : 0;
-  Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, start);  // (B, nh, T, hs)
-  Tensor q = position_query_key(select_heads(qkv, n_head, hs, hs, stride), options_, start);
-  Tensor v = select_heads(qkv, n_head, hs, 2 * hs, stride);
-  if (cache) {
-    // Append along time: (B, nh, L, hs) + (B, nh, T, hs). Inference only, so plain copies.
-    auto append = [&](const Tensor& old, const Tensor& fresh) {
-      if (!old.defined()) return fresh;
-      const int64_t L = old.size(2);
-      Tensor out = Tensor::empty({B, n_head, L + T, hs});
-      for (int64_t bh = 0; bh < B * n_head; ++bh) {
-        std::memcpy(out.data() + bh * (L + T) * hs, old.data() + bh * L * hs, sizeof(float) * L * hs);
-        std::memcpy(out.data() + (bh * (L + T) + L) * hs, fresh.data() + bh * T * hs, sizeof(float) * T * hs);
-      }
-      return out;
-    };
-    cache->k = k = append(cache->k, k);
-    cache->v = v = append(cache->v, v);
-  }
-  Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, L+T)
-  if (weights) *weights = att;
+  // The weights asked for: the scores as a tensor of their own.
+  const Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, 0);  // (B, nh, T, hs)
+  const Tensor q = position_query_key(select_heads(qkv, n_head, hs, hs, stride), options_, 0);
+  const Tensor v = select_heads(qkv, n_head, hs, 2 * hs, stride);
+  Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, T)
+  *weights = att;
   att = attn_dropout_->forward(att);
   Tensor y = matmul(att, v, false, false, precision());  // (B, nh, T, hs)
   y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});  // heads side by side
@@ -132,15 +116,7 @@ Tensor MultiHead::project(const Tensor& x, const Tensor& values) const {
 Tensor MultiHead::forward(const Tensor& x, Tensor* weights, const Tensor& values) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("multihead", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  return attend(project(x, values), x.size(0), x.size(1), nullptr, weights);
-}
-
-Tensor MultiHead::forward_cached(const Tensor& x, KVCache& cache, const Tensor& values) const {
-  if (grad_enabled()) fail("multihead", "forward_cached is for inference: use a NoGradGuard");
-  if (x.ndim() != 3 || cache.length() + x.size(1) > block_size)
-    fail("multihead", "input ", x.shape(), " with ", cache.length(), " cached positions exceeds block_size ",
-         block_size);
-  return attend(project(x, values), x.size(0), x.size(1), &cache);
+  return attend(project(x, values), x.size(0), x.size(1), weights);
 }
 
 Tensor MultiHead::forward_heads(const Tensor& x) const {

@@ -61,16 +61,6 @@ class Head : public Module {
 // (qk_norm), then rotated to positions start, start + 1, ... (rotary).
 Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t start);
 
-// Keys and values of the positions seen so far, for generation: (B, n_head, L, head_size).
-// With rotary positions, the keys are stored rotated, each at its absolute position.
-struct KVCache {
-  Tensor k, v;
-  // GPT::forward_cached keeps each row's last token here (in the first layer's cache):
-  // the previous token of the next call's first, for a bigram table. (B)
-  std::vector<int32_t> last_ids;
-  int64_t length() const { return k.defined() ? k.size(2) : 0; }
-};
-
 // n_head Heads side by side, concatenated and projected: x (B, T, C) -> (B, T, C).
 // The Heads take their key/query/value weights from the arena one after another, so
 // together they are one (n_head * 3 * head_size, C) matrix: forward() runs them as one
@@ -92,10 +82,6 @@ class MultiHead : public Module {
   // values gain their slice of it (GPT's value embeddings).
   Tensor forward(const Tensor& x, Tensor* weights = nullptr, const Tensor& values = {}) const;
   Tensor forward_heads(const Tensor& x) const;
-  // Inference only: attends the new positions x (B, Tn, C) to the cache and to each
-  // other, and appends their keys and values to the cache. The new positions are
-  // cache.length(), cache.length() + 1, ...: what rotary positions rotate them by.
-  Tensor forward_cached(const Tensor& x, KVCache& cache, const Tensor& values = {}) const;
 
   // The heads' key, query and value weights as one (n_head * 3 * head_size, C) matrix,
   // per head [k; q; v]: a view of the heads' parameters.
@@ -109,7 +95,7 @@ class MultiHead : public Module {
  private:
   BlockOptions options_;
   Tensor qkv_weight_;
-  Tensor attend(const Tensor& qkv, int64_t B, int64_t T, KVCache* cache, Tensor* weights = nullptr) const;
+  Tensor attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weights) const;
   // x (B, T, C) -> the packed projection (B, T, n_head * 3 * head_size), its values
   // plus `values` when given.
   Tensor project(const Tensor& x, const Tensor& values) const;

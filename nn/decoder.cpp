@@ -48,7 +48,7 @@ float* Decoder::PanelStore::take(int64_t floats) {
 }
 
 Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, PanelStore& store)
-    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)) {
+    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)), weight(weight.data()) {
   const float* w = weight.data();
   if (p == Precision::bf16) {
     w16.resize(N * K);
@@ -105,7 +105,10 @@ void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][
 
 }  // namespace
 
-void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch) const {
+void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch,
+                                 bool prompt) const {
+  if (prompt && packed)  // fp32: as the model's own forward computes its products
+    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
   if (!packed) {  // bf16: one oneDNN product, as the model's own bf16 products
     scratch.resize(M * K);  // (M, K)
     kernels::to_bf16(x, scratch.data(), M * K);
@@ -175,26 +178,16 @@ Decoder::Decoder(const GPT& model, int64_t streams)
 }
 
 std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t stream) {
-  const int64_t T = int64_t(ids.size()), hs = config_.n_embd / config_.n_head, block = config_.block_size;
+  const int64_t T = int64_t(ids.size()), block = config_.block_size;
   if (T < 1 || T > block) fail("decoder", "restart with ", T, " tokens; expected 1 to block_size ", block);
   if (stream < 0 || stream >= streams()) fail("decoder", "stream ", stream, " outside [0, ", streams(), ")");
-  NoGradGuard no_grad;
-  std::vector<KVCache> caches;
-  const Tensor logits = model_.forward_cached(ids, 1, T, caches);  // (1, T, V)
-  const int64_t per_stream = config_.n_head * hs * block;
-  for (size_t l = 0; l < layers_.size(); ++l)  // (1, n_head, T, hs) -> keys (n_head, hs, block), values (n_head, block, hs)
-    for (int64_t h = 0; h < config_.n_head; ++h) {
-      const float* k = caches[l].k.data() + h * T * hs;
-      float* keys = layers_[l].k.data() + stream * per_stream + h * hs * block;
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t d = 0; d < hs; ++d) keys[d * block + t] = k[t * hs + d];
-      std::memcpy(layers_[l].v.data() + stream * per_stream + h * block * hs, caches[l].v.data() + h * T * hs,
-                  sizeof(float) * T * hs);
-    }
-  length_[size_t(stream)] = T;
-  last_id_[size_t(stream)] = ids.back();
-  std::memcpy(logits_.data(), logits.data() + (T - 1) * config_.vocab_size, sizeof(float) * config_.vocab_size);
-  return logits_;
+  for (int32_t id : ids) check_id(id);
+  // The prompt's rows in order, so that each attends to the ones before it, which its
+  // stream's cache holds by then; only the last needs logits.
+  rows_.clear();
+  for (int64_t t = 0; t < T; ++t)
+    rows_.push_back({.stream = stream, .pos = t, .id = ids[size_t(t)], .previous = t > 0 ? ids[size_t(t - 1)] : 0});
+  return run_rows(rows_, 1, true);
 }
 
 void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
@@ -246,20 +239,25 @@ void Decoder::add_value_embedding(const Layer& L, int32_t id, float* qkv) const 
     for (int64_t d = 0; d < hs; ++d) qkv[h * 3 * hs + 2 * hs + d] += ve[h * hs + d];  // per head [k; q; v]
 }
 
+void Decoder::check_id(int32_t id) const {
+  if (id < 0 || id >= config_.vocab_size)
+    fail("decoder", "token id ", id, " outside the vocabulary of ", config_.vocab_size);
+}
+
 void Decoder::check_step(int32_t id, int64_t stream) const {
-  const int64_t block = config_.block_size, V = config_.vocab_size;
+  const int64_t block = config_.block_size;
   if (stream < 0 || stream >= streams()) fail("decoder", "stream ", stream, " outside [0, ", streams(), ")");
   if (length_[size_t(stream)] >= block && !rolls())
     fail("decoder", "the cache holds block_size ", block, " positions: restart");
-  if (id < 0 || id >= V) fail("decoder", "token id ", id, " outside the vocabulary of ", V);
+  check_id(id);
 }
 
-void Decoder::embed(int32_t id, int64_t stream, float* x, float* cos, float* sin) const {
-  const int64_t C = config_.n_embd, V = config_.vocab_size, pos = length_[size_t(stream)];
+void Decoder::embed(const Row& row, float* x, float* cos, float* sin) const {
+  const int64_t C = config_.n_embd, V = config_.vocab_size, pos = row.pos, id = row.id;
   const float* tok = model_.token_embedding->weight.data() + id * C;
   std::memcpy(x, tok, sizeof(float) * C);
   if (model_.bigram_embedding) {  // as GPT::embed: row previous * V + id, previous V at the start
-    const int64_t previous = pos == 0 ? V : last_id_[size_t(stream)];
+    const int64_t previous = pos == 0 ? V : row.previous;
     const float* pair = model_.bigram_embedding->weight.data() + (previous * V + id) * C;
     for (int64_t c = 0; c < C; ++c) x[c] += pair[c];
   }
@@ -287,7 +285,8 @@ void Decoder::softcap(float* logits, int64_t n) const {
 std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   check_step(id, stream);
   const int64_t C = config_.n_embd, pos = length_[size_t(stream)];
-  embed(id, stream, x_.data(), cos_.data(), sin_.data());
+  embed({.stream = stream, .pos = pos, .id = id, .previous = last_id_[size_t(stream)]}, x_.data(), cos_.data(),
+        sin_.data());
   x0_ = x_;
   const RowScratch s{att_.data(), h_.data(), cos_.data(), sin_.data()};  // h_ is free while attending
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -318,26 +317,34 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   return logits_;
 }
 
-void Decoder::ensure_batch(int64_t B) {
+void Decoder::ensure_batch(int64_t B, int64_t with_logits) {
   const int64_t C = config_.n_embd, hs = C / config_.n_head;
+  if (int64_t(blogits_.size()) < with_logits * config_.vocab_size) blogits_.resize(with_logits * config_.vocab_size);
   if (int64_t(bx_.size()) >= B * C) return;
   bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * 4 * C);
-  blogits_.resize(B * config_.vocab_size), batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
+  batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
   bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C), bkept_.resize(config_.skip_pairs() * B * C);
 }
 
 std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids) {
-  const int64_t B = int64_t(ids.size()), C = config_.n_embd, V = config_.vocab_size, hs = C / config_.n_head;
+  const int64_t B = int64_t(ids.size());
   if (int64_t(streams.size()) != B) fail("decoder", "step_batch with ", streams.size(), " streams and ", B, " ids");
-  if (B == 0) return {};
+  rows_.clear();
   for (int64_t b = 0; b < B; ++b) {
     check_step(ids[b], streams[b]);
-    for (int64_t e = 0; e < b; ++e)  // two rows writing one cache position would race
+    for (int64_t e = 0; e < b; ++e)  // two rows writing one cache position
       if (streams[e] == streams[b]) fail("decoder", "step_batch with stream ", streams[b], " twice");
+    const size_t s = size_t(streams[b]);
+    rows_.push_back({.stream = streams[b], .pos = length_[s], .id = ids[b], .previous = last_id_[s]});
   }
-  ensure_batch(B);
-  for (int64_t b = 0; b < B; ++b)
-    embed(ids[b], streams[b], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
+  return run_rows(rows_, B, false);
+}
+
+std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with_logits, bool prompt) {
+  const int64_t B = int64_t(rows.size()), C = config_.n_embd, V = config_.vocab_size, hs = C / config_.n_head;
+  if (B == 0) return {};
+  ensure_batch(B, with_logits);
+  for (int64_t b = 0; b < B; ++b) embed(rows[b], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
   std::copy(bx_.begin(), bx_.begin() + B * C, bx0_.begin());
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& L = layers_[l];
@@ -351,30 +358,31 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
     }
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
-    L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_);  // (B, C) -> (B, 3C)
-    for (int64_t b = 0; b < B; ++b) {
-      add_value_embedding(L, ids[b], bqkv_.data() + b * 3 * C);
+    L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_, prompt);  // (B, C) -> (B, 3C)
+    for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
+      add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
       const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
                          bsin_.data() + b * C};
-      attend(L, streams[b], length_[size_t(streams[b])], bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
+      attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
     }
-    L.proj.apply_rows(by_.data(), bh_.data(), B, x16_);  // (B, C) -> (B, C)
+    L.proj.apply_rows(by_.data(), bh_.data(), B, x16_, prompt);  // (B, C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C, kLayerNormEps);
-    L.fc.apply_rows(bh_.data(), bff_.data(), B, x16_);  // (B, C) -> (B, 4C)
+    L.fc.apply_rows(bh_.data(), bff_.data(), B, x16_, prompt);  // (B, C) -> (B, 4C)
     activate(bff_.data(), B * 4 * C);
-    L.fc2.apply_rows(bff_.data(), bh_.data(), B, x16_);  // (B, 4C) -> (B, C)
+    L.fc2.apply_rows(bff_.data(), bh_.data(), B, x16_, prompt);  // (B, 4C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     if (L.keeps_output) std::copy_n(bx_.begin(), B * C, bkept_.begin() + int64_t(l) * B * C);
   }
-  for (int64_t b = 0; b < B; ++b)
+  const int64_t first = B - with_logits;  // the rows whose logits are asked for: the last ones
+  for (int64_t b = first; b < B; ++b)
     kernels::layer_norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), model_.ln_f->bias.data(),
                             bh_.data() + b * C, C, kLayerNormEps);
-  lm_head_.apply_rows(bh_.data(), blogits_.data(), B, x16_);  // (B, C) -> (B, V)
-  softcap(blogits_.data(), B * V);
-  for (int64_t b = 0; b < B; ++b) ++length_[size_t(streams[b])], last_id_[size_t(streams[b])] = ids[b];
-  return {blogits_.data(), size_t(B * V)};
+  lm_head_.apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, x16_, prompt);  // (with_logits, C) -> (with_logits, V)
+  softcap(blogits_.data(), with_logits * V);
+  for (const Row& r : rows) length_[size_t(r.stream)] = r.pos + 1, last_id_[size_t(r.stream)] = r.id;
+  return {blogits_.data(), size_t(with_logits * V)};
 }
 
 }  // namespace folio::nn

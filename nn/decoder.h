@@ -29,8 +29,8 @@ class Decoder {
   explicit Decoder(const GPT& model, int64_t streams = 1);
 
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
-  // as one batched forward, whose keys and values fill the cache. Returns the last
-  // position's logits (V), valid until the next call.
+  // as one batched step over the prompt (the prefill), whose keys and values fill the
+  // cache. Returns the last position's logits (V), valid until the next call.
   std::span<const float> restart(std::span<const int32_t> ids, int64_t stream = 0);
   // Runs one token at position length() and caches it. Returns its logits (V), valid
   // until the next call. With learned positions, length() < block_size. With rotary
@@ -76,9 +76,14 @@ class Decoder {
     // panels four rows at a time (fp32), or one oneDNN product (bf16). One thread: a
     // server's other threads need the other cores, and an OpenMP team that waits for
     // a descheduled member costs more than the product on a busy machine.
-    void apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch) const;
+    // With `prompt` (a prefill's many rows), fp32 products are oneDNN's blocked product
+    // on the Linear's own weights instead, with the threads of the calling thread's
+    // setting: as fast as the model's forward, where four rows per pass would read the
+    // weights T / 4 times.
+    void apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch, bool prompt) const;
     const float* bias;
     int64_t N, K;
+    const float* weight;             // (N, K) the Linear's own, in the model
     const float* packed = nullptr;   // fp32 products: panels in the store
     std::vector<kernels::bf16> w16;  // bf16 products: the weights rounded, as Linear's (N, K)
   };
@@ -103,17 +108,30 @@ class Decoder {
     float *att, *rot, *cos, *sin;
   };
   static int64_t panel_floats(const GPT& model);  // of all its products (0 for bf16 ones)
+  // One row of a batched step: token `id` of `stream` at position `pos`; `previous` is
+  // the token before it (the bigram table's; unused at position 0).
+  struct Row {
+    int64_t stream, pos;
+    int32_t id, previous;
+  };
+  // Runs the rows through every layer, each product once for all of them. Rows go
+  // through attention in order, and a row sees its stream's cache up to its position,
+  // so a prompt's rows, in order, see the rows before them. Returns the logits of the
+  // last `with_logits` rows (with_logits, V); `prompt` as Matrix::apply_rows.
+  std::span<const float> run_rows(std::span<const Row> rows, int64_t with_logits, bool prompt);
   // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
   void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
   // qkv (3C): each head's value gains its slice of the token's value embedding, as
   // MultiHead::project (nothing without value embeddings).
   void add_value_embedding(const Layer& L, int32_t id, float* qkv) const;
-  // token (+ bigram of the stream's last token and this one) + position -> x (C)
-  void embed(int32_t id, int64_t stream, float* x, float* cos, float* sin) const;
+  // token (+ bigram of the previous token and this one) + position -> x (C), and the
+  // rotary tables of the row's position (C each) with rotary positions
+  void embed(const Row& row, float* x, float* cos, float* sin) const;
+  void check_id(int32_t id) const;
   void check_step(int32_t id, int64_t stream) const;
   void activate(float* f, int64_t n) const;  // the feed-forward's activation, in place
   void softcap(float* logits, int64_t n) const;
-  void ensure_batch(int64_t B);  // the batch scratch holds B rows
+  void ensure_batch(int64_t B, int64_t with_logits);  // the batch scratch holds B rows, with_logits of logits
   const GPT& model_;
   const GPTConfig& config_;
   PanelStore store_;
@@ -126,9 +144,10 @@ class Decoder {
   std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_, x0_;  // x0_: the embedding (C)
   std::vector<float> kept_;  // (skip_pairs, C) the encoder blocks' outputs, for the U-net skips
   // Scratch for step_batch's B rows: bx_, by_, bh_ (B, C), bqkv_ (B, 3C), bff_ (B, 4C),
-  // blogits_ (B, V), batt_ (B, block_size), brot_ (B, 2 * head_size), bcos_, bsin_ (B, C).
+  // blogits_ (rows with logits, V), batt_ (B, block_size), brot_ (B, 2 * head_size), bcos_, bsin_ (B, C).
   std::vector<float> bx_, by_, bh_, bqkv_, bff_, blogits_, batt_, brot_, bcos_, bsin_, bx0_;  // bx0_ (B, C)
   std::vector<float> bkept_;  // (skip_pairs, B, C)
+  std::vector<Row> rows_;     // (B) the rows of the step being run
   std::vector<kernels::bf16> x16_;
 };
 

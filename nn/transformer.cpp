@@ -75,11 +75,6 @@ Tensor Block::forward(const Tensor& x, Tensor* attention, const Tensor& values) 
   return add(h, drop_path->forward(ffwd->forward(ln2->forward(h))));
 }
 
-Tensor Block::forward_cached(const Tensor& x, KVCache& cache, const Tensor& values) const {
-  const Tensor h = add(x, attn->forward_cached(ln1->forward(x), cache, values));
-  return add(h, ffwd->forward(ln2->forward(h)));
-}
-
 void GPTConfig::validate() const {
   require_positive("config", {{"vocab_size", vocab_size}, {"block_size", block_size}, {"n_layer", n_layer},
                               {"n_head", n_head}, {"n_embd", n_embd}});
@@ -176,27 +171,24 @@ void GPT::build(Arena arena) {
   flat_ = arena.flat();
 }
 
-Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
-                  std::span<const int32_t> before) const {
+Tensor GPT::embed(std::span<const int32_t> ids, int64_t B, int64_t T) const {
   if (B < 1 || T < 1 || int64_t(ids.size()) != B * T)
     fail("gpt", ids.size(), " token ids for a batch of B ", B, " x T ", T);
-  if (start + T > config_.block_size)
-    fail("gpt", "sequence of ", start + T, " positions exceeds block_size ", config_.block_size);
+  if (T > config_.block_size) fail("gpt", "sequence of ", T, " positions exceeds block_size ", config_.block_size);
   Tensor x = token_embedding->forward(ids, {B, T});  // (B, T, C); checks every id is below V
   if (bigram_embedding) {
-    if (!before.empty() && int64_t(before.size()) != B) fail("gpt", before.size(), " previous tokens for ", B, " rows");
     const int32_t V = int32_t(config_.vocab_size);
     std::vector<int32_t> pairs(ids.size());  // (B, T) rows of the bigram table
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t) {
-        const int32_t previous = t > 0 ? ids[size_t(b * T + t - 1)] : before.empty() ? V : before[size_t(b)];
+        const int32_t previous = t > 0 ? ids[size_t(b * T + t - 1)] : V;  // V: the start of the sequence
         pairs[size_t(b * T + t)] = previous * V + ids[size_t(b * T + t)];
       }
     x = add(x, bigram_embedding->forward(pairs, {B, T}));
   }
   if (!position_embedding) return drop_->forward(x);  // rope: the blocks rotate q and k instead
   std::vector<int32_t> positions(T);
-  std::iota(positions.begin(), positions.end(), int32_t(start));
+  std::iota(positions.begin(), positions.end(), 0);
   const Tensor pos = position_embedding->forward(positions, {T});  // (T, C)
   return drop_->forward(add(x, pos));
 }
@@ -225,7 +217,7 @@ Tensor GPT::values(std::span<const int32_t> ids, int64_t B, int64_t T, size_t la
 
 GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets,
                          std::vector<Tensor>* attention) const {
-  const Tensor x0 = embed(ids, B, T, 0);  // (B, T, C)
+  const Tensor x0 = embed(ids, B, T);  // (B, T, C)
   Tensor x = x0;
   std::vector<Tensor> kept;  // (B, T, C) each: the encoder blocks' outputs, with U-net skips
   if (attention) attention->assign(blocks.size(), Tensor{});
@@ -249,23 +241,6 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
     out.loss = add(out.loss, scale(cross_entropy(two_ahead, two_ahead_targets), config_.mtp));
   }
   return out;
-}
-
-Tensor GPT::forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const {
-  if (caches.size() != blocks.size()) caches.assign(blocks.size(), KVCache{});
-  std::vector<int32_t>& last = caches[0].last_ids;  // (B) empty before the first call, as at the start
-  if (caches[0].length() > 0 && bigram_embedding && int64_t(last.size()) != B)
-    fail("gpt", "a cache of ", last.size(), " rows continued with ", B);
-  const Tensor x0 = embed(ids, B, T, caches[0].length(), last);  // (B, T, C)
-  last.resize(size_t(B));
-  for (int64_t b = 0; b < B; ++b) last[size_t(b)] = ids[size_t(b * T + T - 1)];
-  Tensor x = x0;
-  std::vector<Tensor> kept;  // (B, T, C) each, as in forward
-  for (size_t l = 0; l < blocks.size(); ++l) {
-    x = blocks[l]->forward_cached(block_input(x, x0, kept, l), caches[l], values(ids, B, T, l));
-    if (int64_t(l) < config_.skip_pairs()) kept.push_back(x);
-  }
-  return head(x);
 }
 
 }  // namespace folio::nn

@@ -64,7 +64,6 @@ class Block : public Module {
   }
   // attention and values (B, T, C): see MultiHead.
   Tensor forward(const Tensor& x, Tensor* attention = nullptr, const Tensor& values = {}) const;
-  Tensor forward_cached(const Tensor& x, KVCache& cache, const Tensor& values = {}) const;
   std::shared_ptr<LayerNorm> ln1, ln2;
   std::shared_ptr<MultiHead> attn;
   std::shared_ptr<FeedForward> ffwd;
@@ -168,9 +167,6 @@ class GPT : public Module {
   // to in this very forward pass (folio attention shows them).
   Output forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets = {},
                  std::vector<Tensor>* attention = nullptr) const;
-  // Inference with a KV cache: positions start at caches[0].length() (and with a bigram
-  // table, the first token's previous one is caches[0].last_ids).
-  Tensor forward_cached(std::span<const int32_t> ids, int64_t B, int64_t T, std::vector<KVCache>& caches) const;
 
   const GPTConfig& config() const { return config_; }
   // The arena: all parameters in one buffer (and their gradients in another), in
@@ -191,10 +187,8 @@ class GPT : public Module {
 
  private:
   void build(Arena arena);
-  // before: the token ahead of each row's first (B), for the bigram table; empty at
-  // the start of the sequences.
-  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T, int64_t start,
-               std::span<const int32_t> before = {}) const;
+  // ids (B, T) -> token (+ bigram) + position embeddings (B, T, C), dropout applied.
+  Tensor embed(std::span<const int32_t> ids, int64_t B, int64_t T) const;
   // (B, T, C) -> logits (B, T, V): ln_f, lm_head, soft cap. With `two_ahead`, also the
   // multi-token head's logits (B, T, V) on the same normalised input, under the same cap.
   Tensor head(const Tensor& x, Tensor* two_ahead = nullptr) const;

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "autograd/kernels/matmul.h"
+#include "nn/decoder.h"
 #include "tests/gradcheck.h"
 #include "tests/support.h"
 #include "train/data_parallel.h"
@@ -121,10 +122,10 @@ TEST(ModelOptions, HeadAndFeedForwardGrad) {
   EXPECT_TRUE(gradcheck([&](const V& v) { return ff.forward(v.back()); }, ff_inputs));
 }
 
-// Generation's path: a prefix through the KV cache, then the rest in pieces, gives the
-// logits of one forward pass over the whole sequence. With rope the cached keys were
-// rotated at their absolute positions, and each new piece starts at the cache's length.
-TEST(ModelOptions, CachedForwardEqualsTheWholeForward) {
+// Generation's path, for every option the table has: the decoder's prefill of a
+// prefix, then a step per token, gives the logits of one forward pass over the whole
+// sequence (with rope, each cached key rotated at its own position).
+TEST(ModelOptions, DecoderEqualsTheWholeForward) {
   std::vector<std::pair<std::string, GPTConfig>> cases = {{"all options", all_options()}};
   for (const auto& [name, c] : each_option()) cases.emplace_back(name, c);
   for (auto [name, c] : cases) {
@@ -137,19 +138,16 @@ TEST(ModelOptions, CachedForwardEqualsTheWholeForward) {
     const std::vector<int32_t> ids{3, 1, 4, 1, 5, 0, 2, 6, 5, 3, 5, 2, 6, 0, 1, 4, 4, 2};  // B 2 x T 9
     const int64_t B = 2, T = 9, V = c.vocab_size;
     const Tensor whole = gpt.forward(ids, B, T).logits;  // (B, T, V)
+    nn::Decoder decoder(gpt);
     for (int64_t b = 0; b < B; ++b) {
-      std::vector<KVCache> caches;
-      const int32_t* seq = ids.data() + b * T;
-      int64_t done = 0;
-      for (const int64_t piece : {5, 1, 2, 1}) {  // a prefix, then one token, two, one
-        const Tensor out = gpt.forward_cached(std::span(seq + done, size_t(piece)), 1, piece, caches);
-        for (int64_t t = 0; t < piece; ++t)
-          for (int64_t v = 0; v < V; ++v)
-            ASSERT_NEAR(out.at({0, t, v}), whole.at({b, done + t, v}), 2e-5f)
-                << "sequence " << b << " position " << done + t;
-        done += piece;
+      const std::span<const int32_t> seq(ids.data() + b * T, size_t(T));
+      constexpr int64_t kPrompt = 5;  // a prefill, then a step per token
+      for (int64_t t = kPrompt - 1; t < T; ++t) {
+        const std::span<const float> out = t == kPrompt - 1 ? decoder.restart(seq.first(kPrompt)) : decoder.step(seq[t]);
+        for (int64_t v = 0; v < V; ++v)
+          ASSERT_NEAR(out[size_t(v)], whole.at({b, t, v}), 2e-5f) << "sequence " << b << " position " << t;
       }
-      EXPECT_EQ(caches[0].length(), T);
+      EXPECT_EQ(decoder.length(), T);
     }
   }
 }

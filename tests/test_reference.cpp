@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "nn/decoder.h"
 #include "nn/transformer.h"
 #include "train/data_parallel.h"
 #include "io/safetensors.h"
@@ -243,8 +244,9 @@ TEST(Reference, DataParallelTwoShardsMatchesPyTorch) {
   }
 }
 
-// Generation's path: the KV cache, one position at a time, gives the same logits.
-TEST(Reference, CachedForwardGivesPyTorchsLogits) {
+// Generation's path: the decoder, its prefill of one token and then a step per
+// position, gives the same logits.
+TEST(Reference, DecoderGivesPyTorchsLogits) {
   const Reference* r = reference();
   if (!r) return;
   for (const std::string& act : r->activations) {
@@ -253,15 +255,14 @@ TEST(Reference, CachedForwardGivesPyTorchsLogits) {
     NoGradGuard no_grad;
     const int64_t B = r->B, T = r->T, V = r->config.vocab_size;
     std::vector<float> logits(size_t(B * T * V));
-    for (int64_t b = 0; b < B; ++b) {
-      std::vector<nn::KVCache> caches;
+    nn::Decoder decoder(*m);
+    for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t) {
         const int32_t id = r->ids[size_t(b * T + t)];
-        const Tensor out = m->forward_cached({&id, 1}, 1, 1, caches);  // (1, 1, V)
-        std::copy(out.data(), out.data() + V, logits.begin() + (b * T + t) * V);
+        const std::span<const float> out = t == 0 ? decoder.restart({&id, 1}) : decoder.step(id);  // (V)
+        std::copy(out.begin(), out.end(), logits.begin() + (b * T + t) * V);
       }
-    }
-    Checker c(act + ", KV-cached forward");
+    Checker c(act + ", decoder");
     c.check("logits", logits.data(), r->at(act + ".logits"), kLogitsTol);
     c.report();
   }
