@@ -9,7 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_common.h"
-#include "train/generate.h"
+#include "infer/generator.h"
 
 namespace {
 

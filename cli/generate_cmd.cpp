@@ -6,7 +6,7 @@
 #include "cli/common.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
-#include "train/generate.h"
+#include "infer/generator.h"
 
 namespace folio::cli {
 namespace {
@@ -88,18 +88,19 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (from_document_start) text.clear();
   return [=] {
     Rng rng(seed);
+    infer::Generator generator(*ck->model, 1, so.kv_cache);
     for (int64_t s = 0; s < samples; ++s) {
       if (s) std::fputs("\n---------------\n", stdout);
       // The prompt as given, then its continuation, printed a whole character at a time:
       // a token may carry part of one (a byte-fallback piece).
       std::fwrite(text.data(), 1, text.size(), stdout);
-      TokenStream stream(*ck->tokenizer);
-      generate(*ck->model, prompt, so, rng, [&](int32_t id) {
-        const std::string piece = stream.push(id);
+      generator.start(0, prompt, so, rng, ck->tokenizer.get());
+      for (int64_t n = 0; n < so.max_new_tokens; ++n) {
+        const std::string piece = generator.next().text;
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
-      });
-      const std::string rest = stream.finish();
+      }
+      const std::string rest = generator.finish().text;
       std::fwrite(rest.data(), 1, rest.size(), stdout);
     }
     std::fputc('\n', stdout);

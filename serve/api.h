@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "data/tokenizer.h"
-#include "train/generate.h"
+#include "infer/sampling.h"
 
 namespace folio::serve {
 

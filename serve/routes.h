@@ -24,7 +24,7 @@ struct Server::Routes {
   Routes(const ModelCheckpoint& m, ServerOptions o);
   const ModelCheckpoint& model;
   const ServerOptions options;
-  std::mutex model_mutex;  // the model's own forward passes (prefill, attention)
+  std::mutex model_mutex;  // the model's own forward passes (the attention route's)
   Scheduler scheduler;
   GatedServer http;
   AccessLog log;

@@ -1,11 +1,8 @@
 #include "serve/scheduler.h"
 
-#include <optional>
 #include <random>
 
-#include "autograd/parallel.h"
-#include "nn/decoder.h"
-#include "serve/stop_filter.h"
+#include "infer/generator.h"
 
 namespace folio::serve {
 
@@ -41,20 +38,15 @@ void Job::finish(const std::string& reason, const std::string& error) {
   ready_.notify_all();
 }
 
-// What a slot holds while it serves a job.
+// What a slot holds while it serves a job; its sequence (context, sampling, text and
+// stop strings) is a stream of the generator that decodes it.
 struct Scheduler::Slot {
-  std::shared_ptr<Job> job;     // null: the slot is free
-  std::deque<int32_t> window;   // the context the model sees: at most block_size ids
+  std::shared_ptr<Job> job;  // null: the slot is free
   Rng rng;
-  std::optional<TokenStream> text;  // ids -> whole UTF-8 characters
-  std::optional<StopFilter> stops;
-  std::vector<std::pair<float, int32_t>> scratch;  // (V): sample_token's
   Clock::time_point started;
-  bool fresh = true;  // the decoder holds nothing of the window: prefill it
 };
 
-Scheduler::Scheduler(const ModelCheckpoint& model, std::mutex& model_mutex, SchedulerOptions options)
-    : model_(model), model_mutex_(model_mutex), options_(options) {
+Scheduler::Scheduler(const ModelCheckpoint& model, SchedulerOptions options) : model_(model), options_(options) {
   if (options_.slots < 1) fail("serve", "slots must be >= 1, got ", options_.slots);
   for (int64_t s = 0; s < options_.slots; ++s) slots_.push_back(std::make_unique<Slot>());
   if (options_.batched) {
@@ -103,21 +95,20 @@ void Scheduler::stop(std::chrono::milliseconds grace) {
   threads_.clear();
 }
 
-bool Scheduler::admit(Slot& slot) {
+bool Scheduler::admit(Slot& slot, infer::Generator& generator, int64_t stream) {
   if (queue_.empty()) return false;
   slot.job = std::move(queue_.front());
   queue_.pop_front();
   const CompletionRequest& r = slot.job->request_;
-  const int64_t block = model_.model->config().block_size;
-  const auto& p = r.prompt;  // the model sees the last block_size tokens, as folio generate's
-  slot.window.assign(int64_t(p.size()) > block ? p.end() - block : p.begin(), p.end());
   slot.rng.reseed(r.has_seed ? r.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull + served_);
-  slot.text.emplace(*model_.tokenizer);
-  slot.stops.emplace(r.stop);
   slot.started = Clock::now();
-  slot.fresh = true;
   slot.job->started_ = true;
   ++busy_;
+  try {  // the model sees the prompt's last block_size tokens, as folio generate's
+    generator.start(stream, r.prompt, r.sample, slot.rng, model_.tokenizer.get(), r.stop);
+  } catch (const std::exception& e) {
+    release(slot, "error", e.what());
+  }
   return true;
 }
 
@@ -130,62 +121,40 @@ void Scheduler::release(Slot& slot, const std::string& reason, const std::string
   job->finish(reason, error);
 }
 
-std::span<const float> Scheduler::prefill(Slot& slot, nn::Decoder& decoder, int64_t stream) {
-  const std::vector<int32_t> ids(slot.window.begin(), slot.window.end());
-  std::lock_guard lock(model_mutex_);
-  slot.fresh = false;
-  return decoder.restart(ids, stream);
-}
-
-void Scheduler::advance(Slot& slot, std::span<const float> logits) {
+void Scheduler::advance(Slot& slot, infer::Generator& generator, int64_t stream, std::span<const float> logits) {
   Job& job = *slot.job;
-  const SampleOptions& opt = job.request_.sample;
-  const int32_t id = sample_token(logits, opt, slot.rng, slot.scratch);
+  const infer::Generator::Token token = generator.sample(stream, logits);
   const int64_t n = ++job.generated_;
-  job.emit(slot.stops->push(slot.text->push(id)));
-  if (slot.stops->matched()) return release(slot, "stop");
+  job.emit(token.text);
+  if (token.stopped) return release(slot, "stop");
   const bool timed_out = std::chrono::duration<double>(Clock::now() - slot.started).count() > options_.max_seconds;
-  if (n >= opt.max_new_tokens || timed_out || cut_) {
-    job.emit(slot.stops->push(slot.text->finish()));
-    if (slot.stops->matched()) return release(slot, "stop");
-    job.emit(slot.stops->flush());
-    return release(slot, "length");
-  }
-  // As folio generate: past block_size, learned positions drop the older half and
-  // recompute; rotary ones roll the cache a token at a time.
-  const int64_t block = model_.model->config().block_size;
-  slot.window.push_back(id);
-  if (int64_t(slot.window.size()) > block) {
-    if (model_.model->config().pos == nn::Positions::rope) {
-      slot.window.pop_front();
-    } else {
-      slot.window.erase(slot.window.begin(), slot.window.begin() + std::max<int64_t>(block / 2, 1));
-      slot.fresh = true;
-    }
+  if (n >= job.request_.sample.max_new_tokens || timed_out || cut_) {
+    const infer::Generator::Token rest = generator.finish(stream);  // the text held back, maybe a stop
+    job.emit(rest.text);
+    return release(slot, rest.stopped ? "stop" : "length");
   }
 }
 
 void Scheduler::run_batched() {
   // One thread decodes every slot: an OpenMP team per step (prefill's products) stalls
   // whenever one of its threads is descheduled, which on a loaded machine cost whole
-  // seconds a request (measured). The thread count is this thread's own.
-  set_num_threads(1);
-  nn::Decoder decoder(*model_.model, options_.slots);
+  // seconds a request (measured).
+  infer::decode_on_one_thread();
+  infer::Generator generator(*model_.model, options_.slots);
   const int64_t V = model_.model->config().vocab_size;
   std::vector<int64_t> streams;  // (B): the slots in this step
-  std::vector<int32_t> ids;      // (B): their last tokens
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      for (auto& slot : slots_)
-        if (!slot->job && !admit(*slot)) break;
+      for (int64_t s = 0; s < options_.slots; ++s)
+        if (!slots_[size_t(s)]->job && !admit(*slots_[size_t(s)], generator, s)) break;
       if (busy_ == 0) {
         if (stopping_) return;
         work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         continue;
       }
     }
-    streams.clear(), ids.clear();
+    streams.clear();
     for (int64_t s = 0; s < options_.slots; ++s) {
       Slot& slot = *slots_[size_t(s)];
       if (!slot.job) continue;
@@ -193,9 +162,10 @@ void Scheduler::run_batched() {
         release(slot, "cancelled");
         continue;
       }
-      try {
-        if (slot.fresh) advance(slot, prefill(slot, decoder, s));
-        if (slot.job && !slot.fresh) streams.push_back(s), ids.push_back(slot.window.back());
+      try {  // a prefill alone, so that a failure ends its own job only
+        const int64_t one[] = {s};
+        if (generator.needs_prefill(s)) advance(slot, generator, s, generator.logits(one));
+        if (slot.job && !generator.needs_prefill(s)) streams.push_back(s);
       } catch (const std::exception& e) {
         release(slot, "error", e.what());
       }
@@ -203,7 +173,7 @@ void Scheduler::run_batched() {
     if (streams.empty()) continue;
     std::span<const float> rows;  // (B, V)
     try {
-      rows = decoder.step_batch(streams, ids);
+      rows = generator.logits(streams);
     } catch (const std::exception& e) {
       for (int64_t s : streams) release(*slots_[size_t(s)], "error", e.what());
       continue;
@@ -211,7 +181,7 @@ void Scheduler::run_batched() {
     for (size_t b = 0; b < streams.size(); ++b) {
       Slot& slot = *slots_[size_t(streams[b])];
       try {
-        advance(slot, rows.subspan(b * V, V));
+        advance(slot, generator, streams[b], rows.subspan(b * V, V));
       } catch (const std::exception& e) {
         release(slot, "error", e.what());
       }
@@ -220,14 +190,14 @@ void Scheduler::run_batched() {
 }
 
 void Scheduler::run_alone(int64_t s) {
-  set_num_threads(1);  // the slots' threads are the parallelism
-  nn::Decoder decoder(*model_.model);
+  infer::decode_on_one_thread();  // the slots' threads are the parallelism
+  infer::Generator generator(*model_.model);
   Slot& slot = *slots_[size_t(s)];
   for (;;) {
     {
       std::unique_lock lock(mutex_);
       work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (!admit(slot)) {
+      if (!admit(slot, generator, 0)) {
         if (stopping_) return;
         continue;
       }
@@ -238,7 +208,8 @@ void Scheduler::run_alone(int64_t s) {
         break;
       }
       try {
-        advance(slot, slot.fresh ? prefill(slot, decoder, 0) : decoder.step(slot.window.back()));
+        const int64_t one[] = {0};
+        advance(slot, generator, 0, generator.logits(one));
       } catch (const std::exception& e) {
         release(slot, "error", e.what());
       }

@@ -7,8 +7,8 @@
 //   Scheduler   `slots` slots and a queue of at most `queue` waiting jobs. Batched
 //               (the default): one thread admits queued jobs into free slots and
 //               steps every active slot together, one product per weight matrix per
-//               step, on one nn::Decoder with a stream per slot (continuous
-//               batching). Unbatched: a thread per slot, each with its own decoder,
+//               step, on one infer::Generator with a stream per slot (continuous
+//               batching). Unbatched: a thread per slot, each with its own generator,
 //               a token at a time (the baseline the load benchmark compares with).
 #include <atomic>
 #include <chrono>
@@ -24,8 +24,8 @@
 #include "io/checkpoint.h"
 #include "serve/api.h"
 
-namespace folio::nn {
-class Decoder;
+namespace folio::infer {
+class Generator;
 }
 
 namespace folio::serve {
@@ -75,9 +75,8 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // The model must outlive the scheduler. `model_mutex` serialises the model's own
-  // forward passes (a slot's prefill, the attention route's).
-  Scheduler(const ModelCheckpoint& model, std::mutex& model_mutex, SchedulerOptions options);
+  // The model must outlive the scheduler.
+  Scheduler(const ModelCheckpoint& model, SchedulerOptions options);
   ~Scheduler();  // stops with no grace
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -93,17 +92,15 @@ class Scheduler {
   struct Slot;
   void run_batched();
   void run_alone(int64_t slot);
-  // Takes a queued job into `slot` (under mutex_); false when none.
-  bool admit(Slot& slot);
+  // Takes a queued job into `slot`, whose sequence is the generator's `stream` (under
+  // mutex_); false when none.
+  bool admit(Slot& slot, infer::Generator& generator, int64_t stream);
   // Samples the slot's next token from its logits (V) and passes on its text; frees
   // the slot when the job ends.
-  void advance(Slot& slot, std::span<const float> logits);
-  // Runs the slot's window through the model from scratch: a new job or a context shift.
-  std::span<const float> prefill(Slot& slot, nn::Decoder& decoder, int64_t stream);
+  void advance(Slot& slot, infer::Generator& generator, int64_t stream, std::span<const float> logits);
   void release(Slot& slot, const std::string& reason, const std::string& error = "");
 
   const ModelCheckpoint& model_;
-  std::mutex& model_mutex_;
   const SchedulerOptions options_;
   std::mutex mutex_;
   std::condition_variable work_;

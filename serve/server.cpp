@@ -74,7 +74,7 @@ bool same_key(std::string_view a, std::string_view b) {
 Server::Routes::Routes(const ModelCheckpoint& m, ServerOptions o)
     : model(m),
       options(std::move(o)),
-      scheduler(m, model_mutex, options.scheduler),
+      scheduler(m, options.scheduler),
       http(gate_options(options),
            [](int status, const std::string& message) { return error_json(ApiError(status, message)); }),
       log(options.access_log) {}

@@ -4,7 +4,7 @@
 // Chat: tests/test_serve_chat.cpp; the gate before the threads: tests/test_serve_gate.cpp.
 #include <cmath>
 
-#include "serve/stop_filter.h"
+#include "infer/stop_filter.h"
 #include "serve_support.h"
 
 namespace folio {
@@ -13,7 +13,7 @@ namespace {
 using namespace serve_test;
 
 TEST(StopFilter, HoldsBackWhatMayStartAStopAndCutsAtIt) {
-  serve::StopFilter f({"lo W"});
+  infer::StopFilter f({"lo W"});
   std::string out = f.push("Hel");
   EXPECT_EQ(out, "He");  // "l" may begin "lo W"
   out += f.push("lo");
@@ -24,13 +24,13 @@ TEST(StopFilter, HoldsBackWhatMayStartAStopAndCutsAtIt) {
 }
 
 TEST(StopFilter, MultibyteStopsAndTheEnd) {
-  serve::StopFilter f({"\xC3\xA9!", "zz"});  // "é!"
+  infer::StopFilter f({"\xC3\xA9!", "zz"});  // "é!"
   std::string out;
   for (const char* piece : {"caf", "\xC3\xA9", "?", "\xC3\xA9"}) out += f.push(piece);
   EXPECT_FALSE(f.matched());
   EXPECT_EQ(out, "caf\xC3\xA9?");  // the last é is held: it may begin "é!"
   EXPECT_EQ(f.flush(), "\xC3\xA9");
-  serve::StopFilter none({});
+  infer::StopFilter none({});
   EXPECT_EQ(none.push("abc"), "abc");
 }
 
@@ -106,10 +106,9 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
 TEST(Scheduler, BatchedSlotsMatchAThreadPerSlot) {
   for (nn::Positions pos : {nn::Positions::learned, nn::Positions::rope}) {
     const ModelCheckpoint ck = small_model(pos);
-    std::mutex model_mutex;
     std::vector<std::string> texts[2];
     for (bool batched : {true, false}) {
-      serve::Scheduler s(ck, model_mutex, {.slots = 3, .queue = 8, .batched = batched});
+      serve::Scheduler s(ck, {.slots = 3, .queue = 8, .batched = batched});
       std::vector<std::shared_ptr<serve::Job>> jobs;
       for (int i = 0; i < 7; ++i) jobs.push_back(s.submit(request(i % 2 ? "abc" : "hello world", 40, 100 + i)));
       for (auto& job : jobs) {
@@ -129,8 +128,7 @@ TEST(Scheduler, BatchedSlotsMatchAThreadPerSlot) {
 
 TEST(Scheduler, BoundedQueueCancelAndStop) {
   const ModelCheckpoint ck = small_model();
-  std::mutex model_mutex;
-  serve::Scheduler s(ck, model_mutex, {.slots = 1, .queue = 1});
+  serve::Scheduler s(ck, {.slots = 1, .queue = 1});
   auto running = s.submit(request("abc", 1000000, 1));
   while (s.stats().busy == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   auto waiting = s.submit(request("abc", 5, 2));
@@ -152,8 +150,7 @@ TEST(Scheduler, BoundedQueueCancelAndStop) {
 // A stop string ends the text before it, whatever tokens it spans.
 TEST(Scheduler, StopStrings) {
   const ModelCheckpoint ck = small_model();
-  std::mutex model_mutex;
-  serve::Scheduler s(ck, model_mutex, {.slots = 2});
+  serve::Scheduler s(ck, {.slots = 2});
   auto free_run = s.submit(request("abc", 60, 9));
   const std::string text = finish(*free_run);
   ASSERT_GE(text.size(), 20u);

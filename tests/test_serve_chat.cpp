@@ -82,8 +82,7 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
 // for seeds whose free continuation has one, the chat reply is the text before it.
 TEST(Scheduler, ChatRepliesEndAtABlankLine) {
   const ModelCheckpoint ck = small_model();
-  std::mutex model_mutex;
-  serve::Scheduler s(ck, model_mutex, {.slots = 2});
+  serve::Scheduler s(ck, {.slots = 2});
   const serve::ApiLimits limits{.max_tokens = 100};
   int ended = 0;
   for (uint64_t seed = 1; seed <= 400 && ended < 3; ++seed) {

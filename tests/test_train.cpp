@@ -4,12 +4,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <unistd.h>
 
 #include "base/error.h"
 #include "autograd/parallel.h"
-#include "train/generate.h"
 #include "tests/support.h"
 #include "train/trainer.h"
 #include "train/run_state.h"
@@ -388,57 +386,6 @@ TEST(Training, SmallGPTOverfitsOneBatch) {
     gpt.zero_grad();
   }
   EXPECT_LT(loss, 0.1f);
-}
-
-TEST(Generate, KVCacheGivesTheSameTokens) {
-  nn::GPT gpt({.vocab_size = 11, .block_size = 12, .n_layer = 2, .n_head = 2, .n_embd = 16});
-  const std::vector<int32_t> prompt{1, 2, 3};
-  auto run = [&](bool cache) {
-    SampleOptions o;
-    o.max_new_tokens = 40;  // past block_size: the window slides and is recomputed
-    o.kv_cache = cache;
-    Rng rng(99);
-    std::vector<int32_t> out;
-    generate(gpt, prompt, o, rng, [&](int32_t id) { out.push_back(id); });
-    return out;
-  };
-  const auto cached = run(true), plain = run(false);
-  EXPECT_EQ(cached.size(), 40u);
-  EXPECT_EQ(cached, plain);
-}
-
-TEST(Generate, RefusesToSampleWithDropoutOn) {
-  nn::GPT gpt({.vocab_size = 5, .block_size = 4, .n_layer = 1, .n_head = 1, .n_embd = 8, .dropout = 0.2f});
-  const std::vector<int32_t> prompt{1};
-  Rng rng(1);
-  auto sample = [&] { generate(gpt, prompt, SampleOptions{.max_new_tokens = 3}, rng, [](int32_t) {}); };
-  EXPECT_THROW(sample(), Error);  // a fresh module is in training mode
-  gpt.eval();
-  EXPECT_NO_THROW(sample());
-}
-
-TEST(Generate, SamplingFilters) {
-  const std::vector<float> logits{0.1f, 3.0f, 2.9f, -1.0f};
-  std::vector<std::pair<float, int32_t>> scratch;
-  Rng rng(1);
-  SampleOptions greedy;
-  greedy.top_k = 1;
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, greedy, rng, scratch), 1);
-  SampleOptions nucleus;
-  nucleus.top_p = 0.6f;  // token 1 alone holds 50.6%: tokens 1 and 2 make the nucleus
-  std::set<int32_t> seen;
-  for (int i = 0; i < 200; ++i) seen.insert(sample_token(logits, nucleus, rng, scratch));
-  EXPECT_EQ(seen, (std::set<int32_t>{1, 2}));
-  nucleus.top_p = 0.5f;  // ...and 50.6% alone reaches 0.5
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, nucleus, rng, scratch), 1);
-  SampleOptions cold;
-  cold.temperature = 0.01f;
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, cold, rng, scratch), 1);
-  const std::vector<float> diverged{0.1f, std::nanf(""), 1.0f};
-  EXPECT_THROW(sample_token(diverged, greedy, rng, scratch), Error);
-  SampleOptions bad;
-  bad.top_p = 0.0f;
-  EXPECT_THROW(bad.validate(), Error);
 }
 
 }  // namespace

@@ -1,12 +1,9 @@
-#include "train/generate.h"
+#include "infer/sampling.h"
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <optional>
 
 #include "base/error.h"
-#include "nn/decoder.h"
 
 namespace folio {
 
@@ -47,51 +44,6 @@ int32_t sample_token(std::span<const float> logits, const SampleOptions& opt, Rn
     if (u < 0) return scratch[i].second;
   }
   return scratch[keep - 1].second;
-}
-
-void generate(const nn::GPT& model, std::span<const int32_t> prompt, const SampleOptions& opt, Rng& rng,
-              const std::function<void(int32_t)>& emit) {
-  opt.validate();
-  if (prompt.empty()) fail("generate", "the prompt is empty");
-  if (model.training() && model.config().dropout > 0.0f)
-    fail("generate", "the model is in training mode and would apply dropout while sampling: call eval() first");
-  NoGradGuard no_grad;
-  const int64_t block = model.config().block_size, V = model.config().vocab_size;
-  const int64_t shift = opt.context_shift > 0 ? std::min(opt.context_shift, block) : std::max<int64_t>(block / 2, 1);
-  std::deque<int32_t> window(prompt.size() > size_t(block) ? prompt.end() - block : prompt.begin(), prompt.end());
-  std::optional<nn::Decoder> decoder;
-  if (opt.kv_cache) decoder.emplace(model);
-  bool fresh = true;  // the cache holds nothing of the current window
-  std::vector<int32_t> ids;
-  std::vector<std::pair<float, int32_t>> scratch;
-  Tensor logits;  // of the uncached path, which keeps the row below alive
-  for (int64_t n = 0; n < opt.max_new_tokens; ++n) {
-    std::span<const float> row;
-    if (decoder && !fresh) {
-      row = decoder->step(window.back());
-    } else {
-      ids.assign(window.begin(), window.end());
-      const int64_t T = int64_t(ids.size());
-      if (decoder) {
-        row = decoder->restart(ids);
-      } else {
-        logits = model.forward(ids, 1, T).logits;
-        row = std::span(logits.data() + (T - 1) * V, V);  // the last position
-      }
-    }
-    const int32_t next = sample_token(row, opt, rng, scratch);
-    emit(next);
-    window.push_back(next);
-    fresh = false;
-    if (int64_t(window.size()) > block) {
-      if (decoder && decoder->rolls()) {  // the cache keeps the last block_size positions itself
-        window.pop_front();
-      } else {  // drop the oldest: every position moves, recompute
-        window.erase(window.begin(), window.begin() + shift);
-        fresh = true;
-      }
-    }
-  }
 }
 
 }  // namespace folio

@@ -1,8 +1,8 @@
-#include "serve/stop_filter.h"
+#include "infer/stop_filter.h"
 
 #include <algorithm>
 
-namespace folio::serve {
+namespace folio::infer {
 
 std::string StopFilter::push(std::string_view text) {
   if (matched_) return {};
@@ -35,4 +35,4 @@ std::string StopFilter::flush() {
   return out;
 }
 
-}  // namespace folio::serve
+}  // namespace folio::infer

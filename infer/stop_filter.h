@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace folio::serve {
+namespace folio::infer {
 
 class StopFilter {
  public:
@@ -23,4 +23,4 @@ class StopFilter {
   bool matched_ = false;
 };
 
-}  // namespace folio::serve
+}  // namespace folio::infer
