@@ -11,95 +11,14 @@
 #include <cstring>
 #include <string_view>
 
+#include "serve/gathered_stream.h"
+
 namespace folio::serve {
 namespace {
 
 using std::chrono::duration;
 
 int millis(double seconds) { return int(std::max(0.0, seconds) * 1000); }
-
-// Waits up to `ms` for the socket to be readable (POLLIN) or writable (POLLOUT).
-bool wait_for(int fd, short events, int ms) {
-  pollfd p{fd, events, 0};
-  int n;
-  do n = ::poll(&p, 1, ms);
-  while (n < 0 && errno == EINTR);
-  return n > 0 && (p.revents & (events | POLLHUP | POLLERR));
-}
-
-std::string address(const sockaddr_storage& a, int& port) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (a.ss_family == AF_INET) {
-    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
-    ::inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
-    port = ntohs(v4.sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
-    ::inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
-    port = ntohs(v6.sin6_port);
-  }
-  return text;
-}
-
-// httplib's Stream over a connection whose request the poller has buffered: reads take
-// the buffer first, then the socket (for bodies the poller did not wait for), unless
-// the body is refused: httplib would read a refused body to its end to discard it,
-// which a client declaring 100 MB could make last, on a thread, as long as it liked.
-class GatheredStream : public httplib::Stream {
- public:
-  GatheredStream(int fd, std::string& buffer, int io_ms, bool read_socket)
-      : fd_(fd), buffer_(buffer), io_ms_(io_ms), read_socket_(read_socket) {}
-  // What the request did not read (a pipelined next request) stays for the poller.
-  ~GatheredStream() override { buffer_.erase(0, taken_); }
-
-  bool is_readable() const override {
-    return taken_ < buffer_.size() || (read_socket_ && wait_for(fd_, POLLIN, io_ms_));
-  }
-  bool is_writable() const override {
-    if (!wait_for(fd_, POLLOUT, io_ms_)) return false;
-    // A peer that has closed reads as end of file: stop writing to it now, not a write later.
-    char byte;
-    return !(wait_for(fd_, POLLIN, 0) && ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
-  }
-  ssize_t read(char* ptr, size_t size) override {
-    if (taken_ < buffer_.size()) {
-      const size_t n = std::min(size, buffer_.size() - taken_);
-      std::memcpy(ptr, buffer_.data() + taken_, n);
-      taken_ += n;
-      return ssize_t(n);
-    }
-    if (!read_socket_ || !wait_for(fd_, POLLIN, io_ms_)) return -1;
-    ssize_t n;
-    do n = ::recv(fd_, ptr, size, 0);
-    while (n < 0 && errno == EINTR);
-    return n;
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    if (!wait_for(fd_, POLLOUT, io_ms_)) return -1;
-    ssize_t n;
-    do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n;
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage a{};
-    socklen_t len = sizeof a;
-    ip = ::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0 ? address(a, port) : "";
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage a{};
-    socklen_t len = sizeof a;
-    ip = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0 ? address(a, port) : "";
-  }
-  socket_t socket() const override { return fd_; }
-
- private:
-  int fd_;
-  std::string& buffer_;
-  size_t taken_ = 0;
-  int io_ms_;
-  bool read_socket_;
-};
 
 // httplib's accept thread hands each connection to its task queue; the gate takes it
 // there at once, so this queue runs the hand-over inline.

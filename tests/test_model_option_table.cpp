@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -125,6 +126,25 @@ TEST(ModelOptionTable, FlagsShowEveryValueAndTheSwitchesThatAreOn) {
   EXPECT_EQ(options_as_flags(on),
             "--pos rope --qk-norm --logit-softcap 30 --bigram --drop-path 0.1 --dropout-at attention --unet-skips "
             "--mtp 0.25");
+}
+
+// What a row's range cannot say: rope needs an even head size, and the soft cap's
+// inverse must be finite.
+TEST(ModelOptionTable, ConfigRefusesWhatItCannotBuild) {
+  GPTConfig c = small();
+  c.pos = Positions::rope;
+  c.n_embd = 6, c.n_head = 2;  // head size 3
+  folio::testing::expect_error([&] { c.validate(); }, {"pos rope", "head size", "3", "must be even"});
+  c = small();
+  c.logit_softcap = -1.0f;
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "-1"});
+  c.logit_softcap = INFINITY;
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "inf"});
+  c.logit_softcap = 1e-39f;  // 1 / cap overflows
+  folio::testing::expect_error([&] { c.validate(); }, {"logit_softcap", "inverse"});
+  EXPECT_EQ(parse_positions("Rope"), std::nullopt);
+  EXPECT_EQ(parse_activation("relu2"), Activation::relu2);
+  EXPECT_STREQ(to_string(Activation::relu2), "relu2");
 }
 
 }  // namespace
