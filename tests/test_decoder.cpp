@@ -57,12 +57,19 @@ class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
   }
 };
 
+// The case's model, its gates opened, in eval mode at the case's precision.
+std::unique_ptr<nn::GPT> model_for(const DecoderCase& c) {
+  auto gpt = std::make_unique<nn::GPT>(c.config);
+  open_gates(*gpt);
+  gpt->eval();
+  gpt->set_precision(c.dtype);
+  return gpt;
+}
+
 TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   const DecoderCase& c = GetParam();
-  nn::GPT gpt(c.config);
-  open_gates(gpt);
-  gpt.eval();
-  gpt.set_precision(c.dtype);
+  const std::unique_ptr<nn::GPT> model = model_for(c);
+  const nn::GPT& gpt = *model;
   NoGradGuard no_grad;
   const int64_t block = c.config.block_size, V = c.config.vocab_size;
   std::vector<int32_t> ids(block);
@@ -86,10 +93,8 @@ class BatchMatchesStep : public DecoderMatchesForward {};  // the same cases, th
 
 TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
   const DecoderCase& c = GetParam();
-  nn::GPT gpt(c.config);
-  open_gates(gpt);
-  gpt.eval();
-  gpt.set_precision(c.dtype);
+  const std::unique_ptr<nn::GPT> model = model_for(c);
+  const nn::GPT& gpt = *model;
   NoGradGuard no_grad;
   const int64_t block = c.config.block_size, V = c.config.vocab_size, S = 3;
   nn::Decoder batched(gpt, S);

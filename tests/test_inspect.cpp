@@ -15,6 +15,7 @@
 #include "infer/generator.h"
 #include "viz/attention.h"
 #include "viz/loss_plot.h"
+#include "tests/support.h"
 
 namespace folio {
 namespace {
@@ -89,10 +90,9 @@ void expect_valid_svg(const fs::path& file) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << file << " is not a well-formed SVG document";
 }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("folio_inspect_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
+// A fresh directory of this file's tests.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("inspect") {}
 };
 
 TEST(Attention, SvgGridIsWellFormedWhateverTheLabels) {
@@ -132,14 +132,18 @@ TEST(LossPlot, ReadsLogsDrawsThemAndNamesBadLines) {
   EXPECT_THROW(viz::read_loss_log((dir.path / "nope.csv").string(), "x"), Error);
 }
 
+// A loss log of today's columns with these rows, read back as the curve `name`.
+viz::LossCurve read_log(const TempDir& dir, const std::string& rows, const std::string& name) {
+  const fs::path log = dir.path / "log.csv";
+  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n" << rows;
+  return viz::read_loss_log(log.string(), name);
+}
+
 // --x time: each run at its own training seconds (train_s), so a run that steps half as
 // fast reaches the same point of the axis at half the steps.
 TEST(LossPlot, TimeAxisUsesTheTrainingSeconds) {
   TempDir dir;
-  const fs::path log = dir.path / "log.csv";
-  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n"
-                        "0,4.2,4.3,0,0,0.5,6.2,0,6.2\n100,2.5,2.6,0.001,9000,70,3.7,60,3.7\n";
-  const viz::LossCurve curve = viz::read_loss_log(log.string(), "a");
+  const viz::LossCurve curve = read_log(dir, "0,4.2,4.3,0,0,0.5,6.2,0,6.2\n100,2.5,2.6,0.001,9000,70,3.7,60,3.7\n", "a");
   EXPECT_DOUBLE_EQ(curve.points[1].train_s, 60.0);
   const viz::LossCurve slower{"b", {{0, 4.0, 4.1, 0, 0}, {50, 2.0, 2.1, 70, 60}}};
   const std::string svg = viz::loss_plot_svg({curve, slower}, viz::PlotAxis::time);
@@ -158,8 +162,7 @@ TEST(LossPlot, TimeAxisUsesTheTrainingSeconds) {
   EXPECT_EQ(xs[1], xs[3]);
   EXPECT_NE(viz::loss_plot_svg({viz::LossCurve{"a", {curve.points[1]}}, viz::LossCurve{"b", {slower.points[1]}}},
                                       viz::PlotAxis::step), svg2);
-  std::ofstream(log, std::ios::app) << "200,2.0,2.2,0.0005,9100,140,3.1,oops,3.1\n";
-  EXPECT_THROW(viz::read_loss_log(log.string(), "x"), Error);
+  EXPECT_THROW(read_log(dir, "0,4.2,4.3,0,0,0.5,6.2,0,6.2\n200,2.0,2.2,0.0005,9100,140,3.1,oops,3.1\n", "x"), Error);
 }
 
 // Under a step tick between two evaluations, the wall time there: the straight line
@@ -180,11 +183,8 @@ TEST(LossPlot, TickTimesBetweenEvaluationsAreInterpolated) {
 // char run and a BPE run are drawn on one scale; a log without the column is refused.
 TEST(LossPlot, BitsPerByteAxis) {
   TempDir dir;
-  const fs::path log = dir.path / "log.csv";
   // A BPE run: 0.3 tokens a byte, so loss 4.0 is 4.0 * 0.3 / ln 2 = 1.731 bits per byte.
-  std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n"
-                        "0,6.0,6.2,0,0,0.5,2.7,0,2.683\n100,3.8,4.0,0.001,9000,70,1.74,60,1.731\n";
-  const viz::LossCurve bpe = viz::read_loss_log(log.string(), "bpe");
+  const viz::LossCurve bpe = read_log(dir, "0,6.0,6.2,0,0,0.5,2.7,0,2.683\n100,3.8,4.0,0.001,9000,70,1.74,60,1.731\n", "bpe");
   EXPECT_DOUBLE_EQ(bpe.points[1].val_bpb, 1.731);
   ASSERT_TRUE(viz::has_bits_per_byte(bpe));
   viz::LossCurve chars{"char", {{0, 4.1, 4.2, 0}, {100, 1.3, 1.4, 50}}};
@@ -198,15 +198,12 @@ TEST(LossPlot, BitsPerByteAxis) {
   const std::string one = viz::loss_plot_svg({bpe}, viz::PlotAxis::step, viz::PlotValue::bpb);
   for (const char* tick : {">1.6<", ">2.6<"}) EXPECT_NE(one.find(tick), std::string::npos) << tick << "\n" << one;
   EXPECT_EQ(one.find(">4<"), std::string::npos) << one;
+  const fs::path log = dir.path / "old.csv";
   std::ofstream(log) << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s\n0,4.2,4.3,0,0,0.5\n";
   const viz::LossCurve old = viz::read_loss_log(log.string(), "old");
   EXPECT_FALSE(viz::has_bits_per_byte(old));
-  try {
-    viz::loss_plot_svg({old}, viz::PlotAxis::step, viz::PlotValue::bpb);
-    FAIL() << "a log without val_bpb was drawn in bits per byte";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("old: its log has no val_bpb"), std::string::npos) << e.what();
-  }
+  testing::expect_error([&] { viz::loss_plot_svg({old}, viz::PlotAxis::step, viz::PlotValue::bpb); },
+                        {"old: its log has no val_bpb"});
 }
 
 // Greedy tokens generated with the cache, and with `shift`, against a plain reference:

@@ -16,16 +16,15 @@ void on_stop(int sig) {
 
 }  // namespace
 
-StopSignals::StopSignals() : on_int_(std::signal(SIGINT, on_stop)), on_term_(std::signal(SIGTERM, on_stop)) {
-  g_interrupted = false, g_signal = 0;
+StopOnSignals::StopOnSignals(std::initializer_list<int> signals) {
+  for (int sig : signals) before_.emplace_back(sig, std::signal(sig, on_stop));
 }
-StopSignals::~StopSignals() {
-  std::signal(SIGINT, on_int_);
-  std::signal(SIGTERM, on_term_);
+StopOnSignals::~StopOnSignals() {
+  for (const auto& [sig, handler] : before_) std::signal(sig, handler);
 }
 
-PipeSignal::PipeSignal() : before_(std::signal(SIGPIPE, on_stop)) {}
-PipeSignal::~PipeSignal() { std::signal(SIGPIPE, before_); }
+StopSignals::StopSignals() : StopOnSignals({SIGINT, SIGTERM}) { g_interrupted = false, g_signal = 0; }
+PipeSignal::PipeSignal() : StopOnSignals({SIGPIPE}) {}
 
 bool stop_requested() { return g_interrupted; }
 int stop_signal_received() { return g_signal; }
