@@ -35,6 +35,25 @@ struct BadRequest {
   std::string param, fragment;
 };
 
+// Each case's body is refused by `parse` with its status, param and message, in
+// OpenAI's error object.
+template <class Parse>
+void expect_refused(const std::vector<BadRequest>& cases, Parse parse) {
+  for (const BadRequest& c : cases) {
+    try {
+      parse(c.body);
+      ADD_FAILURE() << "accepted " << c.body;
+    } catch (const serve::ApiError& e) {
+      EXPECT_EQ(e.status, c.status) << c.body;
+      EXPECT_EQ(e.param, c.param) << c.body << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.fragment), std::string::npos) << c.body << ": " << e.what();
+      const nlohmann::json j = nlohmann::json::parse(serve::error_json(e));
+      EXPECT_EQ(j["error"]["code"], c.status) << c.body;
+      if (c.status == 400) EXPECT_EQ(j["error"]["type"], "invalid_request_error") << c.body;
+    }
+  }
+}
+
 inline ModelCheckpoint small_model(nn::Positions pos = nn::Positions::learned) {
   nn::GPTConfig c{.vocab_size = tokenizer()->vocab_size(), .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 16};
   c.pos = pos;

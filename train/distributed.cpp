@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <thread>
 #include <vector>
 
@@ -174,21 +175,18 @@ void broadcast(std::span<float> values) {
 #endif
 }
 
-void broadcast(std::span<uint64_t> values) {
+template <class T>
+void broadcast_from_root(std::span<T> values) {
   if (g_size == 1) return;
 #ifdef FOLIO_HAVE_MPI
   const Busy busy("MPI_Bcast");
-  check(MPI_Bcast(values.data(), int(values.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  const MPI_Datatype type = std::is_same_v<T, double> ? MPI_DOUBLE : MPI_UINT64_T;
+  check(MPI_Bcast(values.data(), int(values.size()), type, 0, MPI_COMM_WORLD), "MPI_Bcast");
 #endif
 }
 
-void broadcast(std::span<double> values) {
-  if (g_size == 1) return;
-#ifdef FOLIO_HAVE_MPI
-  const Busy busy("MPI_Bcast");
-  check(MPI_Bcast(values.data(), int(values.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-#endif
-}
+void broadcast(std::span<uint64_t> values) { broadcast_from_root(values); }
+void broadcast(std::span<double> values) { broadcast_from_root(values); }
 
 bool any(bool flag) {
   if (g_size == 1) return flag;
