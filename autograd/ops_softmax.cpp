@@ -25,16 +25,24 @@ void need_rows(const char* op, const Tensor& x) {
   if (x.ndim() == 0 || x.shape().last() == 0) fail(op, "needs a non-empty last dim, got shape ", x.shape());
 }
 
-}  // namespace
-
-Tensor softmax(const Tensor& x) {
-  need_rows("softmax", x);
+// An output shaped as x whose rows `row` writes, each from x's (n floats), in parallel.
+template <class Row>
+Tensor rowwise(const char* op, const Tensor& x, Row row) {
+  need_rows(op, x);
   const int64_t rows = x.shape().rows(), n = x.shape().last();
   Tensor out = Tensor::empty(x.shape());
   const float* in = x.data();
   float* o = out.data();
 #pragma omp parallel for if (x.numel() >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) softmax_row(in + r * n, o + r * n, n, n, 1.0f);
+  for (int64_t r = 0; r < rows; ++r) row(in + r * n, o + r * n, n);
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x) {
+  Tensor out = rowwise("softmax", x, [](const float* xr, float* yr, int64_t n) { softmax_row(xr, yr, n, n, 1.0f); });
+  const int64_t rows = x.shape().rows(), n = x.shape().last();
   record(out, "softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
     in.write(0, [=](float* gx) {
@@ -70,21 +78,15 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
 }
 
 Tensor log_softmax(const Tensor& x) {
-  need_rows("log_softmax", x);
-  const int64_t rows = x.shape().rows(), n = x.shape().last();
-  Tensor out = Tensor::empty(x.shape());
-  const float* in = x.data();
-  float* o = out.data();
-#pragma omp parallel for if (x.numel() >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = in + r * n;
+  Tensor out = rowwise("log_softmax", x, [](const float* xr, float* yr, int64_t n) {
     const float mx = row_max(xr, n);
     float total = 0.0f;
 #pragma omp simd reduction(+ : total)
     for (int64_t j = 0; j < n; ++j) total += fast_exp(xr[j] - mx);
     const float lse = mx + std::log(total);
-    for (int64_t j = 0; j < n; ++j) o[r * n + j] = xr[j] - lse;
-  }
+    for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - lse;
+  });
+  const int64_t rows = x.shape().rows(), n = x.shape().last();
   // dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
   record(out, "log_softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();
