@@ -277,42 +277,47 @@ TEST(ModelOptions, ZeroInitProjectionsLeaveTheRestAsTheyWere) {
   EXPECT_EQ(zero, 4);
 }
 
-// `with` is `plain`'s config and an option: `plain`'s parameters, equal and in order,
-// then `added` more, which it returns.
-NamedParameters added_after_the_rest(const GPT& plain, const GPT& with, size_t added) {
-  const auto a = plain.named_parameters(), b = with.named_parameters();
+// A two-block model, and the same with an option that adds `added` parameters after
+// all of the plain model's, which must be equal to them and in order.
+struct OptionAdded {
+  std::unique_ptr<GPT> plain, with;
+  NamedParameters added;  // the option's own
+};
+OptionAdded option_added(const std::function<void(GPTConfig&)>& set, size_t added) {
+  GPTConfig c = tiny();
+  c.n_layer = 2;
+  OptionAdded m;
+  m.plain = std::make_unique<GPT>(c);
+  set(c);
+  m.with = std::make_unique<GPT>(c);
+  const auto a = m.plain->named_parameters(), b = m.with->named_parameters();
   if (b.size() != a.size() + added) {
     ADD_FAILURE() << b.size() << " parameters, expected " << a.size() << " + " << added;
-    return {};
+    return m;
   }
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(b[i].second.to_vector(), a[i].second.to_vector()) << b[i].first;
-  return {b.begin() + std::ptrdiff_t(a.size()), b.end()};
+  m.added.assign(b.begin() + std::ptrdiff_t(a.size()), b.end());
+  return m;
 }
 
-std::vector<float> logits_at(const std::vector<float>& logits, int64_t t, int64_t V) {  // row t of (1, T, V)
-  return {logits.begin() + t * V, logits.begin() + (t + 1) * V};
+const std::vector<int32_t> kSixIds{1, 3, 5, 0, 6, 2};  // (1, 6); token 5 only at position 2
+std::vector<float> logits_at(const GPT& gpt, int64_t t) {  // row t of the logits over kSixIds
+  const std::vector<float> all = gpt.forward(kSixIds, 1, 6).logits.to_vector();
+  const int64_t V = gpt.config().vocab_size;
+  return {all.begin() + t * V, all.begin() + (t + 1) * V};
 }
 
 // The x0 shortcut starts as the model without it: the same weights, and zero gates
 // last, so the same logits. A gate opened in the second block moves every position's
 // logits (each position reads its own embedding).
 TEST(ModelOptions, X0ShortcutStartsAsTheModelWithoutIt) {
-  GPTConfig c = tiny();
-  c.n_layer = 2;
-  const GPT plain(c);
-  c.x0_shortcut = true;
-  const GPT gated(c);
-  const auto gates = added_after_the_rest(plain, gated, 2);
-  ASSERT_EQ(gates.size(), 2u);
-  EXPECT_EQ(gates[0].first, "x0_gates.0");
-  EXPECT_EQ(gates[1].second.to_vector(), std::vector<float>(size_t(c.n_embd), 0.0f));
-  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2};
-  const std::vector<float> before = plain.forward(ids, 1, 6).logits.to_vector();
-  EXPECT_EQ(gated.forward(ids, 1, 6).logits.to_vector(), before);
-  gated.x0_gates->gate[1].data()[0] = 0.5f;
-  const std::vector<float> moved = gated.forward(ids, 1, 6).logits.to_vector();
-  for (int64_t t = 0; t < 6; ++t)
-    EXPECT_NE(logits_at(moved, t, c.vocab_size), logits_at(before, t, c.vocab_size)) << "position " << t;
+  const OptionAdded m = option_added([](GPTConfig& c) { c.x0_shortcut = true; }, 2);
+  ASSERT_EQ(m.added.size(), 2u);
+  EXPECT_EQ(m.added[0].first, "x0_gates.0");
+  EXPECT_EQ(m.added[1].second.to_vector(), std::vector<float>(size_t(tiny().n_embd), 0.0f));
+  for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(logits_at(*m.with, t), logits_at(*m.plain, t)) << "position " << t;
+  m.with->x0_gates->gate[1].data()[0] = 0.5f;
+  for (int64_t t = 0; t < 6; ++t) EXPECT_NE(logits_at(*m.with, t), logits_at(*m.plain, t)) << "position " << t;
 }
 
 // Value embeddings are drawn after every other weight, so the rest is as it was, and
@@ -320,26 +325,18 @@ TEST(ModelOptions, X0ShortcutStartsAsTheModelWithoutIt) {
 // moves the logits at its own position and every later one (attention carries a
 // value forward, never back), and no earlier position's.
 TEST(ModelOptions, ValueEmbeddingsReachTheirTokenAndWhatAttendsToIt) {
-  GPTConfig c = tiny();
-  c.n_layer = 2;
-  const GPT plain(c);
-  c.value_embed = true;
-  const GPT with_values(c);
-  const auto tables = added_after_the_rest(plain, with_values, 2);
-  ASSERT_EQ(tables.size(), 2u);
-  EXPECT_EQ(tables[0].first, "value_embeddings.0.weight");
-  EXPECT_EQ(tables[1].second.shape(), (Shape{c.vocab_size, c.n_embd}));
-  for (const auto& [name, table] : tables) std::fill_n(table.data(), table.numel(), 0.0f);
-  const std::vector<int32_t> ids{1, 3, 5, 0, 6, 2};  // token 5 only at position 2
-  const std::vector<float> before = plain.forward(ids, 1, 6).logits.to_vector();
-  EXPECT_EQ(with_values.forward(ids, 1, 6).logits.to_vector(), before);
-  float* row = with_values.value_embeddings[1]->weight.data() + 5 * c.n_embd;
-  for (int64_t i = 0; i < c.n_embd; ++i) row[i] = 0.3f - 0.1f * float(i % 5);
-  const std::vector<float> moved = with_values.forward(ids, 1, 6).logits.to_vector();
+  const OptionAdded m = option_added([](GPTConfig& c) { c.value_embed = true; }, 2);
+  ASSERT_EQ(m.added.size(), 2u);
+  const int64_t V = tiny().vocab_size, C = tiny().n_embd;
+  EXPECT_EQ(m.added[0].first, "value_embeddings.0.weight");
+  EXPECT_EQ(m.added[1].second.shape(), (Shape{V, C}));
+  for (const auto& [name, table] : m.added) std::fill_n(table.data(), table.numel(), 0.0f);
+  for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(logits_at(*m.with, t), logits_at(*m.plain, t)) << "position " << t;
+  float* row = m.with->value_embeddings[1]->weight.data() + 5 * C;
+  for (int64_t i = 0; i < C; ++i) row[i] = 0.3f - 0.1f * float(i % 5);
   for (int64_t t = 0; t < 6; ++t) {
-    const std::vector<float> now = logits_at(moved, t, c.vocab_size), was = logits_at(before, t, c.vocab_size);
-    if (t < 2) EXPECT_EQ(now, was) << "position " << t;
-    else EXPECT_NE(now, was) << "position " << t;
+    if (t < 2) EXPECT_EQ(logits_at(*m.with, t), logits_at(*m.plain, t)) << "position " << t;
+    else EXPECT_NE(logits_at(*m.with, t), logits_at(*m.plain, t)) << "position " << t;
   }
 }
 
