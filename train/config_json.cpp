@@ -39,7 +39,8 @@ void read_setting(const TrainSetting& s, const Json& j, TrainConfig& c, const st
   std::visit(nn::Overloaded{[&]<class T>(const Number<T>& n) {
                               const Range& r = n.range;
                               if constexpr (std::is_integral_v<T>) {
-                                c.*(n.at) = int_field(j, key, int64_t(r.lo) + (r.lo_open ? 1 : 0), int64_t(r.hi), where);
+                                const int64_t lo = int64_t(r.lo) + (r.lo_open ? 1 : 0);
+                                c.*(n.at) = int_field(j, key, lo, int64_t(r.hi), where);
                               } else {
                                 const double hi = std::min(r.hi, double(std::numeric_limits<T>::max()));
                                 c.*(n.at) = T(number_field(j, key, r.lo, hi, where));
@@ -54,8 +55,9 @@ void read_setting(const TrainSetting& s, const Json& j, TrainConfig& c, const st
                               c.*(t.at) = v.as_string();
                             },
                             [&](const Choice& ch) {
-                              const bool saved_name = v.is_string() && std::ranges::find(ch.names, v.as_string()) != ch.names.end();
-                              if (!saved_name || !ch.set(c, v.as_string()))
+                              // One of the names a run saves: not the flag's own ("auto").
+                              const bool saved = v.is_string() && std::ranges::count(ch.names, v.as_string()) > 0;
+                              if (!saved || !ch.set(c, v.as_string()))
                                 config_fail(where, key, " must be ", names_list(ch, '"'), ", got ", clip(v));
                             }},
              s.value);
