@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "cli/train_options.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "nn/model_options.h"
@@ -59,12 +60,7 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
   std::printf("tokenizer    %s\n", tokenizer_flags(t, *ck.tokenizer, !state->data_fingerprint.empty()).c_str());
-  std::printf("training     --data %s --val-fraction %s --batch-size %lld --grad-accum %lld --max-iters %lld "
-              "--max-time %s --seed %llu --dtype %s --sampling %s --seq-warmup %lld --batch-warmup %lld\n",
-              shown(t.data).c_str(), shown(1.0 - t.train_fraction).c_str(), (long long)t.batch_size,
-              (long long)t.grad_accum, (long long)t.max_iters, shown(t.max_time).c_str(), (unsigned long long)t.seed,
-              to_string(t.dtype), to_string(t.sampling), (long long)t.seq_warmup,
-              (long long)t.batch_warmup);
+  std::printf("training     %s\n", settings_as_flags(t, Line::training).c_str());  // as the flags that give them
   if (!state->data_fingerprint.empty())
     std::printf("data         a token directory, fingerprint %s%s\n", state->data_fingerprint.c_str(),
                 t.sampling == Sampling::epoch
@@ -72,20 +68,8 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
                     : "");
   if (state->train_seconds > 0)  // runs saved before it was kept have none
     std::printf("trained for  %.1f s of training steps\n", state->train_seconds);
-  std::printf("optimizer    --optimizer %s --lr %s --min-lr %s --warmup-iters %lld --lr-decay-iters %lld "
-              "--weight-decay %s --beta2 %s --grad-clip %s",
-              to_string(t.optimizer), shown(t.lr).c_str(), shown(t.min_lr).c_str(), (long long)t.warmup_iters,
-              (long long)t.lr_decay_iters, shown(t.weight_decay).c_str(), shown(t.beta2).c_str(),
-              shown(t.grad_clip).c_str());
-  if (t.optimizer == OptimizerKind::muon)
-    std::printf(" --muon-lr %s --muon-weight-decay %s --muon-momentum-warmup %lld", shown(t.muon_lr).c_str(),
-                shown(t.muon_weight_decay).c_str(), (long long)t.muon_momentum_warmup);
-  std::printf(" --decay %s", to_string(t.decay));
-  if (t.decay == Decay::wsd) std::printf(" --cooldown %s", shown(t.cooldown).c_str());
-  if (t.ema > 0) std::printf(" --ema %s", shown(t.ema).c_str());
-  std::printf("\n");
-  std::printf("evaluation   --eval-interval %lld --eval-iters %lld --log-interval %lld\n", (long long)t.eval_interval,
-              (long long)t.eval_iters, (long long)t.log_interval);
+  std::printf("optimizer    %s\n", settings_as_flags(t, Line::optimizer).c_str());
+  std::printf("evaluation   %s\n", settings_as_flags(t, Line::evaluation).c_str());
 }
 
 std::function<int()> prepare_info(const po::variables_map& vm) {

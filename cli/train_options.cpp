@@ -1,4 +1,5 @@
-// The rows of folio train's options (cli/train_options.h).
+// The rows of folio train's options (cli/train_options.h): its own, the model's and
+// the training settings'.
 #include "cli/train_options.h"
 
 #include <cmath>
@@ -8,7 +9,6 @@
 
 #include "data/dataset.h"
 #include "nn/model_options.h"
-#include "train/adamw.h"
 
 namespace folio::cli {
 namespace {
@@ -118,38 +118,74 @@ TrainOption model_flag(const nn::ModelOption& m) {
       m.value);
 }
 
+// folio train's flag for one of the training settings (train/settings.h). Applying it
+// checks the value against the setting's range at once (a folio::Error, said in flags
+// by cli/train_cmd.cpp); what it asks of other settings waits for TrainConfig::validate().
+TrainOption setting_flag(const TrainSetting& s) {
+  const char* flag = s.flag;
+  TrainOption o = std::visit(
+      nn::Overloaded{
+          [&]<class T>(const Number<T>& n) {
+            auto at = [m = n.at](TrainOptions& o) -> T& { return o.train.*m; };
+            if (!n.flag_gives_rest) return field(flag, s.on_resume, at, s.help);
+            return parsed(
+                flag, s.on_resume, at,
+                [flag, range = n.range](const std::string& text) {
+                  const auto v = whole_number<T>(text);  // the range is symmetric: (0, 1)
+                  if (!v || !range.holds(double(1 - *v)))
+                    throw UsageError(cat("--", flag, " must be a number in ", range_text(range), ", got '", text, "'"));
+                  return T(1 - *v);
+                },
+                [](T v) { return shown(1 - v); }, s.help);
+          },
+          [&](const Seed& n) {
+            return parsed(
+                flag, s.on_resume, [m = n.at](TrainOptions& o) -> uint64_t& { return o.train.*m; },
+                [flag](const std::string& text) { return u64_option(text, flag); },
+                [](uint64_t v) { return std::to_string(v); }, s.help);
+          },
+          [&](const Text& t) {
+            return field(flag, s.on_resume, [m = t.at](TrainOptions& o) -> std::string& { return o.train.*m; }, s.help);
+          },
+          [&](const Choice& choice) {
+            return TrainOption{flag, s.on_resume,
+                               [=, help = s.help](po::options_description& d, TrainOptions& defaults) {
+                                 d.add_options()(flag, po::value<std::string>()->default_value(choice.get(defaults.train)),
+                                                 help);
+                               },
+                               [=](const po::variable_value& v, TrainOptions& o) {
+                                 const std::string& text = v.as<std::string>();
+                                 if (!choice.set(o.train, text))
+                                   throw UsageError(cat("--", flag, " must be ", names_list(choice, 0, true), ", got '",
+                                                        text, "'"));
+                               },
+                               [=](TrainOptions a, TrainOptions b) { return choice.get(a.train) == choice.get(b.train); }};
+          }},
+      s.value);
+  o.from_init = s.flag_kind == FlagKind::from_init;
+  o.apply = [apply = o.apply, &s](const po::variable_value& v, TrainOptions& options) {
+    apply(v, options);
+    check_range(s, options.train);
+  };
+  return o;
+}
+
 #define AT(member) [](TrainOptions& o) -> auto& { return o.member; }
 using enum OnResume;
 
 }  // namespace
 
+// In --help's order: where the run writes, the training settings (what it starts from,
+// its data, how it trains), the model, and how its threads work.
 const std::vector<TrainOption>& train_options() {
   static const std::vector<TrainOption> table = [] {
     std::vector<TrainOption> rows = {
-      field("config", override, AT(train.recipe),
-            "read options from this file (INI style: 'n-layer = 6'); the command line overrides it"),
-      field("data", override, AT(train.data),
-            "training text (UTF-8), or a token directory: folio tokenize's, llm.c's shards or nanoGPT's "
-            "train.bin/val.bin"),
-      from_checkpoint(field("tokenizer", fixed, AT(train.tokenizer),
-                            "char (the default here, one token per character of the text; folio tokenize's "
-                            "default is bpe), bpe or unigram (SentencePiece subwords, trained on the training "
-                            "split), or a SentencePiece .model file")),
-      from_checkpoint(field("vocab-size", fixed, AT(train.vocab_size),
-                            "pieces of a bpe or unigram tokenizer (0: 1024); for token files without a "
-                            "manifest (llm.c, nanoGPT), their ids' vocabulary",
-                            Check::non_negative)),
-      choice("sampling", fixed, AT(train.sampling), parse_sampling, [](Sampling s) { return to_string(s); },
-             "random or epoch",
-             "order of the training windows: random (each starts anywhere, with replacement) or epoch (a "
-             "shuffled pass over non-overlapping windows, each once a pass)"),
-      field("init-from", fixed, AT(train.init_from),
-            "start from this checkpoint's weights, tokenizer and model options (fine-tuning on --data; "
-            "fresh optimizer and schedule; only --dropout may change)"),
       field("out", always, AT(out_dir), "output directory"),
       flag_switch("resume", always, AT(resume), true, "continue the run saved in --out"),
       flag_switch("overwrite", always, AT(overwrite), true,
                   "replace the run already in --out (without it, folio train refuses to)"),
+    };
+    const std::vector<TrainOption> model = {
       from_checkpoint(field("n-layer", fixed, AT(model.n_layer), "transformer blocks", Check::positive)),
       from_checkpoint(field("n-head", fixed, AT(model.n_head), "attention heads per block", Check::positive)),
       from_checkpoint(field("n-embd", fixed, AT(model.n_embd), "embedding width (divisible by --n-head)", Check::positive)),
@@ -160,73 +196,12 @@ const std::vector<TrainOption>& train_options() {
              [](nn::Activation a) { return nn::to_string(a); }, "relu, gelu or relu2",
              "feed-forward activation: relu, gelu or relu2 (relu squared)")),
     };
+    for (const TrainSetting& s : train_settings())
+      if (s.flag_kind != FlagKind::every_command) rows.push_back(setting_flag(s));  // --threads: every command's
+    rows.insert(rows.end(), model.begin(), model.end());
     // The model options (nn/model_options.h), each part of the model.
     for (const nn::ModelOption& option : nn::model_options()) rows.push_back(from_checkpoint(model_flag(option)));
     rows.insert(rows.end(), {
-      field("batch-size", override, AT(train.batch_size),
-            "sequences per micro-batch (a step takes --grad-accum of them)", Check::positive),
-      field("seq-warmup", override, AT(train.seq_warmup),
-            "steps over which the training windows grow from 8 tokens (an eighth of --block-size, if longer) to "
-            "--block-size (0: the whole context from the start; random sampling only)",
-            Check::non_negative),
-      field("batch-warmup", override, AT(train.batch_warmup),
-            "steps over which the batch grows from an eighth of --batch-size to --batch-size (0: the whole batch "
-            "from the start)",
-            Check::non_negative),
-      field("grad-accum", override, AT(train.grad_accum),
-            "micro-batches per optimizer step: the gradient of grad-accum x batch-size sequences, in the memory "
-            "of one micro-batch, exchanged between ranks once per step",
-            Check::positive),
-      field("max-iters", override, AT(train.max_iters),
-            "training steps (0: no step limit, for a run on --max-time; --max-time without --max-iters means 0)",
-            Check::non_negative),
-      field("max-time", override, AT(train.max_time),
-            "budget of training seconds (evaluations not counted; 0: none); the run stops after the step that "
-            "reaches it, and with no step limit the cosine decays over it",
-            Check::non_negative),
-      field("lr", override, AT(train.lr), "peak learning rate"),
-      field("min-lr", override, AT(train.min_lr), "learning rate at the end of the cosine decay"),
-      field("warmup-iters", override, AT(train.warmup_iters), "linear warm-up steps"),
-      field("lr-decay-iters", override, AT(train.lr_decay_iters),
-            "step where the decay reaches --min-lr (0: --max-iters; with no step limit, at --max-time)"),
-      choice("decay", override, AT(train.decay), parse_decay, [](Decay d) { return to_string(d); }, "cosine or wsd",
-             "how the learning rate falls after the warm-up: cosine, or wsd (held at --lr, then a straight line to "
-             "--min-lr over the last --cooldown of the run)"),
-      field("cooldown", override, AT(train.cooldown), "--decay wsd: the fraction of the run its straight line takes",
-            Check::positive),
-      field("ema", fixed, AT(train.ema),
-            "evaluate and keep as best.safetensors an exponential moving average of the weights with this decay "
-            "per step (e.g. 0.99; 0: off)",
-            Check::non_negative),
-      field("weight-decay", override, AT(train.weight_decay), "AdamW weight decay (2-D weights only)"),
-      field("beta2", override, AT(train.beta2), "AdamW beta2"),
-      choice("optimizer", fixed, AT(train.optimizer), parse_optimizer,
-             [](OptimizerKind k) { return to_string(k); }, "adamw or muon",
-             "adamw, or muon: Muon on the hidden matrices (attention, feed-forward), AdamW on the rest"),
-      field("muon-lr", override, AT(train.muon_lr), "Muon's peak learning rate (follows the schedule of --lr)",
-            Check::positive),
-      field("muon-weight-decay", override, AT(train.muon_weight_decay), "Muon's decoupled weight decay",
-            Check::non_negative),
-      field("muon-momentum-warmup", override, AT(train.muon_momentum_warmup),
-            "steps over which Muon's momentum rises linearly from 0.85 to 0.95 (0: 0.95 from the start)",
-            Check::non_negative),
-      field("grad-clip", override, AT(train.grad_clip), "clip the global gradient norm (0: off)"),
-      field("eval-interval", override, AT(train.eval_interval), "evaluate and save every N steps", Check::positive),
-      field("eval-iters", override, AT(train.eval_iters), "batches per evaluation", Check::positive),
-      field("log-interval", override, AT(train.log_interval), "progress line every N steps (off a terminal)",
-            Check::positive),
-      parsed(
-          "val-fraction", override, AT(train.train_fraction),
-          [](const std::string& s) {
-            const auto v = whole_number<double>(s);
-            if (!v || !(*v > 0.0 && *v < 1.0))
-              throw UsageError(cat("--val-fraction must be a number in (0, 1), got '", s, "'"));
-            return 1.0 - *v;
-          },
-          [](double train_fraction) { return shown(1.0 - train_fraction); }, "last fraction of the text held out"),
-      parsed(
-          "seed", fixed, AT(train.seed), [](const std::string& s) { return u64_option(s, "seed"); },
-          [](uint64_t seed) { return std::to_string(seed); }, "seed of initialisation, batches and dropout"),
       parsed(
           "parallel", always, AT(data_parallel),
           [](const std::string& s) {
@@ -248,9 +223,6 @@ const std::vector<TrainOption>& train_options() {
             "on several ranks: seconds one rank may wait for the others in one exchange before it ends the job "
             "(a dead host or a cut network; 0: wait for ever)",
             Check::non_negative),
-      parsed("dtype", override, AT(train.dtype), dtype_option, [](Precision p) { return std::string(to_string(p)); },
-             "matrix products: fp32, bf16 (bf16 operands, fp32 sums; needs AVX512-BF16), or auto (bf16 where the "
-             "CPU has AVX512-BF16, else fp32; the run saves which, and its first line says it)"),
       flag_switch("quiet", always, AT(quiet), true, "no progress output"),
     });
     return rows;
@@ -258,6 +230,25 @@ const std::vector<TrainOption>& train_options() {
   return table;
 }
 #undef AT
+
+// A setting's value as its flag would spell it.
+std::string setting_text(const TrainSetting& s, const TrainConfig& c) {
+  return std::visit(nn::Overloaded{[&]<class T>(const Number<T>& n) {
+                                     return shown(n.flag_gives_rest ? 1 - c.*(n.at) : c.*(n.at));
+                                   },
+                                   [&](const Seed& n) { return std::to_string(c.*(n.at)); },
+                                   [&](const Text& t) { return shown(c.*(t.at)); },
+                                   [&](const Choice& ch) { return ch.get(c); }},
+                    s.value);
+}
+
+std::string settings_as_flags(const TrainConfig& c, Line line) {
+  std::string flags;
+  for (const TrainSetting& s : train_settings())
+    if (s.listed.line == line && (!s.listed.when || s.listed.when(c)))
+      flags += cat(flags.empty() ? "--" : " --", s.flag, " ", setting_text(s, c));
+  return flags;
+}
 
 TrainOptions train_defaults() {
   TrainOptions d;

@@ -25,72 +25,68 @@ enum class Decay { cosine, wsd };
 const char* to_string(Decay d);                                 // "cosine", "wsd"
 std::optional<Decay> parse_decay(std::string_view name);        // nullopt: neither
 
+// Each field's default, limits, flag and JSON key are its row in train/settings.cpp,
+// which TrainConfig() and validate() read: a field without a row has no value.
 struct TrainConfig {
   static constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
   static constexpr double kMaxTime = 1e9;  // seconds: ~30 years
+  static constexpr int64_t kMaxThreads = 1 << 16;
 
   std::string data;             // corpus path
   std::string recipe;           // the --config file the options came from ("" if none)
   // How the run's tokenizer was made (data/tokenizer.h: TokenizerSpec): a method
   // (char, bpe, unigram) or a .model file, and the pieces asked for (0: the default).
-  // Absent from runs saved before there were tokenizers: char.
-  std::string tokenizer = "char";
-  int64_t vocab_size = 0;
+  std::string tokenizer;
+  int64_t vocab_size;
   std::string init_from;        // the checkpoint whose weights the run started from ("" if none)
-  double train_fraction = 0.9;
-  int64_t batch_size = 12;
+  double train_fraction;
+  int64_t batch_size;
   // Micro-batches of batch_size per optimizer step: the step's gradient is of their
   // mean loss (as one batch of grad_accum * batch_size), and ranks exchange it once.
-  // Absent from runs saved before it existed: 1.
-  int64_t grad_accum = 1;
-  int64_t max_iters = 2000;     // 0: no step limit (then max_time must bound the run)
+  int64_t grad_accum;
+  int64_t max_iters;            // 0: no step limit (then max_time must bound the run)
   // A budget of training seconds (the steps' time, not the evaluations'); 0: none.
   // The run stops after the step that reaches it. With max_iters and lr_decay_iters 0,
   // the cosine follows it: its progress is training seconds / max_time.
-  double max_time = 0;
-  int64_t warmup_iters = 100;
-  int64_t lr_decay_iters = 0;   // the decay reaches min_lr here; 0: at max_iters (or max_time)
-  // The shape of the decay, and for wsd the share of the run it takes. Absent from
-  // older runs: cosine (and 0.2, unused).
-  Decay decay = Decay::cosine;
-  float cooldown = 0.2f;
-  int64_t eval_interval = 250;
-  int64_t eval_iters = 50;
-  int64_t log_interval = 50;
-  float lr = 1e-3f, min_lr = 1e-4f;
-  float weight_decay = 0.1f, beta2 = 0.99f, grad_clip = 1.0f;
-  // Absent from runs saved before Muon existed: adamw. Muon's rate follows the schedule
-  // scaled to muon_lr (muon_lr * lr(step) / lr); its weight decay is its own.
-  OptimizerKind optimizer = OptimizerKind::adamw;
-  float muon_lr = 0.02f, muon_weight_decay = 0.0f;
+  double max_time;
+  int64_t warmup_iters;
+  int64_t lr_decay_iters;       // the decay reaches min_lr here; 0: at max_iters (or max_time)
+  // The shape of the decay, and for wsd the share of the run it takes.
+  Decay decay;
+  float cooldown;
+  int64_t eval_interval;
+  int64_t eval_iters;
+  int64_t log_interval;
+  float lr, min_lr;
+  float weight_decay, beta2, grad_clip;
+  // Muon's rate follows the schedule scaled to muon_lr (muon_lr * lr(step) / lr); its
+  // weight decay is its own.
+  OptimizerKind optimizer;
+  float muon_lr, muon_weight_decay;
   // Steps over which Muon's momentum rises from 0.85 to 0.95 (train/muon.h); 0: 0.95
-  // from the start. Absent from older runs: 0.
-  int64_t muon_momentum_warmup = 0;
-  uint64_t seed = 1337;
+  // from the start.
+  int64_t muon_momentum_warmup;
+  uint64_t seed;
   // > 0: an exponential moving average of the weights, with this decay per step, is
-  // what evaluations measure and best.safetensors holds (train/weight_average.h).
-  // 0: off. Absent from older runs: 0.
-  float ema = 0.0f;
+  // what evaluations measure and best.safetensors holds (train/weight_average.h). 0: off.
+  float ema;
   // Precision of the matrix products (autograd/ops.h); weights, moments and
-  // checkpoints stay fp32 either way. Absent from runs saved before it existed: fp32.
-  Precision dtype = Precision::fp32;
-  // The order of training windows (data/batch_sampler.h). Absent from older runs: random.
-  Sampling sampling = Sampling::random;
+  // checkpoints stay fp32 either way.
+  Precision dtype;
+  Sampling sampling;  // the order of training windows (data/batch_sampler.h)
   // Steps over which the training windows grow from a stage (8 tokens, or an eighth of
   // the context) to block_size (train/seq_warmup.h); 0: block_size from the start.
   // Random sampling only: epoch sampling cuts the text into windows of one length.
-  // Absent from older runs: 0.
-  int64_t seq_warmup = 0;
+  int64_t seq_warmup;
   // Steps over which the batch grows from an eighth of batch_size to batch_size
-  // (train/batch_warmup.h); 0: batch_size from the start. Absent from older runs: 0.
-  int64_t batch_warmup = 0;
+  // (train/batch_warmup.h); 0: batch_size from the start.
+  int64_t batch_warmup;
   // The threads the run's steps ran on (the trainer records them). With data
   // parallelism they are the batch's shard count, and so the order in which the
-  // gradient is summed: --resume runs on them again unless --threads is given, and its
-  // weights then match those of a run never stopped. 0 in runs saved before it existed:
-  // they resume on the threads of the process that resumes them.
-  int64_t threads = 0;
-  static constexpr int64_t kMaxThreads = 1 << 16;
+  // gradient is summed: --resume runs on them again unless --threads is given.
+  int64_t threads;
+
+  TrainConfig();          // every field at its row's default
   void validate() const;  // throws "[config] <field> ..." for out-of-range values
   // The cosine follows max_time rather than a step count.
   bool schedule_follows_time() const { return max_iters == 0 && lr_decay_iters == 0; }

@@ -1,133 +1,80 @@
-// The training options as JSON, in both directions, with every field checked.
+// The training options as JSON, in both directions, with every field checked: one
+// key per row of train/settings.h.
 #include "train/config_json.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <type_traits>
 
 #include "base/error.h"
 #include "data/vocab.h"
+#include "nn/model_options.h"
+#include "train/settings.h"
 
 namespace folio {
 namespace {
 
 using namespace config_fields;
 
-// The limits TrainConfig::validate() applies, so every config a run accepts (and
-// saves) reads back. Float fields only need to be finite.
-constexpr int64_t kMaxBatch = TrainConfig::kMaxBatch, kMaxIters = TrainConfig::kMaxIters;
-constexpr double kMaxFloat = double(std::numeric_limits<float>::max());
+// A setting's value as the state file holds it (train/settings.h says which JSON kind).
+Json setting_json(const TrainSetting& s, const TrainConfig& c) {
+  return std::visit(nn::Overloaded{[&]<class T>(const Number<T>& n) {
+                                     if constexpr (std::is_integral_v<T>) return Json(int64_t(c.*(n.at)));
+                                     else return Json(double(c.*(n.at)));
+                                   },
+                                   [&](const Seed& n) { return Json(std::to_string(c.*(n.at))); },
+                                   [&](const Text& t) { return Json(c.*(t.at)); },
+                                   [&](const Choice& ch) { return Json(ch.get(c)); }},
+                    s.value);
+}
+
+// Reads the setting's key from the object j, checked against the closure of its range
+// (validate() then says what is sensible): the bounds keep a double -> float
+// conversion defined.
+void read_setting(const TrainSetting& s, const Json& j, TrainConfig& c, const std::string& where) {
+  const char* key = s.key;
+  if (!j.find(key) && s.absent == Absent::the_default) return;  // a run saved before the setting existed
+  const Json& v = field(j, key, where);
+  std::visit(nn::Overloaded{[&]<class T>(const Number<T>& n) {
+                              const Range& r = n.range;
+                              if constexpr (std::is_integral_v<T>) {
+                                const int64_t lo = int64_t(r.lo) + (r.lo_open ? 1 : 0);
+                                c.*(n.at) = int_field(j, key, lo, int64_t(r.hi), where);
+                              } else {
+                                const double hi = std::min(r.hi, double(std::numeric_limits<T>::max()));
+                                c.*(n.at) = T(number_field(j, key, r.lo, hi, where));
+                              }
+                            },
+                            [&](const Seed& n) {
+                              if (!v.is_string() || !parse_u64(v.as_string(), c.*(n.at)))
+                                config_fail(where, key, " must be a decimal string, got ", clip(v));
+                            },
+                            [&](const Text& t) {
+                              if (!v.is_string()) config_fail(where, key, " must be a string, got ", clip(v));
+                              c.*(t.at) = v.as_string();
+                            },
+                            [&](const Choice& ch) {
+                              // One of the names a run saves: not the flag's own ("auto").
+                              const bool saved = v.is_string() && std::ranges::count(ch.names, v.as_string()) > 0;
+                              if (!saved || !ch.set(c, v.as_string()))
+                                config_fail(where, key, " must be ", names_list(ch, '"'), ", got ", clip(v));
+                            }},
+             s.value);
+}
 
 }  // namespace
 
 Json to_json(const TrainConfig& c) {
-  return Json::Object{{"data", c.data},
-                      {"train_fraction", c.train_fraction},
-                      {"batch_size", c.batch_size},
-                      {"grad_accum", c.grad_accum},
-                      {"max_iters", c.max_iters},
-                      {"warmup_iters", c.warmup_iters},
-                      {"lr_decay_iters", c.lr_decay_iters},
-                      {"eval_interval", c.eval_interval},
-                      {"eval_iters", c.eval_iters},
-                      {"log_interval", c.log_interval},
-                      {"lr", double(c.lr)},
-                      {"min_lr", double(c.min_lr)},
-                      {"weight_decay", double(c.weight_decay)},
-                      {"beta2", double(c.beta2)},
-                      {"grad_clip", double(c.grad_clip)},
-                      {"seed", std::to_string(c.seed)},
-                      {"recipe", c.recipe},
-                      {"dtype", to_string(c.dtype)},
-                      {"max_time", c.max_time},
-                      {"optimizer", to_string(c.optimizer)},
-                      {"muon_lr", double(c.muon_lr)},
-                      {"muon_weight_decay", double(c.muon_weight_decay)},
-                      {"muon_momentum_warmup", c.muon_momentum_warmup},
-                      {"seq_warmup", c.seq_warmup},
-                      {"batch_warmup", c.batch_warmup},
-                      {"tokenizer", c.tokenizer},
-                      {"vocab_size", c.vocab_size},
-                      {"init_from", c.init_from},
-                      {"sampling", to_string(c.sampling)},
-                      {"decay", to_string(c.decay)},
-                      {"cooldown", double(c.cooldown)},
-                      {"ema", double(c.ema)},
-                      {"threads", c.threads}};
+  Json::Object o;
+  for (const TrainSetting& s : train_settings()) o.emplace_back(s.key, setting_json(s, c));
+  return o;
 }
 
 TrainConfig train_config_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) fail("checkpoint", where, ": train config: expected a JSON object");
   TrainConfig c;
-  const Json& data = field(j, "data", where);
-  if (!data.is_string()) config_fail(where, "data must be a string");
-  c.data = data.as_string();
-  if (const Json* recipe = j.find("recipe")) {  // absent in runs saved before --config existed
-    if (!recipe->is_string()) config_fail(where, "recipe must be a string");
-    c.recipe = recipe->as_string();
-  }
-  constexpr int64_t big = kMaxIters;
-  c.train_fraction = number_field(j, "train_fraction", 0.0, 1.0, where);
-  c.batch_size = int_field(j, "batch_size", 1, kMaxBatch, where);
-  if (j.find("grad_accum")) c.grad_accum = int_field(j, "grad_accum", 1, kMaxBatch, where);  // 1 in older runs
-  c.max_iters = int_field(j, "max_iters", 0, big, where);  // 0 with a max_time
-  c.warmup_iters = int_field(j, "warmup_iters", 0, big, where);
-  c.lr_decay_iters = int_field(j, "lr_decay_iters", 0, big, where);
-  c.eval_interval = int_field(j, "eval_interval", 1, big, where);
-  c.eval_iters = int_field(j, "eval_iters", 1, big, where);
-  c.log_interval = int_field(j, "log_interval", 1, big, where);
-  // Any finite float (validate() below says what is sensible): the bounds keep the
-  // double -> float conversion defined.
-  c.lr = float(number_field(j, "lr", 0.0, kMaxFloat, where));
-  c.min_lr = float(number_field(j, "min_lr", 0.0, kMaxFloat, where));
-  c.weight_decay = float(number_field(j, "weight_decay", 0.0, kMaxFloat, where));
-  c.beta2 = float(number_field(j, "beta2", 0.0, 1.0, where));
-  c.grad_clip = float(number_field(j, "grad_clip", 0.0, kMaxFloat, where));
-  const Json& seed = field(j, "seed", where);
-  if (!seed.is_string() || !parse_u64(seed.as_string(), c.seed))
-    config_fail(where, "seed must be a decimal string, got ", clip(seed));
-  if (const Json* dtype = j.find("dtype")) {  // optional: runs saved before bf16 have none
-    const auto p = dtype->is_string() ? parse_precision(dtype->as_string()) : std::nullopt;
-    if (!p) config_fail(where, "dtype must be \"fp32\" or \"bf16\", got ", clip(*dtype));
-    c.dtype = *p;
-  }
-  // Optional: runs saved before time budgets and Muon have none (no budget, AdamW).
-  if (j.find("max_time")) c.max_time = number_field(j, "max_time", 0.0, TrainConfig::kMaxTime, where);
-  if (const Json* opt = j.find("optimizer")) {
-    const auto k = opt->is_string() ? parse_optimizer(opt->as_string()) : std::nullopt;
-    if (!k) config_fail(where, "optimizer must be \"adamw\" or \"muon\", got ", clip(*opt));
-    c.optimizer = *k;
-  }
-  if (j.find("muon_lr")) c.muon_lr = float(number_field(j, "muon_lr", 0.0, kMaxFloat, where));
-  if (j.find("muon_weight_decay"))
-    c.muon_weight_decay = float(number_field(j, "muon_weight_decay", 0.0, kMaxFloat, where));
-  if (j.find("muon_momentum_warmup"))  // 0 in runs saved before it existed
-    c.muon_momentum_warmup = int_field(j, "muon_momentum_warmup", 0, big, where);
-  if (j.find("seq_warmup"))  // 0 in runs saved before it existed
-    c.seq_warmup = int_field(j, "seq_warmup", 0, big, where);
-  if (j.find("batch_warmup"))  // 0 in runs saved before it existed
-    c.batch_warmup = int_field(j, "batch_warmup", 0, big, where);
-  if (j.find("threads"))  // 0 in runs saved before it existed: the resuming process's threads
-    c.threads = int_field(j, "threads", 0, TrainConfig::kMaxThreads, where);
-  // Optional: runs saved before tokenizers have none (characters, from scratch).
-  for (auto [key, text] : {std::pair{"tokenizer", &c.tokenizer}, std::pair{"init_from", &c.init_from}})
-    if (const Json* v = j.find(key)) {
-      if (!v->is_string()) config_fail(where, key, " must be a string, got ", clip(*v));
-      *text = v->as_string();
-    }
-  if (const Json* s = j.find("sampling")) {
-    const auto v = s->is_string() ? parse_sampling(s->as_string()) : std::nullopt;
-    if (!v) config_fail(where, "sampling must be \"random\" or \"epoch\", got ", clip(*s));
-    c.sampling = *v;
-  }
-  // Optional: runs saved before them decay on a cosine, without an average.
-  if (const Json* d = j.find("decay")) {
-    const auto v = d->is_string() ? parse_decay(d->as_string()) : std::nullopt;
-    if (!v) config_fail(where, "decay must be \"cosine\" or \"wsd\", got ", clip(*d));
-    c.decay = *v;
-  }
-  if (j.find("cooldown")) c.cooldown = float(number_field(j, "cooldown", 0.0, 1.0, where));
-  if (j.find("ema")) c.ema = float(number_field(j, "ema", 0.0, 1.0, where));
-  if (j.find("vocab_size")) c.vocab_size = int_field(j, "vocab_size", 0, kMaxVocab, where);
+  for (const TrainSetting& s : train_settings()) read_setting(s, j, c, where);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -144,8 +91,10 @@ void check_saveable(const nn::GPTConfig* model, const TrainConfig& train) {
     try {
       parsed = Json::parse(j.dump());
     } catch (const Error&) {  // the free-text fields are paths
-      for (auto [flag, path] : {std::pair{"--data", &train.data}, std::pair{"--tokenizer", &train.tokenizer},
-                                std::pair{"--init-from", &train.init_from}, std::pair{"--config", &train.recipe}}) {
+      for (const TrainSetting& s : train_settings()) {
+        const Text* text = std::get_if<Text>(&s.value);
+        if (!text) continue;
+        const std::string flag = cat("--", s.flag), *path = &(train.*(text->at));
         std::string shown;
         bool bad = false;
         for (const unsigned char c : *path) {
