@@ -49,7 +49,9 @@ void expect_refused(const std::vector<BadRequest>& cases, Parse parse) {
       EXPECT_NE(std::string(e.what()).find(c.fragment), std::string::npos) << c.body << ": " << e.what();
       const nlohmann::json j = nlohmann::json::parse(serve::error_json(e));
       EXPECT_EQ(j["error"]["code"], c.status) << c.body;
-      if (c.status == 400) EXPECT_EQ(j["error"]["type"], "invalid_request_error") << c.body;
+      if (c.status == 400) {
+        EXPECT_EQ(j["error"]["type"], "invalid_request_error") << c.body;
+      }
     }
   }
 }

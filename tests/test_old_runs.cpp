@@ -47,7 +47,9 @@ void expect_same_run(const std::string& a_dir, const std::string& b_dir, const s
   }
   ASSERT_EQ(a.metadata.size(), b.metadata.size()) << what;
   for (size_t i = 0; i < a.metadata.size(); ++i)
-    if (a.metadata[i].first != "train_seconds") EXPECT_EQ(a.metadata[i], b.metadata[i]) << what;
+    if (a.metadata[i].first != "train_seconds") {
+      EXPECT_EQ(a.metadata[i], b.metadata[i]) << what;
+    }
 }
 
 TEST_P(OldRuns, ResumeBitExactly) {
