@@ -13,12 +13,12 @@
 #include <memory>
 #include <optional>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "autograd/parallel.h"
 #include "data/documents.h"
 #include "data/hash.h"
 #include "data/vocab.h"
-#include "io/atomic_file.h"
 #include "io/token_shard.h"
 
 namespace folio {

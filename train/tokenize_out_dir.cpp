@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "io/token_manifest.h"
 
 namespace folio {
