@@ -10,9 +10,9 @@
 #include <set>
 
 #include "data/batch_sampler.h"
-#include "io/token_dir.h"
-#include "io/token_manifest.h"
-#include "io/token_shard.h"
+#include "data/token_dir.h"
+#include "data/token_manifest.h"
+#include "data/token_shard.h"
 #include "support.h"
 
 namespace folio {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "data/documents.h"
-#include "io/token_dir.h"
+#include "data/token_dir.h"
 #include "support.h"
 #include "train/tokenize.h"
 

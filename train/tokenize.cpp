@@ -13,13 +13,13 @@
 #include <memory>
 #include <optional>
 
+#include "autograd/parallel.h"
 #include "base/atomic_file.h"
 #include "base/error.h"
-#include "autograd/parallel.h"
 #include "data/documents.h"
 #include "data/hash.h"
+#include "data/token_shard.h"
 #include "data/vocab.h"
-#include "io/token_shard.h"
 
 namespace folio {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // folio tokenize: a corpus of any size, prepared once into a token directory that
-// `folio train --data DIR` maps (io/token_dir.h).
+// `folio train --data DIR` maps (data/token_dir.h).
 //
 // The steps, in bounded memory whatever the corpus size:
 //   1. find the documents (data/documents.h) and decide each one's split: by a stable
@@ -12,9 +12,9 @@
 //      sample_bytes); a .model file is read; a checkpoint's is taken as it is;
 //   3. encode every document on all threads, in rounds of a few MB per thread, and
 //      append the ids in document order, each document after an end-of-text id, to
-//      the split's shards (io/token_shard.h), starting a new shard every
+//      the split's shards (data/token_shard.h), starting a new shard every
 //      shard_tokens tokens (a document may span two);
-//   4. write manifest.json last, atomically (io/token_manifest.h).
+//   4. write manifest.json last, atomically (data/token_manifest.h).
 // Bytes that are not UTF-8 are replaced by U+FFFD (counted in the manifest). Until the
 // manifest is written a marker file says the directory is incomplete, so an
 // interrupted or failed run leaves nothing that folio train accepts.
@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "data/token_manifest.h"
 #include "data/tokenizer.h"
-#include "io/token_manifest.h"
 #include "train/tokenize_out_dir.h"
 
 namespace folio {

@@ -12,7 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/token_manifest.h"
+#include "data/token_manifest.h"
 
 namespace folio {
 namespace {

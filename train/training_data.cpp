@@ -2,7 +2,7 @@
 
 #include "base/error.h"
 #include "data/dataset.h"
-#include "io/token_dir.h"
+#include "data/token_dir.h"
 
 namespace folio {
 namespace {

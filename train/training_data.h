@@ -1,6 +1,6 @@
 #pragma once
 // What a run trains on, whatever --data names: a text file (tokenized in memory,
-// data/dataset.h) or a token directory (shard files, io/token_dir.h). The trainer
+// data/dataset.h) or a token directory (shard files, data/token_dir.h). The trainer
 // and folio eval see only this: a tokenizer, the two splits as token sequences, and
 // the byte counts that turn loss into bits per byte.
 #include <memory>
@@ -18,7 +18,7 @@ struct TrainingData {
   int64_t invalid_utf8_bytes = 0;  // a text's bytes that were not UTF-8, read as U+FFFD (tokenize counts its own)
   std::string path;
   std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
-  std::string fingerprint;  // a token directory's (io/token_manifest.h); "" for a text
+  std::string fingerprint;  // a token directory's (data/token_manifest.h); "" for a text
   std::shared_ptr<const void> owner;  // what the sequences read: the corpus, or the open shards
 
   bool is_token_dir() const { return kind != "text"; }
