@@ -1,4 +1,4 @@
-#include "train/tokenize_out_dir.h"
+#include "data/tokenize_out_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>
