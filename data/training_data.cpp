@@ -1,4 +1,4 @@
-#include "train/training_data.h"
+#include "data/training_data.h"
 
 #include "base/error.h"
 #include "data/dataset.h"
