@@ -17,10 +17,12 @@
 // flat.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/token_sequence.h"
 #include "data/token_shard.h"
+#include "data/token_source.h"
 #include "data/tokenizer.h"
 
 namespace folio {
@@ -39,6 +41,24 @@ struct TokenDir {
   // `vocab_size`: the ids' vocabulary for files without a manifest (0: not given, an
   // error for those; for a folio directory it must be 0 or agree).
   static TokenDir open(const std::string& path, int64_t vocab_size = 0);
+};
+
+// A token directory's shards, read a window at a time, as a TokenSource
+// (data/token_source.h). Its text counts are the manifest's (none without one).
+class ShardTokens final : public TokenSource {
+ public:
+  explicit ShardTokens(TokenDir dir) : dir_(std::move(dir)) {}
+
+  std::shared_ptr<const Tokenizer> tokenizer() const override { return dir_.tokenizer; }
+  const TokenSequence& train() const override { return dir_.train; }
+  const TokenSequence& val() const override { return dir_.val; }
+  TextSize text_size() const override { return {dir_.train_bytes, dir_.val_bytes, dir_.val_chars}; }
+  const std::string& path() const override { return dir_.path; }
+  std::string kind() const override { return dir_.layout; }
+  std::string fingerprint() const override { return dir_.fingerprint; }
+
+ private:
+  TokenDir dir_;
 };
 
 }  // namespace folio

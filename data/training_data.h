@@ -1,12 +1,14 @@
 #pragma once
 // What a run trains on, whatever --data names: a text file (tokenized in memory,
-// data/dataset.h) or a token directory (shard files, data/token_dir.h). The trainer
-// and folio eval see only this: a tokenizer, the two splits as token sequences, and
-// the byte counts that turn loss into bits per byte.
+// data/dataset.h) or a token directory (shard files, data/token_dir.h), read through
+// their one interface (data/token_source.h). The trainer and folio eval see only
+// this: a tokenizer, the two splits as token sequences, and the byte counts that turn
+// loss into bits per byte.
 #include <memory>
 #include <string>
 
 #include "data/token_sequence.h"
+#include "data/token_source.h"
 #include "data/tokenizer.h"
 
 namespace folio {
@@ -19,7 +21,7 @@ struct TrainingData {
   std::string path;
   std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
   std::string fingerprint;  // a token directory's (data/token_manifest.h); "" for a text
-  std::shared_ptr<const void> owner;  // what the sequences read: the corpus, or the open shards
+  std::shared_ptr<const TokenSource> source;  // what the sequences read: the text's ids, or the open shards
 
   bool is_token_dir() const { return kind != "text"; }
   // Val tokens per byte (per character) of the val text, 0 when unknown: loss per
