@@ -7,7 +7,7 @@
 
 #include "cli/common.h"
 #include "data/dataset.h"
-#include "train/training_data.h"
+#include "data/training_data.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "train/run_state.h"

@@ -22,7 +22,7 @@
 #include "autograd/parallel.h"
 #include "cli/common.h"
 #include "folio/version.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "train/distributed.h"
 
 namespace folio::cli {

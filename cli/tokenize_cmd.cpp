@@ -1,5 +1,5 @@
 // folio tokenize: a corpus (files, directories, standard input) into a token directory
-// for folio train --data DIR (train/tokenize.h says how).
+// for folio train --data DIR (data/tokenize.h says how).
 #include <unistd.h>
 
 #include <chrono>
@@ -7,8 +7,8 @@
 
 #include "base/size_text.h"
 #include "cli/common.h"
+#include "data/tokenize.h"
 #include "io/checkpoint.h"
-#include "train/tokenize.h"
 
 namespace folio::cli {
 namespace {

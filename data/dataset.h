@@ -7,10 +7,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/rng.h"
 #include "data/token_sequence.h"
+#include "data/token_source.h"
 #include "data/tokenizer.h"
 
 namespace folio {
@@ -73,6 +75,29 @@ struct Corpus {
   // bits per byte (per character).
   double val_tokens_per_byte() const { return double(split.val.size()) / double(std::max<int64_t>(val_bytes, 1)); }
   double val_tokens_per_char() const { return double(split.val.size()) / double(std::max<int64_t>(val_chars, 1)); }
+};
+
+// A text's tokens in memory, as a TokenSource (data/token_source.h).
+class TextTokens final : public TokenSource {
+ public:
+  explicit TextTokens(Corpus corpus)
+      : corpus_(std::move(corpus)), train_(corpus_.split.train), val_(corpus_.split.val) {}
+  TextTokens(const TextTokens&) = delete;  // the sequences point into corpus_
+  TextTokens& operator=(const TextTokens&) = delete;
+
+  std::shared_ptr<const Tokenizer> tokenizer() const override { return corpus_.tokenizer; }
+  const TokenSequence& train() const override { return train_; }
+  const TokenSequence& val() const override { return val_; }
+  TextSize text_size() const override {
+    return {corpus_.train_bytes, corpus_.val_bytes, corpus_.val_chars, corpus_.invalid_utf8_bytes};
+  }
+  const std::string& path() const override { return corpus_.path; }
+  std::string kind() const override { return "text"; }
+  std::string fingerprint() const override { return ""; }
+
+ private:
+  Corpus corpus_;
+  TokenSequence train_, val_;  // views of corpus_.split's ids
 };
 
 // The bundled corpus: installed, share/folio/tinyshakespeare.txt beside the running

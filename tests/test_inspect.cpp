@@ -11,7 +11,7 @@
 
 #include "data/tokenizer.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "infer/generator.h"
 #include "viz/attention.h"
 #include "viz/loss_plot.h"

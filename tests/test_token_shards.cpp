@@ -1,6 +1,6 @@
-// Token shards, token sequences, the batch sampler and token directories: the llm.c
-// layout byte for byte, every bad file refused with one line, and the epoch order a
-// true permutation that resumes exactly.
+// Token shards, token sequences, the batch sampler, token directories and the token
+// sources TrainingData reads: the llm.c layout byte for byte, every bad file refused
+// with one line, and the epoch order a true permutation that resumes exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +10,10 @@
 #include <set>
 
 #include "data/batch_sampler.h"
-#include "io/token_dir.h"
-#include "io/token_manifest.h"
-#include "io/token_shard.h"
+#include "data/token_dir.h"
+#include "data/token_manifest.h"
+#include "data/token_shard.h"
+#include "data/training_data.h"
 #include "support.h"
 
 namespace folio {
@@ -227,6 +228,36 @@ TEST(TokenDir, OpensAManifestAndItsShards) {
   EXPECT_EQ(d.val[7], 3);
   EXPECT_EQ(d.val_bytes, 8);
   EXPECT_EQ(d.fingerprint, h.m.fingerprint());
+}
+
+// TrainingData reads both kinds of --data through TokenSource: what it holds is what
+// the source gives, and the source keeps the sequences' tokens alive.
+TEST(TokenSource, TrainingDataHoldsWhatEitherSourceGives) {
+  HandMadeDir h;
+  h.write();
+  TempDir text_dir("text");
+  const std::string text = text_dir / "t.txt";
+  spit(text, "abcabc\xff" "abcab");  // one stray byte, read as U+FFFD
+  for (const std::string& path : {h.dir.path.string(), text}) {
+    const TrainingData d = TrainingData::open(path, 0.5, TokenizerSpec{"char", 0});
+    ASSERT_TRUE(d.source);
+    const TokenSource& s = *d.source;
+    EXPECT_EQ(d.kind, s.kind());
+    EXPECT_EQ(d.tokenizer, s.tokenizer());
+    EXPECT_EQ(d.train.size(), s.train().size());
+    EXPECT_EQ(d.val[1], s.val()[1]);
+    EXPECT_EQ(d.val_bytes, s.text_size().val_bytes);
+    EXPECT_EQ(d.fingerprint, s.fingerprint());
+  }
+  const TrainingData dir = TrainingData::open(h.dir.path.string(), 0.5, TokenizerSpec{"char", 0});
+  EXPECT_EQ(dir.kind, "folio");
+  EXPECT_EQ(dir.val_bytes, 8);
+  EXPECT_EQ(dir.fingerprint, h.m.fingerprint());
+  const TrainingData t = TrainingData::open(text, 0.5, TokenizerSpec{"char", 0});
+  EXPECT_EQ(t.kind, "text");
+  EXPECT_EQ(t.invalid_utf8_bytes, 1);
+  EXPECT_EQ(t.train.size() + t.val.size(), 12);  // characters, U+FFFD among them
+  EXPECT_EQ(t.fingerprint, "");
 }
 
 TEST(TokenDir, RefusesWhatIsWrongWithOneLineEach) {

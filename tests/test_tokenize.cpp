@@ -1,13 +1,13 @@
-// folio tokenize's pipeline (train/tokenize.h): which files are documents, which split
+// folio tokenize's pipeline (data/tokenize.h): which files are documents, which split
 // each goes to, what the shards hold, and the bad inputs that write nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "data/documents.h"
-#include "io/token_dir.h"
+#include "data/token_dir.h"
+#include "data/tokenize.h"
 #include "support.h"
-#include "train/tokenize.h"
 
 namespace folio {
 namespace {

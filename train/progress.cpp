@@ -10,8 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 
 namespace folio {
 

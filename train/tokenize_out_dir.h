@@ -1,32 +1,3 @@
 #pragma once
-// The directory folio tokenize writes (train/tokenize.h), and what may be in it.
-//
-// A token directory holds manifest.json and the {train,val}_NNNNNN.bin shards, plus,
-// while it is written, a marker file (kIncompleteMarker) and standard input's copy.
-// tokenize writes only into a new or empty directory or into a token directory, so
-// nothing the user keeps there is ever mixed with shards or deleted; --overwrite
-// replaces a finished token directory, and never makes a folder of other files one.
-#include <string>
-
-namespace folio {
-
-// The marker file an unfinished token directory holds.
-constexpr const char* kIncompleteMarker = ".tokenize-incomplete";
-
-// Throws "[tokenize] --out DIR ..." when tokenize may not write into `dir`: a file, a
-// directory holding anything but a token directory's files (named in the message), or
-// a finished token directory without `overwrite`. Writes nothing.
-void check_token_out_dir(const std::string& dir, bool overwrite);
-
-// From here on `dir` is being written: the marker first, then the old manifest goes
-// (so no old manifest can describe new shards), then the old shards.
-void start_token_out_dir(const std::string& dir);
-
-// Standard input, copied into `dir` (it is one document, and its size must be known
-// to split it); returns the copy's path.
-std::string spool_stdin(const std::string& dir);
-
-// After the manifest is written: the copy of standard input and the marker go.
-void finish_token_out_dir(const std::string& dir);
-
-}  // namespace folio
+// Moved to data/tokenize_out_dir.h; this forward goes after one release.
+#include "data/tokenize_out_dir.h"

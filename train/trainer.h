@@ -8,13 +8,13 @@
 
 #include "data/batch_sampler.h"
 #include "data/dataset.h"
+#include "data/training_data.h"
 #include "io/checkpoint.h"
 #include "io/run_dir.h"
 #include "train/config.h"
 #include "train/data_parallel.h"
 #include "train/optimizer.h"
 #include "train/run_state.h"
-#include "train/training_data.h"
 #include "train/gradient_buckets.h"
 #include "train/weight_average.h"
 

@@ -1,43 +1,46 @@
-#include "train/training_data.h"
+#include "data/training_data.h"
+
+#include <filesystem>
+#include <utility>
 
 #include "base/error.h"
 #include "data/dataset.h"
-#include "io/token_dir.h"
+#include "data/token_dir.h"
 
 namespace folio {
 namespace {
 
-TrainingData from_corpus(Corpus&& corpus) {
-  auto owned = std::make_shared<Corpus>(std::move(corpus));
+namespace fs = std::filesystem;
+
+// Everything a run reads of its data comes through here, from either source.
+TrainingData from_source(std::shared_ptr<const TokenSource> source) {
   TrainingData d;
-  d.tokenizer = owned->tokenizer;
-  d.train = TokenSequence(owned->split.train);
-  d.val = TokenSequence(owned->split.val);
-  d.train_bytes = owned->train_bytes, d.val_bytes = owned->val_bytes, d.val_chars = owned->val_chars;
-  d.invalid_utf8_bytes = owned->invalid_utf8_bytes;
-  d.path = owned->path;
-  d.kind = "text";
-  d.owner = std::move(owned);
+  d.tokenizer = source->tokenizer();
+  d.train = source->train(), d.val = source->val();
+  const TextSize size = source->text_size();
+  d.train_bytes = size.train_bytes, d.val_bytes = size.val_bytes, d.val_chars = size.val_chars;
+  d.invalid_utf8_bytes = size.invalid_utf8_bytes;
+  d.path = source->path();
+  d.kind = source->kind();
+  d.fingerprint = source->fingerprint();
+  d.source = std::move(source);
   return d;
 }
 
-TrainingData from_dir(TokenDir&& dir) {
-  auto owned = std::make_shared<TokenDir>(std::move(dir));
-  TrainingData d;
-  d.tokenizer = owned->tokenizer;
-  d.train = owned->train, d.val = owned->val;
-  d.train_bytes = owned->train_bytes, d.val_bytes = owned->val_bytes, d.val_chars = owned->val_chars;
-  d.path = owned->path;
-  d.kind = owned->layout;
-  d.fingerprint = owned->fingerprint;
-  d.owner = std::move(owned);
-  return d;
+TrainingData from_corpus(Corpus&& corpus) { return from_source(std::make_shared<const TextTokens>(std::move(corpus))); }
+TrainingData from_dir(TokenDir&& dir) { return from_source(std::make_shared<const ShardTokens>(std::move(dir))); }
+
+// A directory is read as token files (TokenDir::open says whether it holds any);
+// anything else as text, which Corpus::load refuses unless it is a regular file.
+bool is_directory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
 }
 
 }  // namespace
 
 TrainingData TrainingData::open(const std::string& path, double train_fraction, const TokenizerSpec& spec) {
-  if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, spec));
+  if (!is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, spec));
   if (spec.name == "char") return from_dir(TokenDir::open(path, spec.vocab_size));
   // The directory's own tokenizer; flags that describe it may be repeated.
   TrainingData d = from_dir(TokenDir::open(path));
@@ -50,7 +53,7 @@ TrainingData TrainingData::open(const std::string& path, double train_fraction, 
 
 TrainingData TrainingData::open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
                                 const std::string& checkpoint, bool may_add_end_of_text) {
-  if (!TokenDir::is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, std::move(tokenizer)));
+  if (!is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, std::move(tokenizer)));
   TrainingData d = from_dir(TokenDir::open(path, tokenizer->kind() == std::string("ids") ? tokenizer->vocab_size() : 0));
   if (d.tokenizer->fingerprint() == tokenizer->fingerprint()) return d;
   if (may_add_end_of_text && adds_only_end_of_text(*tokenizer, *d.tokenizer)) return d;

@@ -1,4 +1,4 @@
-#include "train/tokenize.h"
+#include "data/tokenize.h"
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -13,13 +13,12 @@
 #include <memory>
 #include <optional>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "autograd/parallel.h"
 #include "data/documents.h"
 #include "data/hash.h"
+#include "data/token_shard.h"
 #include "data/vocab.h"
-#include "io/atomic_file.h"
-#include "io/token_shard.h"
 
 namespace folio {
 namespace {
@@ -172,11 +171,15 @@ std::vector<int32_t> encode_in_blocks(const Tokenizer& tokenizer, std::string_vi
   return ids;
 }
 
+// folio's thread count (--threads): the OpenMP setting that autograd/parallel.h's
+// num_threads() also reads, asked here directly, since data/ includes only base/.
+int threads() { return omp_get_max_threads(); }
+
 // Runs `work(i)` for i < n on folio's threads; the first error is rethrown here.
 template <class F>
 void parallel_for(size_t n, F work) {
   std::vector<std::string> errors(n);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(num_threads())
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads())
   for (size_t i = 0; i < n; ++i) {
     try {
       work(i);
@@ -213,10 +216,10 @@ std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const
   if (o.tokenizer_from) return with_end_of_text(*o.tokenizer_from);
   TokenizerSpec spec = o.tokenizer;
   spec.end_of_text = true;
-  const int64_t round_bytes = int64_t(num_threads()) * kChunkBytes;
+  const int64_t round_bytes = int64_t(threads()) * kChunkBytes;
   if (spec.name == "char") {
     // Every character of every document: the vocabulary must encode them all.
-    std::vector<std::vector<bool>> seen(size_t(num_threads()), std::vector<bool>(0x110000));
+    std::vector<std::vector<bool>> seen(size_t(threads()), std::vector<bool>(0x110000));
     int64_t done = 0, total = 0;
     for (const Part& p : parts) total += p.end - p.begin;
     for_each_round(docs, parts, round_bytes, [&](std::vector<Chunk>& chunks) {
@@ -339,7 +342,7 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   std::vector<bool> doc_replaced(docs.size());
   int64_t done = 0;
   const int64_t total = list.bytes;
-  for_each_round(docs, parts, int64_t(num_threads()) * kChunkBytes, [&](std::vector<Chunk>& chunks) {
+  for_each_round(docs, parts, int64_t(threads()) * kChunkBytes, [&](std::vector<Chunk>& chunks) {
     parallel_for(chunks.size(), [&](size_t i) {
       Chunk& c = chunks[i];
       c.replaced = replace_invalid_utf8(c.text);

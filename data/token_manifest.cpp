@@ -1,11 +1,11 @@
-#include "io/token_manifest.h"
+#include "data/token_manifest.h"
 
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "io/token_shard.h"
+#include "data/token_shard.h"
 
 namespace folio {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/tokenize_out_dir.h"
+#include "data/tokenize_out_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
-#include "io/token_manifest.h"
+#include "data/token_manifest.h"
 
 namespace folio {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,11 +1,11 @@
-#include "io/token_dir.h"
+#include "data/token_dir.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "base/error.h"
 #include "data/dataset.h"
-#include "io/token_manifest.h"
+#include "data/token_manifest.h"
 
 namespace folio {
 namespace {

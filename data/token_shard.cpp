@@ -1,4 +1,4 @@
-#include "io/token_shard.h"
+#include "data/token_shard.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
