@@ -87,6 +87,17 @@ inline std::string finish(serve::Job& job, std::string* reason = nullptr) {
 }
 
 // The routes, in process, on an ephemeral port.
+// A raw connection to the server on this machine.
+inline int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ADD_FAILURE() << "connect";
+  return fd;
+}
+
 class ServeRoutes : public ::testing::Test {
  protected:
   void start(serve::ServerOptions o) {
@@ -110,6 +121,28 @@ class ServeRoutes : public ::testing::Test {
     auto r = client().Get("/health");
     return r ? json::parse(r->body) : json();
   }
+  // Takes a slot and keeps it: a streamed request for a million tokens on a raw
+  // connection, returned once /health shows a slot busy; closing it ends the request.
+  // (A thousand tokens took milliseconds: the slot could be free again before a test
+  // saw it busy, and the test waited for ever.)
+  int hold_a_slot(const std::string& api_key = "") {
+    const std::string body = R"({"prompt": "abc", "max_tokens": 1000000, "stream": true})";
+    const int fd = connect_to(port);
+    const std::string request =
+        cat("POST /v1/completions HTTP/1.1\r\nHost: x\r\n",
+            api_key.empty() ? "" : cat("Authorization: Bearer ", api_key, "\r\n"),
+            "Content-Type: application/json\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
+    EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    while (health()["slots_processing"] < 1) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+        ADD_FAILURE() << "the request never took a slot";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return fd;
+  }
   ModelCheckpoint ck = small_model();
   std::unique_ptr<serve::Server> server;
   std::thread thread;
@@ -122,18 +155,6 @@ inline void expect_error_object(const httplib::Result& r, int status, const std:
   const json j = json::parse(r->body);
   EXPECT_EQ(j["error"]["code"], status);
   EXPECT_NE(j["error"]["message"].get<std::string>().find(fragment), std::string::npos) << r->body;
-}
-
-// A raw connection to the server on this machine.
-// after, though the request asked for a million tokens.
-inline int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ADD_FAILURE() << "connect";
-  return fd;
 }
 
 // Server-Sent Events -> the JSON of each data: line ("[DONE]" kept as a string).

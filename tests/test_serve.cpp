@@ -236,6 +236,7 @@ TEST_F(ServeRoutes, CompletionsStreamAndTheOtherRoutes) {
 TEST_F(ServeRoutes, KeysLimitsAndAFullQueue) {
   serve::ServerOptions o;
   o.api_key = "s3cret";
+  o.limits.max_tokens = 1000000;  // hold_a_slot's request takes them all
   o.scheduler.slots = 1, o.scheduler.queue = 0;
   o.max_body = 1000;
   start(o);
@@ -253,15 +254,11 @@ TEST_F(ServeRoutes, KeysLimitsAndAFullQueue) {
   expect_error_object(c.Post("/v1/completions", auth, std::string(2000, ' '), "application/json"), 413, "1000 bytes");
 
   // One slot, no queue: while a long request runs, the next gets 503 and Retry-After.
-  std::thread hog([&] {
-    auto hc = client();
-    hc.Post("/v1/completions", auth, R"({"prompt": "abc", "max_tokens": 1000, "stream": true})", "application/json");
-  });
-  while (health()["slots_processing"] != 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int hog = hold_a_slot("s3cret");
   r = c.Post("/v1/completions", auth, body, "application/json");
   expect_error_object(r, 503, "retry later");
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
-  hog.join();
+  ::close(hog);
 }
 
 // A raw connection that sends a request and hangs up: the slot is free again soon

@@ -12,10 +12,7 @@
 namespace folio {
 namespace {
 
-using testing::expect_error;
-using testing::slurp;
-using testing::spit;
-using testing::TempDir;
+using namespace testing;  // the suite's helpers (support.h): TempDir, slurp, spit, expect_error
 namespace fs = std::filesystem;
 
 TokenManifest tokenize(TokenizeOptions o) {

@@ -185,6 +185,11 @@ void broadcast_from_root(std::span<T> values) {
 #endif
 }
 
+std::pair<int64_t, int64_t> share_of(int64_t B) {
+  const int64_t r = rank(), n = size();
+  return {B * r / n, B * (r + 1) / n};
+}
+
 void broadcast(std::span<uint64_t> values) { broadcast_from_root(values); }
 void broadcast(std::span<double> values) { broadcast_from_root(values); }
 

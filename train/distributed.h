@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace folio::dist {
 
@@ -52,6 +53,8 @@ void set_timeout(double seconds);
 
 // Seconds spent in sum() since the start (for progress and benchmarks).
 double seconds_in_sum();
+// This rank's rows of a batch of B: [begin, end).
+std::pair<int64_t, int64_t> share_of(int64_t B);
 
 // Sums started now and finished later (MPI_Iallreduce), so that a gradient bucket
 // travels while the backward pass computes the next. Nothing moves unless some thread

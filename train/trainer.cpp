@@ -1,12 +1,9 @@
 #include "train/trainer.h"
 
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>  // SIGTERM
-#include <cstdio>
 #include <optional>
 
 #include "base/error.h"
@@ -16,18 +13,9 @@
 #include "train/config_json.h"
 #include "train/distributed.h"
 #include "train/init_from.h"
-#include "train/progress.h"
-#include "train/seq_warmup.h"
-#include "train/stop_signals.h"
 
 namespace folio {
 namespace {
-
-// ", 1 byte a token" (a char model on ASCII), ", 3.84 bytes a token".
-std::string bytes_a_token(int64_t bytes, int64_t tokens) {
-  const double b = double(std::lround(100.0 * double(bytes) / double(tokens))) / 100.0;
-  return cat(", ", b, b == 1.0 ? " byte a token" : " bytes a token");
-}
 
 // Every split must hold one window of the model's context: block_size inputs and
 // the target after them. On --resume that is the checkpoint's block_size, which the
@@ -37,33 +25,6 @@ void check_splits(const TrainingData& data, int64_t block_size) {
     if (tokens->size() < block_size + 1)
       fail("data", data.path, ": the ", name, " split has ", tokens->size(),
            " tokens, needs at least block_size + 1 = ", block_size + 1);
-}
-
-// This rank's sequences of a batch of B: [begin, end).
-std::pair<int64_t, int64_t> my_share(int64_t B) {
-  const int64_t r = dist::rank(), n = dist::size();
-  return {B * r / n, B * (r + 1) / n};
-}
-
-// The peak memory of the process, and on several ranks, of each rank with the time its
-// steps waited for the gradient all-reduce (the part of it not hidden behind the
-// backward pass) and its mean step time (printed by rank 0).
-void report_ranks(Progress& progress, int64_t steps, double wait_seconds, double step_seconds) {
-  const size_t n = size_t(dist::size()), r = size_t(dist::rank());
-  std::vector<double> wait_ms(n, 0.0), step_ms(n, 0.0), peak_mib(n, 0.0);
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  wait_ms[r] = 1e3 * wait_seconds / double(std::max<int64_t>(steps, 1));
-  step_ms[r] = 1e3 * step_seconds / double(std::max<int64_t>(steps, 1));
-  peak_mib[r] = double(usage.ru_maxrss) / 1024.0;  // Linux: KiB
-  dist::sum(wait_ms);
-  dist::sum(step_ms);
-  dist::sum(peak_mib);
-  if (dist::size() == 1) return progress.say(cat("peak memory ", std::lround(peak_mib[0]), " MiB"));
-  auto ms = [](double v) { return std::lround(v * 1000) / 1000.0; };
-  for (size_t i = 0; i < n; ++i)
-    progress.say(cat("rank ", i, ": all-reduce ", ms(wait_ms[i]), " ms/step not hidden, step ", ms(step_ms[i]),
-                     " ms, peak memory ", std::lround(peak_mib[i]), " MiB"));
 }
 
 }  // namespace
@@ -142,7 +103,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   // Every rank starts from rank 0's weights (the same seed gives the same ones; this
   // makes it so whatever the ranks' libraries do).
   dist::broadcast(std::span(model_->flat_parameters().data(), size_t(model_->flat_parameters().numel())));
-  const auto [b0, b1] = my_share(opt_.train.batch_size);
+  const auto [b0, b1] = dist::share_of(opt_.train.batch_size);
   const int shards = int(std::min<int64_t>(num_threads(), b1 - b0));
   if (opt_.data_parallel && shards > 1) data_parallel_ = std::make_unique<DataParallel>(*model_, shards);
   dist::set_timeout(opt_.comm_timeout);
@@ -155,7 +116,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
 }
 
 Trainer::LossParts Trainer::forward_backward(const Batch& batch, bool last) {
-  const auto [b0, b1] = my_share(batch.B);
+  const auto [b0, b1] = dist::share_of(batch.B);
   const int64_t T = batch.T, n = (b1 - b0) * T;
   const std::span ids = std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n));
   const std::span targets = std::span(batch.targets).subspan(size_t(b0 * T), size_t(n));
@@ -206,7 +167,7 @@ Trainer::Losses Trainer::evaluate() {
   Batch batch;
   double totals[2] = {0, 0};  // train, val: this rank's share-weighted sums
   const TokenSequence* splits[2] = {&data_.train, &data_.val};
-  const auto [b0, b1] = my_share(opt_.train.batch_size);
+  const auto [b0, b1] = dist::share_of(opt_.train.batch_size);
   for (int s = 0; s < 2; ++s)
     for (int64_t i = 0; i < opt_.train.eval_iters; ++i) {
       sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
@@ -251,128 +212,6 @@ void Trainer::check_ranks_agree() const {
   if (!dist::same_everywhere(checksum))
     fail("mpi", "the ranks' weights differ at step ", step_, " (rank ", dist::rank(), "'s checksum ", checksum,
          "): they must stay identical; is every rank running the same folio on the same data?");
-}
-
-Trainer::Losses Trainer::run() {
-  const TrainConfig& tc = opt_.train;
-  const bool root = dist::is_root();
-  const PipeSignal pipe_signal;
-  if (root) run_dir_.create(!opt_.resume);
-  Progress progress({.quiet = opt_.quiet || !root,
-                     .max_iters = tc.max_iters,
-                     .log_interval = tc.log_interval,
-                     .max_time = tc.max_time,
-                     .val_tokens_per_byte = data_.val_tokens_per_byte(),
-                     .val_tokens_per_char = data_.val_tokens_per_char(),
-                     .log_file = root ? run_dir_.log_file() : "",
-                     .plot_file = root ? run_dir_.plot_file() : "",
-                     .run_name = opt_.out_dir,
-                     .resume_step = step_,
-                     .eval_interval = tc.eval_interval,
-                     .train_seconds = train_seconds_},
-                    opt_.resume);
-  if (!opt_.resume)
-    progress.say(cat("model: ", model_->num_parameters(), " parameters",
-                     tc.init_from.empty() ? "" : cat(" from ", tc.init_from), ", tokenizer ",
-                     data_.tokenizer->describe(), ", training on ", tc.data, " (",
-                     data_.is_token_dir() ? cat(data_.kind, " token directory, ") : "", data_.train.size(),
-                     " train / ", data_.val.size(), " val tokens",
-                     data_.train_bytes ? bytes_a_token(data_.train_bytes, int64_t(data_.train.size())) : "",
-                     tc.sampling == Sampling::epoch ? ", epoch sampling" : "", ")",
-                     dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
-  if (!init_note_.empty()) progress.say(init_note_);
-  if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
-    progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->size(),
-                     " weights), AdamW on the other ", optimizer_->adamw().size()));
-  const Schedule schedule = schedule_of(tc);
-  const std::vector<Tensor> params = model_->parameters();
-  const int64_t first_step = step_;
-  const double run_start_seconds = train_seconds_;
-  int64_t saved_step = opt_.resume ? first_step : -1;  // the checkpoint on disk, for messages
-  auto kept = [&] {
-    return saved_step < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
-                          : cat("the checkpoint of step ", saved_step, " (the last whose evaluation was finite) is kept in ",
-                                opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
-  };
-  // Evaluates, logs and (when asked) saves; a non-finite loss or weight stops the run
-  // before anything is saved, so a checkpoint never holds diverged weights.
-  Losses last{};
-  auto evaluate_and_save = [&](bool save_it) {
-    last = evaluate();
-    progress.evaluated(step_, last.train, last.val, schedule.at(step_, train_seconds_), train_seconds_);
-    if (!std::isfinite(last.train) || !std::isfinite(last.val))
-      fail("train", "the evaluation loss became ", std::isfinite(last.train) ? last.val : last.train, " at step ",
-           step_, " (training diverged); ", kept());
-    const float* w = model_->flat_parameters().data();
-    for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n; ++i)
-      if (!std::isfinite(w[i])) fail("train", "a weight became ", w[i], " at step ", step_, "; ", kept());
-    check_ranks_agree();
-    if (save_it) save(last), saved_step = step_;
-  };
-
-  Batch batch;
-  double draw_seconds = 0;  // this run's time in drawing batches (reported at the end)
-  model_->train();
-  bool interrupted = false;
-  {
-  StopSignals stop_signals;  // until the loop ends: a second Ctrl-C during the last save kills
-  // The ranks stop together: a signal seen by any of them ends the run for all, and
-  // rank 0's clock (sent to the others every step) says when the budget is spent.
-  auto more = [&] {
-    return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
-  };
-  for (; more() && !(interrupted = dist::any(stop_requested())); ++step_) {
-    if (step_ % tc.eval_interval == 0 && !(opt_.resume && step_ == first_step))
-      evaluate_and_save(step_ > first_step);
-    const auto step_start = std::chrono::steady_clock::now();
-    const float lr = schedule.at(step_, train_seconds_);
-    LossParts part;  // this rank's part of the step's losses
-    const int64_t B = batch_size_at(step_, tc.batch_size, tc.batch_warmup);
-    const auto [b0, b1] = my_share(B);
-    const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
-    for (int64_t k = 0; k < tc.grad_accum; ++k) {
-      // Every rank draws the same windows and reads its own rows of them.
-      const auto draw_start = std::chrono::steady_clock::now();
-      sampler_.next(data_.train, B, T, batch, b0, b1);
-      draw_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
-      const LossParts micro = forward_backward(batch, k + 1 == tc.grad_accum);
-      part.loss += micro.loss, part.next_token += micro.next_token;
-    }
-    double parts[2] = {part.loss, part.next_token};
-    dist::sum(std::span(parts, 2));
-    const float loss = float(parts[0]);
-    if (!std::isfinite(loss))
-      fail("train", "the loss became ", loss, " at step ", step_, " (training diverged); ", kept());
-    if (!std::isfinite(clip_grad_norm(params, tc.grad_clip)))
-      for (const auto& [name, p] : model_->named_parameters())
-        for (int64_t i = 0; p.has_grad() && i < p.numel(); ++i)
-          if (!std::isfinite(p.grad_data()[i]))
-            fail("train", "the gradient of ", name, " became non-finite at step ", step_, " (training diverged); ",
-                 kept());
-    optimizer_->step(lr, step_);
-    if (average_) average_->update(*model_, step_);
-    model_->zero_grad();
-    train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
-    progress.step_done(step_, float(parts[1]), lr, train_seconds_, tc.grad_accum * B * T);
-  }
-  }
-  // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
-  if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
-  if (step_ > first_step || !opt_.resume) evaluate_and_save(true);
-  if (interrupted) {
-    if (root)
-      progress.notice(cat("interrupted by ", signal_name(stop_signal_), " at step ", step_, ": checkpoint saved in ",
-                          opt_.out_dir, " (continue it with --resume)"));
-  } else {
-    progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
-  }
-  const double steps_seconds = train_seconds_ - run_start_seconds;
-  report_ranks(progress, step_ - first_step, dist::seconds_in_sum() + exposed_seconds_, steps_seconds);
-  if (step_ > first_step)
-    progress.say(cat("drawing batches: ", std::lround(1e6 * draw_seconds / double(step_ - first_step)), " us a step, ",
-                     std::lround(1e4 * draw_seconds / std::max(steps_seconds, 1e-9)) / 100.0, "% of the steps' time"));
-  return last;
 }
 
 }  // namespace folio

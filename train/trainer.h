@@ -14,6 +14,7 @@
 #include "train/config.h"
 #include "train/data_parallel.h"
 #include "train/optimizer.h"
+#include "train/progress.h"
 #include "train/run_state.h"
 #include "train/gradient_buckets.h"
 #include "train/weight_average.h"
@@ -85,6 +86,17 @@ class Trainer {
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
 
+  // run()'s parts (train/training_loop.cpp).
+  Progress::Options progress_options() const;
+  void announce(Progress& progress) const;  // the run's first lines: the model, its data, the optimizer
+  std::string kept() const;  // what is left on disk, for the message of a diverged run
+  // Evaluates and logs; fails on a non-finite loss or weight before anything is saved,
+  // so a checkpoint never holds diverged weights; then saves when asked.
+  void evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it);
+  // One optimizer step: grad_accum micro-batches, the clip, the update, the progress line.
+  void train_step(Progress& progress, const Schedule& schedule, const std::vector<Tensor>& params, Batch& batch);
+  void report_end(Progress& progress, bool interrupted, int64_t first_step, double run_start_seconds);
+
   TrainOptions opt_;
   RunDir run_dir_;
   TrainingData data_;
@@ -100,6 +112,9 @@ class Trainer {
   float best_val_ = 0;
   bool has_best_ = false;
   int stop_signal_ = 0;
+  int64_t saved_step_ = -1;  // the step of the checkpoint on disk (-1: none), for messages
+  Losses last_{};            // the last evaluation
+  double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
 };
 
