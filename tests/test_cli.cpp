@@ -283,41 +283,6 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   }
 }
 
-// folio gradcheck: a table of the registry's checks (the test suite runs every one, in
-// test_gradcheck.cpp, where a failing one is shown to make the table say FAIL), the
-// names with --list, and a name it does not know is a usage error that lists them.
-TEST_F(Cli, GradcheckPrintsATableOfTheChosenChecks) {
-  const Result r = folio("gradcheck --op add --layer LayerNorm --op causal_softmax");
-  ASSERT_EQ(r.code, 0) << r.err;
-  std::istringstream lines(r.out);
-  std::vector<std::string> rows;
-  for (std::string line; std::getline(lines, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 8u) << r.out;  // header, 3 add, 2 causal_softmax, LayerNorm, summary
-  EXPECT_EQ(rows[0].find("check"), 0u) << r.out;
-  testing::expect_contains(rows[0], {"shapes", "max abs err", "max rel err", "result"});
-  EXPECT_EQ(rows[1].find("add same shape "), 0u) << r.out;
-  testing::expect_contains(rows[1], {"(3, 4) (3, 4) -> (3, 4)", "e-0", "PASS"});
-  EXPECT_EQ(rows[4].find("causal_softmax scale 0.5 "), 0u) << r.out;  // in the registry's order
-  EXPECT_EQ(rows[6].find("LayerNorm "), 0u) << r.out;
-  testing::expect_contains(rows[6], {"(3, 6) + 12 weights -> (3, 6)", "PASS"});
-  EXPECT_EQ(rows[7].find("6 checks: 6 passed, 0 failed"), 0u) << r.out;
-
-  const Result list = folio("gradcheck --list");
-  ASSERT_EQ(list.code, 0) << list.err;
-  testing::expect_contains(list.out, {"ops (--op NAME):", "  matmul ", "16 checks", "layers (--layer NAME):", "  GPT "});
-
-  for (const auto& [args, names] : std::vector<std::pair<std::string, std::string>>{
-           {"gradcheck --op matmull", "--op 'matmull' has no gradient check; expected one of: add, sub, mul,"},
-           {"gradcheck --op add --layer gpt", "expected one of: Embedding, Linear, LayerNorm, Gates, Dropout, DropPath, Head,"},
-           {"gradcheck --op LayerNorm", "layer_norm, rms_norm, rope, position_qk_packed, dropout"}}) {
-    const Result bad = folio(args);
-    EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
-    EXPECT_NE(bad.err.find(names), std::string::npos) << args << ": " << bad.err;
-    EXPECT_EQ(bad.out, "") << args;
-  }
-  EXPECT_NE(folio("--help").out.find("  gradcheck  "), std::string::npos);
-}
-
 // --config FILE: a recipe as an INI file; the command line overrides it; info names it.
 TEST_F(Cli, ConfigFileGivesOptionsTheCommandLineOverrides) {
   const std::string recipe = (dir_ / "recipe.ini").string();
