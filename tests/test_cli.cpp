@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "autograd/kernels/matmul.h"
 #include "data/dataset.h"
