@@ -83,28 +83,20 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
                 std::move(options)) {}
 
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weights) const {
-  const int64_t hs = head_size, stride = 3 * hs;
+  const int64_t hs = head_size;
   const float scale = 1.0f / std::sqrt(float(hs));
-  // Attention in one op (no masked half computed, the weights' dropout inside) when
-  // nothing needs the weights themselves.
-  if (!weights) {  // q, k and v read in place, after one pass that applies the options
-    const Tensor packed = !options_.qk_norm && !options_.rotary
-                              ? qkv
-                              : position_qk_packed(qkv, n_head, options_.qk_norm,
-                                                   options_.rotary ? options_.rotary->cos : Tensor{},
-                                                   options_.rotary ? options_.rotary->sin : Tensor{});
-    const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused());  // (B, T, nh * hs)
-    return resid_dropout_->forward(proj->forward(y));
+  // q, k and v read in place, after one pass that applies the options.
+  const Tensor packed = !options_.qk_norm && !options_.rotary
+                            ? qkv
+                            : position_qk_packed(qkv, n_head, options_.qk_norm,
+                                                 options_.rotary ? options_.rotary->cos : Tensor{},
+                                                 options_.rotary ? options_.rotary->sin : Tensor{});
+  if (weights) {  // what the scores make of the same q and k, for those who look: (B, nh, T, T)
+    const Tensor k = select_heads(packed, n_head, hs, 0, 3 * hs), q = select_heads(packed, n_head, hs, hs, 3 * hs);
+    *weights = causal_softmax(matmul(q, k, false, true, precision()), scale);
   }
-  // The weights asked for: the scores as a tensor of their own.
-  const Tensor k = position_query_key(select_heads(qkv, n_head, hs, 0, stride), options_, 0);  // (B, nh, T, hs)
-  const Tensor q = position_query_key(select_heads(qkv, n_head, hs, hs, stride), options_, 0);
-  const Tensor v = select_heads(qkv, n_head, hs, 2 * hs, stride);
-  Tensor att = causal_softmax(matmul(q, k, false, true, precision()), scale);  // (B, nh, T, T)
-  *weights = att;
-  att = attn_dropout_->forward(att);
-  Tensor y = matmul(att, v, false, false, precision());  // (B, nh, T, hs)
-  y = reshape(permute(y, {0, 2, 1, 3}), {B, T, n_head * hs});  // heads side by side
+  // Attention in one op: no masked half computed, the weights' dropout inside.
+  const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused());  // (B, T, nh * hs)
   return resid_dropout_->forward(proj->forward(y));
 }
 
