@@ -11,10 +11,9 @@
 #include "cli/common.h"
 #include "cli/train_options.h"
 #include "autograd/parallel.h"
-#include "train/batch_warmup.h"
+#include "train/size_warmups.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
-#include "train/seq_warmup.h"
 #include "train/trainer.h"
 #include "train/run_state.h"
 

@@ -9,8 +9,7 @@
 
 #include "autograd/parallel.h"
 #include "tests/support.h"
-#include "train/batch_warmup.h"
-#include "train/seq_warmup.h"
+#include "train/size_warmups.h"
 #include "train/trainer.h"
 
 namespace folio {

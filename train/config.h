@@ -75,11 +75,11 @@ struct TrainConfig {
   Precision dtype;
   Sampling sampling;  // the order of training windows (data/batch_sampler.h)
   // Steps over which the training windows grow from a stage (8 tokens, or an eighth of
-  // the context) to block_size (train/seq_warmup.h); 0: block_size from the start.
+  // the context) to block_size (train/size_warmups.h); 0: block_size from the start.
   // Random sampling only: epoch sampling cuts the text into windows of one length.
   int64_t seq_warmup;
   // Steps over which the batch grows from an eighth of batch_size to batch_size
-  // (train/batch_warmup.h); 0: batch_size from the start.
+  // (train/size_warmups.h); 0: batch_size from the start.
   int64_t batch_warmup;
   // The threads the run's steps ran on (the trainer records them). With data
   // parallelism they are the batch's shard count, and so the order in which the

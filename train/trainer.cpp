@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "base/size_text.h"
 #include "autograd/parallel.h"
-#include "train/batch_warmup.h"
+#include "train/size_warmups.h"
 #include "train/config_json.h"
 #include "train/distributed.h"
 #include "train/init_from.h"

@@ -9,10 +9,9 @@
 #include <csignal>  // SIGTERM
 
 #include "base/error.h"
-#include "train/batch_warmup.h"
+#include "train/size_warmups.h"
 #include "train/distributed.h"
 #include "train/progress.h"
-#include "train/seq_warmup.h"
 #include "train/stop_signals.h"
 #include "train/trainer.h"
 
