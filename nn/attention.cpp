@@ -24,9 +24,9 @@ void RotaryTables::row(int64_t p, int64_t head_size, float* cos, float* sin, dou
   }
 }
 
-Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t start) {
+Tensor position_query_key(const Tensor& x, const BlockOptions& options) {
   Tensor y = options.qk_norm ? rms_norm(x) : x;
-  if (options.rotary) y = rope(y, options.rotary->cos, options.rotary->sin, start);
+  if (options.rotary) y = rope(y, options.rotary->cos, options.rotary->sin, 0);
   return y;
 }
 
@@ -47,8 +47,8 @@ Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout,
 Tensor Head::forward(const Tensor& x, Tensor* weights) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("head", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  const Tensor k = position_query_key(key->forward(x), options_, 0);  // (B, T, hs)
-  const Tensor q = position_query_key(query->forward(x), options_, 0), v = value->forward(x);
+  const Tensor k = position_query_key(key->forward(x), options_);  // (B, T, hs)
+  const Tensor q = position_query_key(query->forward(x), options_), v = value->forward(x);
   Tensor wei = matmul(q, k, false, true, precision());  // (B, T, T)
   wei = causal_softmax(wei, 1.0f / std::sqrt(float(head_size)));
   if (weights) *weights = wei;

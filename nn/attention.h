@@ -58,8 +58,8 @@ class Head : public Module {
 };
 
 // q or k (..., T, head_size) as the options have the scores see it: RMS-normalised
-// (qk_norm), then rotated to positions start, start + 1, ... (rotary).
-Tensor position_query_key(const Tensor& x, const BlockOptions& options, int64_t start);
+// (qk_norm), then rotated to positions 0, 1, ... (rotary).
+Tensor position_query_key(const Tensor& x, const BlockOptions& options);
 
 // n_head Heads side by side, concatenated and projected: x (B, T, C) -> (B, T, C).
 // The Heads take their key/query/value weights from the arena one after another, so
