@@ -66,6 +66,23 @@ TrainOption parsed(const char* flag, OnResume r, At at, Parse parse, Show show, 
           [=](const po::variable_value& v, TrainOptions& o) { at(o) = parse(v.as<std::string>()); }, same_field(at)};
 }
 
+// An option naming one of a table row's choices (nn::Choice, or a training setting's
+// Choice), read and written in `part` of the options; any other text is an error that
+// lists `names`.
+template <class Part, class TableChoice>
+TrainOption table_choice(const char* flag, OnResume r, Part TrainOptions::* part, const TableChoice& choice,
+                         const std::string& names, const char* help) {
+  return {flag, r,
+          [=](po::options_description& d, TrainOptions& defaults) {
+            d.add_options()(flag, po::value<std::string>()->default_value(choice.get(defaults.*part)), help);
+          },
+          [=](const po::variable_value& v, TrainOptions& o) {
+            const std::string& text = v.as<std::string>();
+            if (!choice.set(o.*part, text)) throw UsageError(cat("--", flag, " must be ", names, ", got '", text, "'"));
+          },
+          [=](TrainOptions a, TrainOptions b) { return choice.get(a.*part) == choice.get(b.*part); }};
+}
+
 // An option naming one value of an enum: `parse(text) -> optional`, `show(value) ->
 // const char*`; any other text is an error that lists `names`.
 template <class At, class Parse, class Show>
@@ -103,17 +120,7 @@ TrainOption model_flag(const nn::ModelOption& m) {
                 [](float v) { return shown(v); }, m.help);
           },
           [&](const nn::Choice& choice) {
-            return TrainOption{flag, OnResume::fixed,
-                          [=, help = m.help](po::options_description& d, TrainOptions& defaults) {
-                            d.add_options()(flag, po::value<std::string>()->default_value(choice.get(defaults.model)),
-                                            help);
-                          },
-                          [=](const po::variable_value& v, TrainOptions& o) {
-                            const std::string& s = v.as<std::string>();
-                            if (!choice.set(o.model, s))
-                              throw UsageError(cat("--", flag, " must be ", nn::names_list(choice), ", got '", s, "'"));
-                          },
-                          [=](TrainOptions a, TrainOptions b) { return choice.get(a.model) == choice.get(b.model); }};
+            return table_choice(flag, OnResume::fixed, &TrainOptions::model, choice, nn::names_list(choice), m.help);
           }},
       m.value);
 }
@@ -148,18 +155,7 @@ TrainOption setting_flag(const TrainSetting& s) {
             return field(flag, s.on_resume, [m = t.at](TrainOptions& o) -> std::string& { return o.train.*m; }, s.help);
           },
           [&](const Choice& choice) {
-            return TrainOption{flag, s.on_resume,
-                               [=, help = s.help](po::options_description& d, TrainOptions& defaults) {
-                                 d.add_options()(flag, po::value<std::string>()->default_value(choice.get(defaults.train)),
-                                                 help);
-                               },
-                               [=](const po::variable_value& v, TrainOptions& o) {
-                                 const std::string& text = v.as<std::string>();
-                                 if (!choice.set(o.train, text))
-                                   throw UsageError(cat("--", flag, " must be ", names_list(choice, 0, true), ", got '",
-                                                        text, "'"));
-                               },
-                               [=](TrainOptions a, TrainOptions b) { return choice.get(a.train) == choice.get(b.train); }};
+            return table_choice(flag, s.on_resume, &TrainOptions::train, choice, names_list(choice, 0, true), s.help);
           }},
       s.value);
   o.from_init = s.flag_kind == FlagKind::from_init;
