@@ -1,8 +1,10 @@
 #include "train/progress.h"
 
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +14,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "train/distributed.h"
 
 namespace folio {
 
@@ -225,6 +228,29 @@ void Progress::notice(const std::string& line) {
   if (live_) std::printf("\r\033[K"), std::fflush(stdout);  // off the live line
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+}
+
+std::string bytes_a_token(int64_t bytes, int64_t tokens) {
+  const double b = double(std::lround(100.0 * double(bytes) / double(tokens))) / 100.0;
+  return cat(", ", b, b == 1.0 ? " byte a token" : " bytes a token");
+}
+
+void report_ranks(Progress& progress, int64_t steps, double wait_seconds, double step_seconds) {
+  const size_t n = size_t(dist::size()), r = size_t(dist::rank());
+  std::vector<double> wait_ms(n, 0.0), step_ms(n, 0.0), peak_mib(n, 0.0);
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  wait_ms[r] = 1e3 * wait_seconds / double(std::max<int64_t>(steps, 1));
+  step_ms[r] = 1e3 * step_seconds / double(std::max<int64_t>(steps, 1));
+  peak_mib[r] = double(usage.ru_maxrss) / 1024.0;  // Linux: KiB
+  dist::sum(wait_ms);
+  dist::sum(step_ms);
+  dist::sum(peak_mib);
+  if (dist::size() == 1) return progress.say(cat("peak memory ", std::lround(peak_mib[0]), " MiB"));
+  auto ms = [](double v) { return std::lround(v * 1000) / 1000.0; };
+  for (size_t i = 0; i < n; ++i)
+    progress.say(cat("rank ", i, ": all-reduce ", ms(wait_ms[i]), " ms/step not hidden, step ", ms(step_ms[i]),
+                     " ms, peak memory ", std::lround(peak_mib[i]), " MiB"));
 }
 
 }  // namespace folio

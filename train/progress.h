@@ -114,4 +114,11 @@ class PhaseLine {
 // 73 s -> "1m13s", 2 h -> "2h00m".
 std::string duration_text(double seconds);
 
+// ", 1 byte a token" (a char model on ASCII), ", 3.84 bytes a token": for the first line.
+std::string bytes_a_token(int64_t bytes, int64_t tokens);
+// The end of a run: the peak memory of the process, and on several ranks, each rank's
+// with the time its steps waited for the gradient all-reduce (the part not hidden
+// behind the backward pass) and its mean step time.
+void report_ranks(Progress& progress, int64_t steps, double wait_seconds, double step_seconds);
+
 }  // namespace folio

@@ -86,7 +86,7 @@ class Trainer {
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
 
-  // run()'s parts (train/training_loop.cpp).
+  // run()'s parts.
   Progress::Options progress_options() const;
   void announce(Progress& progress) const;  // the run's first lines: the model, its data, the optimizer
   std::string kept() const;  // what is left on disk, for the message of a diverged run
