@@ -7,7 +7,6 @@
 
 #include "cli/common.h"
 #include "data/dataset.h"
-#include "data/training_data.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "train/run_state.h"

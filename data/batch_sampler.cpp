@@ -32,6 +32,33 @@ uint64_t permute(uint64_t x, uint64_t n, uint64_t key) {
 
 }  // namespace
 
+void resize_batch(Batch& batch, int64_t B, int64_t T) {
+  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
+  batch.B = B;
+  batch.T = T;
+  batch.inputs.resize(size_t(B * T));  // resize keeps capacity: no allocation after the first call
+  batch.targets.resize(size_t(B * T));
+}
+
+void copy_window(const TokenSequence& tokens, int64_t start, int64_t b, Batch& batch) {
+  const int64_t T = batch.T;
+  tokens.read(start, T, batch.inputs.data() + b * T);
+  tokens.read(start + 1, T, batch.targets.data() + b * T);
+}
+
+void sample_batch(const TokenSequence& tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
+                  std::string_view split_name, int64_t row_begin, int64_t row_end) {
+  resize_batch(batch, B, T);
+  const int64_t n = tokens.size();
+  if (n < T + 1)
+    fail("data", split_name, " split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
+  if (row_end < 0) row_end = B;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto start = int64_t(rng.below(uint64_t(n - T)));  // T + 1 tokens from here
+    if (b >= row_begin && b < row_end) copy_window(tokens, start, b, batch);
+  }
+}
+
 const char* to_string(Sampling s) { return s == Sampling::epoch ? "epoch" : "random"; }
 std::optional<Sampling> parse_sampling(std::string_view name) {
   return parse_name(name, {Sampling::random, Sampling::epoch});

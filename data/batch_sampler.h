@@ -14,12 +14,30 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "base/rng.h"
-#include "data/dataset.h"
 #include "data/token_sequence.h"
 
 namespace folio {
+
+// B windows of T tokens, row-major (B, T): targets are the inputs shifted by one.
+struct Batch {
+  int64_t B = 0, T = 0;
+  std::vector<int32_t> inputs, targets;
+};
+// Row b starts at rng.below(n - T), drawn in order b = 0..B-1, so x[b, t] = tokens[s + t]
+// and y[b, t] = tokens[s + t + 1] with s in [0, n - T - 1]. Only rows [row_begin,
+// row_end) are read (a rank's share; -1: to B), though all B starts are drawn, so every
+// rank walks the same stream. Reuses `batch`'s capacity (no allocation once sized).
+// Throws "[data] <split_name> split has N tokens, needs at least block_size + 1 = M"
+// when the tokens are too few.
+void sample_batch(const TokenSequence& tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
+                  std::string_view split_name = "train", int64_t row_begin = 0, int64_t row_end = -1);
+
+// Sizes `batch` to (B, T) and copies into row b the window of T + 1 tokens at `start`.
+void resize_batch(Batch& batch, int64_t B, int64_t T);
+void copy_window(const TokenSequence& tokens, int64_t start, int64_t b, Batch& batch);
 
 enum class Sampling { random, epoch };
 const char* to_string(Sampling s);                              // "random", "epoch"

@@ -11,8 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <utility>
 
 #include "base/error.h"
+#include "data/token_dir.h"
 #include "data/vocab.h"
 
 namespace folio {
@@ -81,33 +83,6 @@ Split split_tokens(std::span<const int32_t> tokens, double train_fraction) {
   s.train.assign(tokens.begin(), tokens.begin() + n_train);
   s.val.assign(tokens.begin() + n_train, tokens.end());
   return s;
-}
-
-void resize_batch(Batch& batch, int64_t B, int64_t T) {
-  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
-  batch.B = B;
-  batch.T = T;
-  batch.inputs.resize(size_t(B * T));  // resize keeps capacity: no allocation after the first call
-  batch.targets.resize(size_t(B * T));
-}
-
-void copy_window(const TokenSequence& tokens, int64_t start, int64_t b, Batch& batch) {
-  const int64_t T = batch.T;
-  tokens.read(start, T, batch.inputs.data() + b * T);
-  tokens.read(start + 1, T, batch.targets.data() + b * T);
-}
-
-void sample_batch(const TokenSequence& tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
-                  std::string_view split_name, int64_t row_begin, int64_t row_end) {
-  resize_batch(batch, B, T);
-  const int64_t n = tokens.size();
-  if (n < T + 1)
-    fail("data", split_name, " split has ", n, " tokens, needs at least block_size + 1 = ", T + 1);
-  if (row_end < 0) row_end = B;
-  for (int64_t b = 0; b < B; ++b) {
-    const auto start = int64_t(rng.below(uint64_t(n - T)));  // T + 1 tokens from here
-    if (b >= row_begin && b < row_end) copy_window(tokens, start, b, batch);
-  }
 }
 
 namespace {
@@ -184,6 +159,64 @@ std::string default_corpus_path() {
   const fs::path build = fs::path(FOLIO_BUILD_DIR).lexically_normal();
   const auto [end, _] = std::mismatch(build.begin(), build.end(), exe.begin(), exe.end());
   return end == build.end() ? FOLIO_SOURCE_DIR "/data/tinyshakespeare.txt" : "";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Everything a run reads of its data comes through here, from either source.
+TrainingData from_source(std::shared_ptr<const TokenSource> source) {
+  TrainingData d;
+  d.tokenizer = source->tokenizer();
+  d.train = source->train(), d.val = source->val();
+  const TextSize size = source->text_size();
+  d.train_bytes = size.train_bytes, d.val_bytes = size.val_bytes, d.val_chars = size.val_chars;
+  d.invalid_utf8_bytes = size.invalid_utf8_bytes;
+  d.path = source->path();
+  d.kind = source->kind();
+  d.fingerprint = source->fingerprint();
+  d.source = std::move(source);
+  return d;
+}
+
+TrainingData from_corpus(Corpus&& corpus) { return from_source(std::make_shared<const TextTokens>(std::move(corpus))); }
+TrainingData from_dir(TokenDir&& dir) { return from_source(std::make_shared<const ShardTokens>(std::move(dir))); }
+
+// A directory is read as token files (TokenDir::open says whether it holds any);
+// anything else as text, which Corpus::load refuses unless it is a regular file.
+bool is_directory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+}  // namespace
+
+TrainingData TrainingData::open(const std::string& path, double train_fraction, const TokenizerSpec& spec) {
+  if (!is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, spec));
+  if (spec.name == "char") return from_dir(TokenDir::open(path, spec.vocab_size));
+  // The directory's own tokenizer; flags that describe it may be repeated.
+  TrainingData d = from_dir(TokenDir::open(path));
+  if (!spec_describes(spec, *d.tokenizer))
+    fail("data", "--tokenizer ", spec.name, spec.vocab_size ? cat(" --vocab-size ", spec.vocab_size) : "",
+         " goes with a text file: the token directory ", path, " was tokenized already, with ", d.tokenizer->describe(),
+         " (leave --tokenizer out)");
+  return d;
+}
+
+TrainingData TrainingData::open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
+                                const std::string& checkpoint, bool may_add_end_of_text) {
+  if (!is_directory(path)) return from_corpus(Corpus::load(path, train_fraction, std::move(tokenizer)));
+  TrainingData d = from_dir(TokenDir::open(path, tokenizer->kind() == std::string("ids") ? tokenizer->vocab_size() : 0));
+  if (d.tokenizer->fingerprint() == tokenizer->fingerprint()) return d;
+  if (may_add_end_of_text && adds_only_end_of_text(*tokenizer, *d.tokenizer)) return d;
+  const bool spm = tokenizer->kind() == std::string_view("spm");
+  fail("data", path, " was tokenized with ", d.tokenizer->describe(), " (fingerprint ", d.tokenizer->fingerprint(),
+       "), not the tokenizer of ", checkpoint, ", ", tokenizer->describe(), " (", tokenizer->fingerprint(),
+       "): make the token directory with it, folio tokenize INPUT... --out DIR --tokenizer-from ", checkpoint,
+       spm ? cat(" (or as a file: folio info --checkpoint ", checkpoint, " --export-tokenizer FILE.model, then folio "
+                 "tokenize INPUT... --out DIR --tokenizer FILE.model)")
+           : "");
 }
 
 }  // namespace folio

@@ -1,6 +1,8 @@
 #pragma once
-// From a text file to training batches: read, split into train/val text by position,
-// tokenize (data/tokenizer.h), and sample random (B, T) windows.
+// What a run trains on (TrainingData), from whatever --data names: a text file, read
+// here, split into train/val text by position and tokenized (data/tokenizer.h), or a
+// directory of token shards (data/token_dir.h). The windows are drawn from it by
+// data/batch_sampler.h.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -10,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/rng.h"
 #include "data/token_sequence.h"
 #include "data/token_source.h"
 #include "data/tokenizer.h"
@@ -37,24 +38,6 @@ struct Split {
 // position, not shuffled, so val text is unseen text). train_fraction must be in
 // (0, 1]; with 1 val is empty.
 Split split_tokens(std::span<const int32_t> tokens, double train_fraction);
-
-// B windows of T tokens, row-major (B, T): targets are the inputs shifted by one.
-struct Batch {
-  int64_t B = 0, T = 0;
-  std::vector<int32_t> inputs, targets;
-};
-// Row b starts at rng.below(n - T), drawn in order b = 0..B-1, so x[b, t] = tokens[s + t]
-// and y[b, t] = tokens[s + t + 1] with s in [0, n - T - 1]. Only rows [row_begin,
-// row_end) are read (a rank's share; -1: to B), though all B starts are drawn, so every
-// rank walks the same stream. Reuses `batch`'s capacity (no allocation once sized).
-// Throws "[data] <split_name> split has N tokens, needs at least block_size + 1 = M"
-// when the tokens are too few.
-void sample_batch(const TokenSequence& tokens, int64_t B, int64_t T, Rng& rng, Batch& batch,
-                  std::string_view split_name = "train", int64_t row_begin = 0, int64_t row_end = -1);
-
-// Sizes `batch` to (B, T) and copies into row b the window of T + 1 tokens at `start`.
-void resize_batch(Batch& batch, int64_t B, int64_t T);
-void copy_window(const TokenSequence& tokens, int64_t start, int64_t b, Batch& batch);
 
 // A tokenized, split corpus, ready for the trainer.
 struct Corpus {
@@ -98,6 +81,40 @@ class TextTokens final : public TokenSource {
  private:
   Corpus corpus_;
   TokenSequence train_, val_;  // views of corpus_.split's ids
+};
+
+// What a run trains on, whatever --data names: a text file (tokenized in memory,
+// data/dataset.h) or a token directory (shard files, data/token_dir.h), read through
+// their one interface (data/token_source.h). The trainer and folio eval see only
+// this: a tokenizer, the two splits as token sequences, and the byte counts that turn
+// loss into bits per byte.
+struct TrainingData {
+  std::shared_ptr<const Tokenizer> tokenizer;
+  TokenSequence train, val;
+  int64_t train_bytes = 0, val_bytes = 0, val_chars = 0;  // 0: not known (token files made elsewhere)
+  int64_t invalid_utf8_bytes = 0;  // a text's bytes that were not UTF-8, read as U+FFFD (tokenize counts its own)
+  std::string path;
+  std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
+  std::string fingerprint;  // a token directory's (data/token_manifest.h); "" for a text
+  std::shared_ptr<const TokenSource> source;  // what the sequences read: the text's ids, or the open shards
+
+  bool is_token_dir() const { return kind != "text"; }
+  // Val tokens per byte (per character) of the val text, 0 when unknown: loss per
+  // token * this / ln 2 is bits per byte (per character).
+  double val_tokens_per_byte() const { return val_bytes ? double(val.size()) / double(val_bytes) : 0.0; }
+  double val_tokens_per_char() const { return val_chars ? double(val.size()) / double(val_chars) : 0.0; }
+
+  // A new run's data: a text file split at train_fraction and tokenized as `spec`
+  // asks, or a token directory (its own tokenizer; spec must then ask for none, and
+  // spec.vocab_size is the vocabulary of files without a manifest).
+  static TrainingData open(const std::string& path, double train_fraction, const TokenizerSpec& spec);
+  // The data of a run that already has its tokenizer (the checkpoint's that
+  // `checkpoint` names in errors): a text is encoded with it; a token directory must
+  // have been made with it, or, with `may_add_end_of_text` (a run --init-from a char
+  // checkpoint), with its characters and an end-of-text id (folio tokenize
+  // --tokenizer-from): the data's tokenizer is then the directory's, one id larger.
+  static TrainingData open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
+                           const std::string& checkpoint = "the checkpoint", bool may_add_end_of_text = false);
 };
 
 // The bundled corpus: installed, share/folio/tinyshakespeare.txt beside the running

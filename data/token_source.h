@@ -1,6 +1,6 @@
 #pragma once
 // Where a run's tokens come from, whatever --data names: the one way TrainingData
-// (data/training_data.h) reads data. Two implementations:
+// (data/dataset.h) reads data. Two implementations:
 //   TextTokens   a text file read whole, split and tokenized in memory (data/dataset.h)
 //   ShardTokens  a directory of token shards, read a window at a time (data/token_dir.h)
 // Each gives its tokenizer, the train and val splits as token sequences, and the size

@@ -1,5 +1,6 @@
 #pragma once
-// Character-level vocabulary over Unicode code points. Text comes in as UTF-8
+// Character-level vocabulary over Unicode code points (data/char_tokenizer.cpp, with
+// the char tokenizer over it). Text comes in as UTF-8
 // bytes; a token is the index of its code point in the sorted set of characters,
 // so the same text always gives the same ids (like sorted(set(text)) in Python).
 #include <cstdint>

@@ -24,7 +24,7 @@ class CliTokens : public ::testing::Test {
   void SetUp() override {
     // Code: folio's own sources, with their indentation, braces and comments.
     std::string code;
-    for (const char* f : {"data/vocab.cpp", "data/dataset.cpp", "io/json.cpp", "io/safetensors.cpp", "autograd/tensor.cpp"})
+    for (const char* f : {"data/char_tokenizer.cpp", "data/dataset.cpp", "io/json.cpp", "io/safetensors.cpp", "autograd/tensor.cpp"})
       code += read_file(std::string(FOLIO_SOURCE_DIR) + "/" + f);
     testing::spit(code_file(), code);
     testing::write_small_corpus(dir_.path / "shakespeare.txt", 30000);

@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "data/batch_sampler.h"
 #include "data/dataset.h"
 #include "data/vocab.h"
 #include "tests/support.h"

@@ -13,7 +13,7 @@
 #include "data/token_dir.h"
 #include "data/token_manifest.h"
 #include "data/token_shard.h"
-#include "data/training_data.h"
+#include "data/dataset.h"
 #include "support.h"
 
 namespace folio {

@@ -23,7 +23,7 @@ const std::string kAwkward =
 std::string corpus_head(size_t bytes) { return read_file(default_corpus_path()).substr(0, bytes); }
 
 // A source file of this repository: code, with its indentation and punctuation.
-std::string source_file() { return read_file(std::string(FOLIO_SOURCE_DIR) + "/data/vocab.cpp"); }
+std::string source_file() { return read_file(std::string(FOLIO_SOURCE_DIR) + "/data/char_tokenizer.cpp"); }
 
 // One BPE tokenizer for the tests that only use one: training takes a second or two.
 const Tokenizer& bpe() {

@@ -8,7 +8,6 @@
 
 #include "data/batch_sampler.h"
 #include "data/dataset.h"
-#include "data/training_data.h"
 #include "io/checkpoint.h"
 #include "io/run_dir.h"
 #include "train/config.h"

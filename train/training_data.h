@@ -1,3 +1,3 @@
 #pragma once
-// Moved to data/training_data.h; this forward goes after one release.
-#include "data/training_data.h"
+// Moved to data/dataset.h; this forward goes after one release.
+#include "data/dataset.h"
