@@ -10,8 +10,9 @@ namespace folio {
 namespace {
 
 // Every kind of tokenizer folio knows. The first is what a checkpoint without a
-// "tokenizer" entry holds.
-constexpr const TokenizerKind* kKinds[] = {&kCharTokenizer, &kSpmTokenizer, &kIdTokenizer};
+// "tokenizer" entry holds. A file is offered to the kinds in this order, and
+// SentencePiece, which takes any file, comes after those that recognise theirs.
+constexpr const TokenizerKind* kKinds[] = {&kCharTokenizer, &kByteBpeTokenizer, &kSpmTokenizer, &kIdTokenizer};
 
 const TokenizerKind* kind_training(std::string_view method) {
   for (const TokenizerKind* k : kKinds)
@@ -105,12 +106,13 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string
   if (spec.vocab_size < 0 || spec.vocab_size > TokenizerSpec::kMaxVocab)
     fail("tokenizer", "--vocab-size ", spec.vocab_size, " outside [1, ", TokenizerSpec::kMaxVocab, "]");
   if (const TokenizerKind* k = kind_training(spec.name)) return k->train(spec, train_text, held_out);
-  // Not a method: a tokenizer file, read by the first kind that reads files.
+  // Not a method: a tokenizer file, read by the first kind that takes it.
   if (spec.vocab_size != 0)
     fail("tokenizer", "--vocab-size goes with a method (", method_names(), "), not with the tokenizer file ",
          spec.name, ", whose size is its own");
   for (const TokenizerKind* k : kKinds)
-    if (k->from_file) return k->from_file(spec.name);
+    if (k->from_file)
+      if (std::unique_ptr<Tokenizer> t = k->from_file(spec.name)) return t;
   fail("tokenizer", "'", spec.name, "' is neither a method (", method_names(), ") nor a tokenizer file");
 }
 

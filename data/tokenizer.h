@@ -12,7 +12,8 @@
 //   TokenStream      decodes ids one at a time into whole UTF-8 characters
 //
 // The kinds: char (data/char_tokenizer.cpp, the text's characters), spm
-// (data/spm_tokenizer.cpp, SentencePiece BPE or unigram pieces) and ids
+// (data/spm_tokenizer.cpp, SentencePiece BPE or unigram pieces), bytebpe
+// (data/bytebpe_tokenizer.cpp, GPT-2's byte-level BPE from its files) and ids
 // (data/id_tokenizer.cpp, a vocabulary size for token files made elsewhere). A new kind is one
 // file with its TokenizerKind, its test, and one line in tokenizer.cpp's table.
 #include <cstdint>
@@ -30,7 +31,8 @@ namespace folio {
 using TokenizerMetadata = std::vector<std::pair<std::string, std::string>>;  // checkpoint __metadata__ entries
 
 // What `folio train --tokenizer NAME --vocab-size N` asks for: NAME is a method
-// ("char", "bpe", "unigram") or the path of a SentencePiece .model file.
+// ("char", "bpe", "unigram") or a tokenizer's file: a SentencePiece .model, GPT-2's
+// vocab.json (with merges.txt beside it) or the directory holding them, or a .tiktoken.
 struct TokenizerSpec {
   std::string name = "char";
   int64_t vocab_size = 0;  // pieces for bpe/unigram (0: kDefaultPieces); must be 0 for char and a file

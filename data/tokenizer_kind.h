@@ -17,10 +17,12 @@ struct TokenizerKind {
   std::unique_ptr<Tokenizer> (*train)(const TokenizerSpec& spec, std::string_view train_text,
                                       std::string_view held_out);
   std::unique_ptr<Tokenizer> (*load)(const TokenizerMetadata& metadata, const std::string& where);
-  std::unique_ptr<Tokenizer> (*from_file)(const std::string& path);  // nullptr: none
+  // Reads a file of this kind's own format; returns null when the file is not one
+  // (recognised by its name). The field is nullptr for a kind without files.
+  std::unique_ptr<Tokenizer> (*from_file)(const std::string& path);
 };
 
-extern const TokenizerKind kCharTokenizer, kSpmTokenizer, kIdTokenizer;
+extern const TokenizerKind kCharTokenizer, kByteBpeTokenizer, kSpmTokenizer, kIdTokenizer;
 
 // The value of `key`, or nullptr.
 const std::string* find_entry(const TokenizerMetadata& metadata, std::string_view key);

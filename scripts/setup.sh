@@ -22,6 +22,7 @@ build_packages=(
   libcpp-httplib-dev             # folio serve's HTTP server (serve/; Debian builds it as a library, found through pkg-config)
   curl                           # tests: folio serve's raw SSE, as a client no one here wrote
   libsentencepiece-dev           # subword tokenizers (data/spm_tokenizer.cpp)
+  libpcre2-dev                   # GPT-2's pre-tokenizer pattern (data/bytebpe_tokenizer.cpp)
   pkg-config                     # how CMake finds SentencePiece (it ships no CMake package)
   sentencepiece                  # tests: spm_train/spm_encode, the reference for folio's tokens
   python3-sentencepiece          # tests: folio_numpy.py on subword checkpoints; token shards against spm's own encoding
