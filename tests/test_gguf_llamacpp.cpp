@@ -71,16 +71,21 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
   TempDir dir("gguf_llamacpp");
   write_small_corpus(dir.path / "text.txt", 30000);
 
+  // The four trainings are single-threaded and independent: side by side.
+  std::vector<Child> training;
+  for (const Case& c : kCases)
+    training.push_back(spawn_folio(
+        words(cat("train --data ", dir / "text.txt", " --out ", dir / c.name, " ", c.flags,
+                  " --activation gelu --no-bias --n-layer 2 --n-head 2 --n-embd 32 --block-size 128 --batch-size 8 "
+                  "--max-iters 150 --warmup-iters 10 --lr 3e-3 --eval-interval 150 --eval-iters 1 --threads 1 --quiet")),
+        dir / (std::string(c.name) + ".out"), dir / (std::string(c.name) + ".err"), {}, dir.path));
+  for (size_t m = 0; m < training.size(); ++m)
+    ASSERT_EQ(wait_child(training[m].pid, 300).code, 0) << kCases[m].name << ": " << slurp(training[m].err_file);
+
   Json::Array jobs;
   std::vector<ModelCheckpoint> models;
   for (const Case& c : kCases) {
     const std::string run = dir / c.name;
-    const Result trained = run_folio(
-        words(cat("train --data ", dir / "text.txt", " --out ", run, " ", c.flags,
-                  " --activation gelu --no-bias --n-layer 2 --n-head 2 --n-embd 32 --block-size 128 --batch-size 8 "
-                  "--max-iters 150 --warmup-iters 10 --lr 3e-3 --eval-interval 150 --eval-iters 1 --threads 1 --quiet")),
-        dir.path);
-    ASSERT_EQ(trained.code, 0) << c.name << ": " << trained.err;
     const Result exported = run_folio({"export", run, dir / (std::string(c.name) + ".gguf")}, dir.path);
     ASSERT_EQ(exported.code, 0) << c.name << ": " << exported.err;
     models.push_back(load_model(run));
