@@ -149,7 +149,9 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
 
   c.validate();
   out.model = std::make_unique<nn::GPT>(c);
-  for (const auto& [name, p] : out.model->named_parameters()) {
+  for (const auto& named : out.model->named_parameters()) {
+    const std::string& name = named.first;
+    const Tensor& p = named.second;
     const auto it = std::find_if(w.begin(), w.end(), [&](const auto& e) { return e.first == name; });
     if (it == w.end() || int64_t(it->second.size()) != p.numel())
       fail("gguf", where, ": no weights for the model's ", name);

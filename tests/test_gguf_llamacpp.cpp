@@ -40,6 +40,10 @@ std::string llama_npm_dir(std::string& why) {
     why = "node and npm are not installed";
     return "";
   }
+  if (std::system("node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)'") != 0) {
+    why = "node-llama-cpp 3.22 needs Node 20 or later";
+    return "";
+  }
   const fs::path dir = fs::path(FOLIO_BINARY).parent_path() / "tests" / "gguf-npm";
   if (fs::exists(dir / "node_modules" / "node-llama-cpp" / "dist" / "index.js")) return dir.string();
   fs::create_directories(dir);
@@ -98,6 +102,16 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
     }
     jobs.emplace_back(Json::Object{{"model", dir / (std::string(c.name) + ".gguf")}, {"prompts", std::move(prompts)}});
   }
+  // f16 and q8_0 files of the last model, for their layout in llama.cpp's own reader:
+  // the same prompts, compared with a tolerance for their rounding (below).
+  for (const char* dtype : {"f16", "q8_0"}) {
+    const std::string file = dir / cat(kCases[3].name, "-", dtype, ".gguf");
+    const Result exported = run_folio({"export", "--dtype", dtype, dir / kCases[3].name, file}, dir.path);
+    ASSERT_EQ(exported.code, 0) << exported.err;
+    Json copy = jobs.back();
+    copy.as_object()[0].second = file;
+    jobs.push_back(std::move(copy));
+  }
   {
     std::ofstream(dir / "jobs.json") << Json(jobs).dump();
   }
@@ -107,10 +121,17 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
   ASSERT_EQ(std::system(node.c_str()), 0) << slurp(dir / "llama.err");
   const Json results = Json::parse(slurp(dir / "llama.json"));
 
-  for (size_t m = 0; m < std::size(kCases); ++m) {
+  // The four f32 files, then the last model as f16 and as q8_0.
+  for (size_t job = 0; job < std::size(kCases) + 2; ++job) {
+    const size_t m = std::min(job, std::size(kCases) - 1);
     const Case& c = kCases[m];
-    SCOPED_TRACE(c.name);
-    const Json& r = results.as_array().at(m);
+    const char* dtype = job < std::size(kCases) ? "f32" : job == std::size(kCases) ? "f16" : "q8_0";
+    const bool exact = job < std::size(kCases);
+    // f16 rounds each weight by up to 2^-11 of itself, q8_0 by up to 1/254 of its block's
+    // largest: the model itself changes, so its text may part from folio's at a near tie.
+    const double tolerance = exact ? kMaxProbabilityGap : job == std::size(kCases) ? 1e-3 : 1e-2;
+    SCOPED_TRACE(cat(c.name, " ", dtype));
+    const Json& r = results.as_array().at(job);
     const nn::GPT& gpt = *models[m].model;
     const Tokenizer& tok = *models[m].tokenizer;
     const int64_t V = gpt.config().vocab_size;
@@ -133,6 +154,7 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
       const int64_t T = int64_t(ids.size()) - 1;
       const Tensor logits = gpt.forward(std::span(ids.data(), size_t(T)), 1, T).logits;  // (1, T, V)
       double worst = 0.0;
+      int parted = 0;  // steps where llama.cpp's choice is not folio's most likely token
       for (int s = 0; s < kSteps; ++s) {
         const int64_t t = int64_t(prompt.size()) - 1 + s;
         const std::vector<double> want = softmax(logits.data() + t * V, V);
@@ -150,13 +172,16 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
         // within the tolerance, which is reported rather than passed.
         const int32_t mine = int32_t(std::max_element(want.begin(), want.end()) - want.begin());
         const int32_t theirs = ids[size_t(t + 1)];
-        if (mine != theirs)
+        parted += mine != theirs;
+        if (mine != theirs && exact)
           ADD_FAILURE() << "step " << s << ": llama.cpp chose " << theirs << " (p " << want[size_t(theirs)]
                         << " in folio), folio " << mine << " (p " << want[size_t(mine)] << ")"
                         << (want[size_t(mine)] - want[size_t(theirs)] < kMaxProbabilityGap ? ": a near tie" : "");
       }
-      EXPECT_LE(worst, kMaxProbabilityGap) << "the largest next-token probability difference";
-      std::printf("[gguf] %s prompt %zu: %d greedy tokens compared, largest probability difference %.2e\n", c.name, p, kSteps, worst);
+      EXPECT_LE(worst, tolerance) << "the largest next-token probability difference";
+      std::printf("[gguf] %s %s prompt %zu: %d greedy tokens, %d not folio's choice, largest probability "
+                  "difference %.2e\n", c.name, dtype, p, kSteps, parted, worst);
+      if (!exact) continue;
 
       // And the text folio generate writes.
       const Result generated = run_folio({"generate", "--checkpoint", dir / c.name, "--prompt", kPrompts[p], "--greedy",
