@@ -105,7 +105,7 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
   refuse(c.activation != nn::Activation::gelu,
          cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU; train with "
              "--activation gelu"));
-  refuse(c.bias, "an output bias (lm_head.bias, which --bias gives every Linear): neither graph adds one to the "
+  refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): neither graph adds one to the "
                  "logits; train with --no-bias");
   refuse(c.qk_norm, "--qk-norm: neither graph normalises queries and keys; train without --qk-norm");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
