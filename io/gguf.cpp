@@ -81,7 +81,9 @@ void put_scalar(std::string& out, GgufType type, const GgufValue& v, size_t i = 
     case GgufType::i64: put<int64_t>(out, integer()); break;
     case GgufType::f32: put<float>(out, float(real())); break;
     case GgufType::f64: put<double>(out, real()); break;
-    case GgufType::boolean: put<uint8_t>(out, std::get<bool>(v.value) ? 1 : 0); break;
+    case GgufType::boolean:  // an array of them is read as integers
+      put<uint8_t>(out, (v.is_array ? integer() != 0 : std::get<bool>(v.value)) ? 1 : 0);
+      break;
     case GgufType::string:
       put_string(out, v.is_array ? std::get<std::vector<std::string>>(v.value).at(i) : std::get<std::string>(v.value));
       break;

@@ -11,7 +11,9 @@
 namespace folio {
 namespace {
 
-constexpr int64_t kMaxExtent = int64_t(1) << 24;  // any size key: far past a model folio trains
+// The sizes a checkpoint's config may have (io/config_json.cpp): block_size sizes the
+// rope tables, which no tensor of the file bounds.
+constexpr int64_t kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
 
 std::string shown(const std::vector<int64_t>& shape) {
   std::string s = "(";
@@ -23,13 +25,13 @@ struct Source {
   const GgufFile& f;
   const std::string& where;
 
-  int64_t integer(const std::string& key) const {
+  int64_t integer(const std::string& key, int64_t max) const {
     const GgufValue* v = f.find(key);
     if (!v) fail("gguf", where, ": key ", key, " is missing");
     if (v->is_array || !std::holds_alternative<int64_t>(v->value) || v->type == GgufType::boolean)
       fail("gguf", where, ": key ", key, " is not an integer");
     const int64_t n = std::get<int64_t>(v->value);
-    if (n < 1 || n > kMaxExtent) fail("gguf", where, ": key ", key, " is ", n, ", outside [1, ", kMaxExtent, "]");
+    if (n < 1 || n > max) fail("gguf", where, ": key ", key, " is ", n, ", outside [1, ", max, "]");
     return n;
   }
   double real(const std::string& key, double otherwise) const {
@@ -78,22 +80,22 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
 
   nn::GPTConfig c;
   c.vocab_size = out.tokenizer->vocab_size();
-  c.n_embd = s.integer(arch + ".embedding_length");
-  c.n_layer = s.integer(arch + ".block_count");
-  c.n_head = s.integer(arch + ".attention.head_count");
-  c.block_size = s.integer(arch + ".context_length");
+  c.n_embd = s.integer(arch + ".embedding_length", kMaxEmbd);
+  c.n_layer = s.integer(arch + ".block_count", kMaxLayers);
+  c.n_head = s.integer(arch + ".attention.head_count", kMaxEmbd);
+  c.block_size = s.integer(arch + ".context_length", kMaxBlock);
   c.pos = arch == "gpt2" ? nn::Positions::learned : nn::Positions::rope;
   c.activation = nn::Activation::gelu;
   c.bias = false;
   const int64_t C = c.n_embd;
   if (C % c.n_head) fail("gguf", where, ": embedding_length ", C, " is not divisible by head_count ", c.n_head);
   const int64_t HS = C / c.n_head;
-  if (s.integer(arch + ".feed_forward_length") != 4 * C)
+  if (s.integer(arch + ".feed_forward_length", 4 * kMaxEmbd) != 4 * C)
     fail("gguf", where, ": feed_forward_length must be 4 x embedding_length (", 4 * C, ") for folio's blocks");
   if (float(s.real(arch + ".attention.layer_norm_epsilon", -1.0)) != kLayerNormEps)
     fail("gguf", where, ": layer_norm_epsilon must be ", kLayerNormEps, ", folio's");
   if (arch == "gptneox") {
-    if (s.integer(arch + ".rope.dimension_count") != HS)
+    if (s.integer(arch + ".rope.dimension_count", kMaxEmbd) != HS)
       fail("gguf", where, ": rope.dimension_count must be the head size ", HS, ": folio rotates whole heads");
     if (s.real(arch + ".rope.freq_base", 10000.0) != 10000.0) fail("gguf", where, ": rope.freq_base must be 10000");
     const GgufValue* par = f.find(arch + ".use_parallel_residual");

@@ -55,7 +55,8 @@ if [ ! -s "$seeds/a-state.safetensors" ]; then
     for f in model best state; do cp "$build/seed-runs/$run/$f.safetensors" "$seeds/$run-$f.safetensors"; done
   done
 fi
-# GGUF seeds: an exportable model (GELU, no biases) as gpt2 and as gptneox in q8_0.
+# GGUF seeds: an exportable model (GELU, no biases) as gpt2 in f16 and gptneox in q8_0,
+# each under -max_len.
 gguf_seeds=$build/seeds-gguf
 if [ ! -s "$gguf_seeds/rope-q8.gguf" ]; then
   mkdir -p "$gguf_seeds"
@@ -64,7 +65,7 @@ if [ ! -s "$gguf_seeds/rope-q8.gguf" ]; then
       --eval-interval 2 --eval-iters 1 --threads 1 --quiet --n-head 1 --n-embd 32 --activation gelu --no-bias \
       --pos $pos --out "$build/seed-runs/gguf-$pos"
   done
-  "$folio" export "$build/seed-runs/gguf-learned" "$gguf_seeds/learned.gguf"
+  "$folio" export --dtype f16 "$build/seed-runs/gguf-learned" "$gguf_seeds/learned-f16.gguf"
   "$folio" export --dtype q8_0 "$build/seed-runs/gguf-rope" "$gguf_seeds/rope-q8.gguf"
 fi
 

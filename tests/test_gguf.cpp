@@ -272,7 +272,19 @@ TEST(GgufModel, ImportRefusesWhatFolioCannotHold) {
   refused([](GgufFile& f) {
     for (auto& [k, v] : f.kv)
       if (k == "gpt2.block_count") v = GgufValue::u32(1u << 30);
-  }, {"gpt2.block_count is 1073741824"});
+  }, {"gpt2.block_count is 1073741824, outside [1, 256]"});
+}
+
+// No tensor of a gptneox file bounds its context length, which sizes the rope tables:
+// it is held to what a checkpoint may claim.
+TEST(GgufModel, ImportBoundsTheRopeContextLength) {
+  const auto tok = chars();
+  nn::GPTConfig c = exportable(nn::Positions::rope);
+  c.vocab_size = tok->vocab_size();
+  GgufFile f = model_to_gguf(nn::GPT(c), *tok, GgufDtype::f32, "t");
+  for (auto& [k, v] : f.kv)
+    if (k == "gptneox.context_length") v = GgufValue::u32(1u << 30);
+  expect_error([&] { model_from_gguf(f, "r.gguf"); }, {"r.gguf", "context_length is 1073741824, outside [1, 65536]"});
 }
 
 // ---- the commands ----

@@ -44,7 +44,9 @@ std::string llama_npm_dir(std::string& why) {
     why = "node-llama-cpp 3.22 needs Node 20 or later";
     return "";
   }
-  const fs::path dir = fs::path(FOLIO_BINARY).parent_path() / "tests" / "gguf-npm";
+  // FOLIO_GGUF_NPM_DIR shares one install between build trees (85 MB each otherwise).
+  const char* shared = std::getenv("FOLIO_GGUF_NPM_DIR");
+  const fs::path dir = shared && *shared ? fs::path(shared) : fs::path(FOLIO_BINARY).parent_path() / "tests" / "gguf-npm";
   if (fs::exists(dir / "node_modules" / "node-llama-cpp" / "dist" / "index.js")) return dir.string();
   fs::create_directories(dir);
   // --omit=optional leaves out the CUDA and Vulkan builds; the package's postinstall
