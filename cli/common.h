@@ -34,7 +34,8 @@ struct Command {
   const char* positional = nullptr;  // the option bare words go to (none: they are an error)
 };
 
-extern const Command kTrain, kGenerate, kEval, kInfo, kTokens, kTokenize, kAttention, kPlot, kGradcheck, kServe;
+extern const Command kTrain, kGenerate, kEval, kInfo, kTokens, kTokenize, kAttention, kPlot, kGradcheck, kServe,
+    kExport, kImport;
 
 // A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
 std::string shown(float v);

@@ -174,7 +174,7 @@ void check_dtype(Precision p) {
 namespace {
 
 constexpr const Command* kCommands[] = {&kTrain, &kTokenize, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck,
-                                        &kServe};
+                                        &kServe, &kExport, &kImport};
 
 void print_usage() {
   std::printf("usage: folio <command> [options]\n\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the checkpoint reader (fuzz/fuzz_checkpoint.cpp: load_safetensors plus the
 # model and training-state validation) with libFuzzer, ASan and UBSan, for SECONDS
-# (default 60). Extra arguments go to libFuzzer (e.g. -jobs=2, -only_ascii=1).
+# (default 60), then the GGUF reader folio import uses (fuzz/fuzz_gguf.cpp) for a
+# quarter of that. Extra arguments go to libFuzzer (e.g. -jobs=2, -only_ascii=1).
 #
 #   bash scripts/fuzz.sh 600        # ten minutes
 #   bash scripts/fuzz.sh 20         # the smoke run .ci/run does when clang is installed
@@ -33,9 +34,9 @@ CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOLIO_FUZ
 folio=${FOLIO_SEED_BINARY:-$build/folio}
 if [ -n "${FOLIO_SEED_BINARY:-}" ]; then
   [ -x "$folio" ] || { echo "fuzz: FOLIO_SEED_BINARY=$folio is not an executable folio" >&2; exit 2; }
-  cmake --build "$build" -j"$jobs" --target fuzz_checkpoint
+  cmake --build "$build" -j"$jobs" --target fuzz_checkpoint fuzz_gguf
 else
-  cmake --build "$build" -j"$jobs" --target fuzz_checkpoint folio_cli
+  cmake --build "$build" -j"$jobs" --target fuzz_checkpoint fuzz_gguf folio_cli
 fi
 
 # Seeds: every kind of file folio writes (model, best, state), for two model shapes.
@@ -54,6 +55,19 @@ if [ ! -s "$seeds/a-state.safetensors" ]; then
     for f in model best state; do cp "$build/seed-runs/$run/$f.safetensors" "$seeds/$run-$f.safetensors"; done
   done
 fi
+# GGUF seeds: an exportable model (GELU, no biases) as gpt2 in f16 and gptneox in q8_0,
+# each under -max_len.
+gguf_seeds=$build/seeds-gguf
+if [ ! -s "$gguf_seeds/rope-q8.gguf" ]; then
+  mkdir -p "$gguf_seeds"
+  for pos in learned rope; do
+    "$folio" train --data "$build/seed-runs/corpus.txt" --n-layer 1 --block-size 4 --batch-size 2 --max-iters 2 \
+      --eval-interval 2 --eval-iters 1 --threads 1 --quiet --n-head 1 --n-embd 32 --activation gelu --no-bias \
+      --pos $pos --out "$build/seed-runs/gguf-$pos"
+  done
+  "$folio" export --dtype f16 "$build/seed-runs/gguf-learned" "$gguf_seeds/learned-f16.gguf"
+  "$folio" export --dtype q8_0 "$build/seed-runs/gguf-rope" "$gguf_seeds/rope-q8.gguf"
+fi
 
 mkdir -p "$build/corpus" "$build/artifacts"
 echo "[fuzz] fuzzing the checkpoint reader for ${seconds}s"
@@ -65,3 +79,9 @@ echo "[fuzz] fuzzing the checkpoint reader for ${seconds}s"
 "$build/fuzz/fuzz_checkpoint" -max_total_time="$seconds" -print_final_stats=1 \
   -dict=fuzz/checkpoint.dict -max_len=65536 -timeout=10 -malloc_limit_mb=64 -rss_limit_mb=2048 \
   -artifact_prefix="$build/artifacts/" "$@" "$build/corpus" "$seeds" fuzz/corpus
+
+mkdir -p "$build/corpus-gguf"
+echo "[fuzz] fuzzing the GGUF reader for $((seconds / 4 + 1))s"
+"$build/fuzz/fuzz_gguf" -max_total_time="$((seconds / 4 + 1))" -print_final_stats=1 \
+  -max_len=65536 -timeout=10 -malloc_limit_mb=64 -rss_limit_mb=2048 \
+  -artifact_prefix="$build/artifacts/" "$@" "$build/corpus-gguf" "$gguf_seeds" fuzz/corpus-gguf

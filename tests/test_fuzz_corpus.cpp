@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fuzz/checkpoint_entry.h"
+#include "fuzz/gguf_entry.h"
 #include "tests/support.h"
 
 namespace folio {
@@ -46,6 +47,24 @@ TEST(FuzzCorpus, EveryInputLoadsOrIsAFolioError) {
   }
   EXPECT_GE(accepted, 1) << "no input of the corpus is a valid checkpoint any more";
   EXPECT_LT(total, 200u * 1024) << "keep fuzz/corpus small: minimize the inputs (libFuzzer -merge=1)";
+}
+
+// The same for the GGUF reader and folio import's mapping (fuzz/fuzz_gguf.cpp), over
+// fuzz/corpus-gguf: exported models (accept-*) and damaged copies (reject-*).
+TEST(FuzzCorpus, EveryGgufInputImportsOrIsAFolioError) {
+  const fs::path corpus = fs::path(FOLIO_SOURCE_DIR) / "fuzz" / "corpus-gguf";
+  ASSERT_TRUE(fs::is_directory(corpus)) << corpus;
+  int accepted = 0, seen = 0;
+  for (const auto& e : fs::directory_iterator(corpus)) {
+    const std::string bytes = slurp(e.path()), name = e.path().filename().string();
+    int n = -1;
+    EXPECT_NO_THROW(n = fuzz::load_gguf_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) << name;
+    if (name.starts_with("accept-")) EXPECT_EQ(n, 1) << name << " must import";
+    if (name.starts_with("reject-")) EXPECT_EQ(n, 0) << name << " must be refused";
+    accepted += n > 0, ++seen;
+  }
+  EXPECT_GE(seen, 5);
+  EXPECT_GE(accepted, 2);
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+// folio export: a checkpoint as a file another program runs; today GGUF, llama.cpp's
+// (io/gguf_model.h says what maps; docs/export.md).
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/common.h"
+#include "io/checkpoint.h"
+#include "io/gguf_model.h"
+
+namespace folio::cli {
+namespace {
+
+void declare(po::options_description& opts) {
+  opts.add_options()("format", with_default<std::string>("gguf"), "the file format: gguf (llama.cpp's)")
+      ("dtype", with_default<std::string>("f32"),
+       "the matrices' type: f32, f16 or q8_0 (blocks of 32 int8 with an f16 scale; a matrix whose rows are not "
+       "whole blocks is written f16); norms and biases stay f32")
+      ("paths", po::value<std::vector<std::string>>()->composing(), "RUN (its model.safetensors) or a .safetensors checkpoint, then OUT.gguf");
+}
+
+GgufDtype dtype_of(const std::string& text) {
+  if (text == "f32") return GgufDtype::f32;
+  if (text == "f16") return GgufDtype::f16;
+  if (text == "q8_0") return GgufDtype::q8_0;
+  throw UsageError(cat("--dtype must be f32, f16 or q8_0, got '", text, "'"));
+}
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "gguf") throw UsageError(cat("--format must be gguf, got '", format, "'"));
+  const GgufDtype dtype = dtype_of(vm["dtype"].as<std::string>());
+  const auto paths = vm.count("paths") ? vm["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (paths.size() != 2)
+    throw UsageError(cat("expected two paths, the checkpoint (a run directory or a .safetensors file) and the "
+                         "GGUF file to write; got ", paths.size()));
+  const std::string& out = paths[1];
+  std::error_code ec;
+  if (std::filesystem::is_directory(out, ec)) throw UsageError(cat(out, ": is a directory, not a file to write"));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(paths[0]));
+  if (const auto why = gguf_refusals(ck->model->config(), *ck->tokenizer); !why.empty()) {
+    std::string lines;
+    for (const auto& w : why) lines += "\n  " + w;
+    throw UsageError(cat(ck->path, " maps to no llama.cpp architecture:", lines));
+  }
+  const std::string name = std::filesystem::path(ck->path).parent_path().filename().string();
+  auto file = std::make_shared<GgufFile>(model_to_gguf(*ck->model, *ck->tokenizer, dtype, name.empty() ? "folio" : name));
+  return [=] {
+    write_gguf(out, *file);
+    std::fprintf(stderr, "wrote %s (GGUF, %s, %s, %zu tensors)\n", out.c_str(),
+                 std::get<std::string>(file->find("general.architecture")->value).c_str(), to_string(dtype),
+                 file->tensors.size());
+    if (ck->model->config().mtp > 0.0f)
+      std::fprintf(stderr, "note: the multi-token head (--mtp) is not written: generation never uses it\n");
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.cpp",
+                         "folio export [--format gguf] [--dtype f32|f16|q8_0] RUN|CKPT OUT.gguf\n\n"
+                         "Writes the model and its tokenizer as GGUF v3: learned positions as llama.cpp's gpt2,\n"
+                         "--pos rope as gptneox. Options no llama.cpp graph computes are refused, each with the\n"
+                         "flag that makes a model exportable (docs/export.md).",
+                         declare, prepare, "paths"};
+
+}  // namespace folio::cli

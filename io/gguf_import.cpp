@@ -1,0 +1,168 @@
+// model_from_gguf (io/gguf_model.h): a GGUF of an architecture folio exports, back into
+// folio's model. Every key and tensor shape is checked against the config it implies
+// before the model is built, so a file cannot make folio allocate more than it holds.
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+#include "io/gguf_model.h"
+
+namespace folio {
+namespace {
+
+// The sizes a checkpoint's config may have (io/config_json.cpp): block_size sizes the
+// rope tables, which no tensor of the file bounds.
+constexpr int64_t kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
+
+std::string shown(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += cat(i ? ", " : "", shape[i]);
+  return s + ")";
+}
+
+struct Source {
+  const GgufFile& f;
+  const std::string& where;
+
+  int64_t integer(const std::string& key, int64_t max) const {
+    const GgufValue* v = f.find(key);
+    if (!v) fail("gguf", where, ": key ", key, " is missing");
+    if (v->is_array || !std::holds_alternative<int64_t>(v->value) || v->type == GgufType::boolean)
+      fail("gguf", where, ": key ", key, " is not an integer");
+    const int64_t n = std::get<int64_t>(v->value);
+    if (n < 1 || n > max) fail("gguf", where, ": key ", key, " is ", n, ", outside [1, ", max, "]");
+    return n;
+  }
+  double real(const std::string& key, double otherwise) const {
+    const GgufValue* v = f.find(key);
+    if (!v) return otherwise;
+    if (v->is_array || !std::holds_alternative<double>(v->value)) fail("gguf", where, ": key ", key, " is not a number");
+    return std::get<double>(v->value);
+  }
+  std::string text(const std::string& key) const {
+    const GgufValue* v = f.find(key);
+    if (!v || v->is_array || !std::holds_alternative<std::string>(v->value))
+      fail("gguf", where, ": key ", key, " is missing or not a string");
+    return std::get<std::string>(v->value);
+  }
+  // The tensor `name`, which must have `shape` (numpy order).
+  const GgufTensor& tensor(const std::string& name, std::vector<int64_t> shape) const {
+    const GgufTensor* t = f.tensor(name);
+    if (!t) fail("gguf", where, ": tensor ", name, " is missing");
+    if (t->shape != shape) fail("gguf", where, ": tensor ", name, ": shape ", shown(t->shape), ", expected ", shown(shape));
+    return *t;
+  }
+};
+
+bool all_zero(const std::vector<float>& v) {
+  for (const float x : v)
+    if (x != 0.0f) return false;
+  return true;
+}
+
+}  // namespace
+
+ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
+  const Source s{f, where};
+  const std::string arch = s.text("general.architecture");
+  if (arch != "gpt2" && arch != "gptneox")
+    fail("gguf", where, ": architecture ", arch, " is not one folio imports (gpt2, gptneox)");
+  TokenizerMetadata meta;
+  for (const auto& [k, v] : f.kv)
+    if (k.rfind("folio.tokenizer.", 0) == 0 && !v.is_array && std::holds_alternative<std::string>(v.value))
+      meta.emplace_back(k.substr(16), std::get<std::string>(v.value));
+  if (meta.empty())
+    fail("gguf", where, ": no folio.tokenizer.* keys: folio imports the tokenizer it wrote itself (folio export), "
+         "and this file was made elsewhere");
+  ImportedModel out;
+  out.tokenizer = load_tokenizer(meta, where + ": folio.tokenizer");
+
+  nn::GPTConfig c;
+  c.vocab_size = out.tokenizer->vocab_size();
+  c.n_embd = s.integer(arch + ".embedding_length", kMaxEmbd);
+  c.n_layer = s.integer(arch + ".block_count", kMaxLayers);
+  c.n_head = s.integer(arch + ".attention.head_count", kMaxEmbd);
+  c.block_size = s.integer(arch + ".context_length", kMaxBlock);
+  c.pos = arch == "gpt2" ? nn::Positions::learned : nn::Positions::rope;
+  c.activation = nn::Activation::gelu;
+  c.bias = false;
+  const int64_t C = c.n_embd;
+  if (C % c.n_head) fail("gguf", where, ": embedding_length ", C, " is not divisible by head_count ", c.n_head);
+  const int64_t HS = C / c.n_head;
+  if (s.integer(arch + ".feed_forward_length", 4 * kMaxEmbd) != 4 * C)
+    fail("gguf", where, ": feed_forward_length must be 4 x embedding_length (", 4 * C, ") for folio's blocks");
+  if (float(s.real(arch + ".attention.layer_norm_epsilon", -1.0)) != kLayerNormEps)
+    fail("gguf", where, ": layer_norm_epsilon must be ", kLayerNormEps, ", folio's");
+  if (arch == "gptneox") {
+    if (s.integer(arch + ".rope.dimension_count", kMaxEmbd) != HS)
+      fail("gguf", where, ": rope.dimension_count must be the head size ", HS, ": folio rotates whole heads");
+    if (s.real(arch + ".rope.freq_base", 10000.0) != 10000.0) fail("gguf", where, ": rope.freq_base must be 10000");
+    const GgufValue* par = f.find(arch + ".use_parallel_residual");
+    if (!par || par->is_array || !std::holds_alternative<bool>(par->value) || std::get<bool>(par->value))
+      fail("gguf", where, ": use_parallel_residual must be false: folio's blocks are sequential");
+  }
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  const int64_t Vg = tokens && tokens->is_array ? int64_t(std::get<std::vector<std::string>>(tokens->value).size()) : -1;
+  if (Vg < c.vocab_size || Vg > c.vocab_size + 3)
+    fail("gguf", where, ": tokenizer.ggml.tokens has ", Vg, " tokens for a tokenizer of ", c.vocab_size);
+
+  // Every tensor's shape first; then the weights.
+  std::vector<std::pair<std::string, std::vector<float>>> w;  // folio name -> values
+  auto take = [&](const std::string& name, std::vector<int64_t> shape) { return gguf_floats(s.tensor(name, shape)); };
+  auto zero_bias = [&](const std::string& name, int64_t n) {
+    if (!all_zero(take(name, {n})))
+      fail("gguf", where, ": tensor ", name, " is not zero: folio's model has no bias there");
+  };
+  const std::vector<float> embd = take("token_embd.weight", {Vg, C});
+  w.emplace_back("token_embedding.weight", std::vector<float>(embd.begin(), embd.begin() + c.vocab_size * C));
+  if (arch == "gpt2") w.emplace_back("position_embedding.weight", take("position_embd.weight", {c.block_size, C}));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string b = cat("blk.", l, "."), m = cat("blocks.", l, ".");
+    w.emplace_back(m + "ln1.weight", take(b + "attn_norm.weight", {C}));
+    w.emplace_back(m + "ln1.bias", take(b + "attn_norm.bias", {C}));
+    const std::vector<float> qkv = take(b + "attn_qkv.weight", {3 * C, C});  // (3C, C): all q, all k, all v
+    zero_bias(b + "attn_qkv.bias", 3 * C);
+    const char* parts[] = {"query", "key", "value"};
+    for (int part = 0; part < 3; ++part)
+      for (int64_t h = 0; h < c.n_head; ++h) {
+        const auto at = qkv.begin() + (part * C + h * HS) * C;
+        w.emplace_back(cat(m, "attn.heads.", h, ".", parts[part], ".weight"), std::vector<float>(at, at + HS * C));
+      }
+    w.emplace_back(m + "attn.proj.weight", take(b + "attn_output.weight", {C, C}));
+    zero_bias(b + "attn_output.bias", C);
+    w.emplace_back(m + "ln2.weight", take(b + "ffn_norm.weight", {C}));
+    w.emplace_back(m + "ln2.bias", take(b + "ffn_norm.bias", {C}));
+    w.emplace_back(m + "ffwd.fc.weight", take(b + "ffn_up.weight", {4 * C, C}));
+    zero_bias(b + "ffn_up.bias", 4 * C);
+    w.emplace_back(m + "ffwd.proj.weight", take(b + "ffn_down.weight", {C, 4 * C}));
+    zero_bias(b + "ffn_down.bias", C);
+  }
+  w.emplace_back("ln_f.weight", take("output_norm.weight", {C}));
+  w.emplace_back("ln_f.bias", take("output_norm.bias", {C}));
+  // No output matrix, or the embedding's very values: a tied model.
+  const GgufTensor* output = f.tensor("output.weight");
+  const std::vector<float> head = output ? take("output.weight", {Vg, C}) : embd;
+  c.tie_weights = head == embd;
+  if (!c.tie_weights) w.emplace_back("lm_head.weight", std::vector<float>(head.begin(), head.begin() + c.vocab_size * C));
+  if (f.tensors.size() != size_t(arch == "gpt2" ? 5 : 4) + size_t(c.n_layer) * 12 - (output ? 0 : 1))
+    fail("gguf", where, ": ", f.tensors.size(), " tensors, more than a ", arch, " model of ", c.n_layer,
+         " blocks has");
+
+  c.validate();
+  out.model = std::make_unique<nn::GPT>(c);
+  for (const auto& named : out.model->named_parameters()) {
+    const std::string& name = named.first;
+    const Tensor& p = named.second;
+    const auto it = std::find_if(w.begin(), w.end(), [&](const auto& e) { return e.first == name; });
+    if (it == w.end() || int64_t(it->second.size()) != p.numel())
+      fail("gguf", where, ": no weights for the model's ", name);
+    for (const float x : it->second)
+      if (!std::isfinite(x)) fail("gguf", where, ": the weights for ", name, " are not all finite");
+    std::memcpy(p.data(), it->second.data(), it->second.size() * sizeof(float));
+    p.mark_modified();
+  }
+  return out;
+}
+
+}  // namespace folio

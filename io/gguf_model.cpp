@@ -1,0 +1,223 @@
+#include "io/gguf_model.h"
+
+#include <sentencepiece_processor.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "base/error.h"
+#include "data/vocab.h"
+
+namespace folio {
+namespace {
+
+using nn::GPTConfig;
+
+constexpr float kRopeBase = 10000.0f;  // nn::RotaryTables' base
+const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+// ---- the vocabulary ----
+
+struct Vocabulary {
+  std::vector<std::string> tokens;
+  std::vector<double> scores;
+  std::vector<int64_t> types;
+  int64_t unk = -1, bos = -1, eos = -1;
+  std::vector<int64_t> suppress;  // ids the model does not have (zero rows): never to be sampled
+};
+
+std::string with_spm_spaces(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == ' ' ? kSpace : std::string(1, c);
+  return out;
+}
+
+Vocabulary char_vocabulary(const Tokenizer& t) {
+  Vocabulary v;
+  const int V = t.vocab_size();
+  const std::optional<int32_t> eot = t.end_of_text();
+  for (int32_t id = 0; id < V; ++id) {
+    if (eot && id == *eot) {
+      v.tokens.push_back("</s>"), v.types.push_back(kControl), v.eos = id;
+    } else {
+      v.tokens.push_back(with_spm_spaces(t.token_bytes(id)));
+      v.types.push_back(kNormal);
+    }
+    v.scores.push_back(0.0);
+  }
+  // llama.cpp gives unk, bos and eos the ids 0, 1 and 2 unless told: real characters.
+  // They get ids of their own after the model's.
+  auto extra = [&](const char* text, int64_t type) {
+    v.suppress.push_back(int64_t(v.tokens.size()));
+    v.tokens.emplace_back(text), v.types.push_back(type), v.scores.push_back(0.0);
+    return int64_t(v.tokens.size()) - 1;
+  };
+  v.unk = extra("<unk>", kUnknown);
+  v.bos = extra("<s>", kControl);
+  if (v.eos < 0) v.eos = extra("</s>", kControl);
+  return v;
+}
+
+Vocabulary spm_vocabulary(const Tokenizer& t) {
+  sentencepiece::SentencePieceProcessor sp;
+  if (!sp.LoadFromSerializedProto(t.export_model().value_or("")).ok())
+    fail("gguf", "the tokenizer (", t.describe(), ") has no readable SentencePiece model");
+  Vocabulary v;
+  for (int id = 0; id < sp.GetPieceSize(); ++id) {
+    v.tokens.push_back(sp.IdToPiece(id));
+    v.scores.push_back(sp.GetScore(id));
+    v.types.push_back(sp.IsByte(id) ? kByte : sp.IsUnknown(id) ? kUnknown : sp.IsControl(id) ? kControl
+                      : sp.IsUnused(id) ? kUnused : kNormal);
+  }
+  v.unk = sp.unk_id(), v.bos = sp.bos_id(), v.eos = sp.eos_id();
+  return v;
+}
+
+// ---- tensors ----
+
+using Params = std::map<std::string, Tensor>;
+
+GgufTensor tensor(const std::string& name, std::vector<int64_t> shape, const float* values, GgufDtype dtype) {
+  GgufTensor t{name, std::move(shape), GgufDtype::f32, {}};
+  // Vectors (norms, biases) stay f32, as llama.cpp's converter keeps them; a matrix whose
+  // rows are not whole q8_0 blocks falls back to f16.
+  if (t.shape.size() == 2 && dtype != GgufDtype::f32)
+    t.dtype = dtype == GgufDtype::q8_0 && t.shape.back() % 32 ? GgufDtype::f16 : dtype;
+  t.data = gguf_encode(t.dtype, values, t.numel());
+  return t;
+}
+
+const Tensor& param(const Params& p, const std::string& name) {
+  const auto it = p.find(name);
+  if (it == p.end()) fail("gguf", "the model has no parameter ", name);
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& tokenizer) {
+  std::vector<std::string> why;
+  auto refuse = [&](bool on, const std::string& line) {
+    if (on) why.push_back(line);
+  };
+  refuse(c.activation != nn::Activation::gelu,
+         cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU; train with "
+             "--activation gelu"));
+  refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): neither graph adds one to the "
+                 "logits; train with --no-bias");
+  refuse(c.qk_norm, "--qk-norm: neither graph normalises queries and keys; train without --qk-norm");
+  refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
+                                     ": neither graph caps the logits; train with --logit-softcap 0"));
+  refuse(c.bigram, "--bigram: llama.cpp has no bigram table; train without --bigram");
+  refuse(c.x0_shortcut, "--x0-shortcut: llama.cpp's blocks take only the previous block's output; train without "
+                        "--x0-shortcut");
+  refuse(c.value_embed, "--value-embed: llama.cpp's attention has no value embeddings; train without --value-embed");
+  refuse(c.unet_skips, "--unet-skips: llama.cpp's blocks take only the previous block's output; train without "
+                       "--unet-skips");
+  const std::string kind = tokenizer.kind();
+  refuse(kind != "char" && kind != "spm",
+         cat("the tokenizer (", tokenizer.describe(), ") has no text to give llama.cpp; train with --tokenizer char, "
+             "bpe or unigram"));
+  if (kind == "char")
+    for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
+      refuse(tokenizer.token_bytes(id) == kSpace,
+             "the character vocabulary holds U+2581, which llama.cpp's vocabulary reads as a space; train on text "
+             "without it");
+  // Not refused: zero_init_proj, drop_path and dropout_at shape training only; the
+  // multi-token head (mtp) is not used to generate and is left out.
+  return why;
+}
+
+GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDtype dtype, const std::string& name) {
+  const GPTConfig& c = model.config();
+  if (const auto why = gguf_refusals(c, tokenizer); !why.empty()) {
+    std::string lines;
+    for (const auto& w : why) lines += "\n  " + w;
+    fail("gguf", "this model maps to no llama.cpp architecture:", lines);
+  }
+  const Vocabulary v = std::string(tokenizer.kind()) == "char" ? char_vocabulary(tokenizer) : spm_vocabulary(tokenizer);
+  const std::string arch = c.pos == nn::Positions::learned ? "gpt2" : "gptneox";
+  const int64_t C = c.n_embd, HS = C / c.n_head, V = c.vocab_size, Vg = int64_t(v.tokens.size());
+  const int64_t file_type = dtype == GgufDtype::f32 ? 0 : dtype == GgufDtype::f16 ? 1 : 7;  // llama_ftype
+
+  GgufFile f;
+  auto key = [&](const std::string& k, GgufValue value) { f.kv.emplace_back(k, std::move(value)); };
+  key("general.architecture", GgufValue::text(arch));
+  key("general.name", GgufValue::text(name));
+  key("general.file_type", GgufValue::u32(uint32_t(file_type)));
+  key(arch + ".context_length", GgufValue::u32(uint32_t(c.block_size)));
+  key(arch + ".embedding_length", GgufValue::u32(uint32_t(C)));
+  key(arch + ".block_count", GgufValue::u32(uint32_t(c.n_layer)));
+  key(arch + ".feed_forward_length", GgufValue::u32(uint32_t(4 * C)));
+  key(arch + ".attention.head_count", GgufValue::u32(uint32_t(c.n_head)));
+  key(arch + ".attention.layer_norm_epsilon", GgufValue::f32(kLayerNormEps));
+  if (arch == "gptneox") {
+    key(arch + ".rope.dimension_count", GgufValue::u32(uint32_t(HS)));
+    key(arch + ".rope.freq_base", GgufValue::f32(kRopeBase));
+    key(arch + ".use_parallel_residual", GgufValue::flag(false));  // folio's blocks are sequential
+  }
+  key("tokenizer.ggml.model", GgufValue::text("llama"));
+  key("tokenizer.ggml.tokens", GgufValue::texts(v.tokens));
+  key("tokenizer.ggml.scores", GgufValue::f32s(v.scores));
+  key("tokenizer.ggml.token_type", GgufValue::i32s(v.types));
+  if (v.unk >= 0) key("tokenizer.ggml.unknown_token_id", GgufValue::u32(uint32_t(v.unk)));
+  if (v.bos >= 0) key("tokenizer.ggml.bos_token_id", GgufValue::u32(uint32_t(v.bos)));
+  if (v.eos >= 0) key("tokenizer.ggml.eos_token_id", GgufValue::u32(uint32_t(v.eos)));
+  key("tokenizer.ggml.add_bos_token", GgufValue::flag(false));
+  key("tokenizer.ggml.add_eos_token", GgufValue::flag(false));
+  key("tokenizer.ggml.add_space_prefix", GgufValue::flag(false));
+  if (!v.suppress.empty()) key("tokenizer.ggml.suppress_tokens", GgufValue::i32s(v.suppress));
+  for (const auto& [k, value] : tokenizer.metadata()) key("folio.tokenizer." + k, GgufValue::text(value));
+
+  Params p;
+  for (const auto& [n, t] : model.named_parameters()) p.emplace(n, t);
+  auto copy = [&](const std::string& gguf, const std::string& folio) {
+    const Tensor& t = param(p, folio);
+    std::vector<int64_t> shape(t.shape().dims.begin(), t.shape().dims.begin() + t.shape().ndim);
+    f.tensors.push_back(tensor(gguf, shape, t.data(), dtype));
+  };
+  auto zeros = [&](const std::string& gguf, int64_t n) {
+    const std::vector<float> z(size_t(n), 0.0f);
+    f.tensors.push_back(tensor(gguf, {n}, z.data(), dtype));
+  };
+  // (V, C) matrices with zero rows for the special tokens the model lacks: (Vg, C).
+  auto vocab_rows = [&](const std::string& gguf, const Tensor& w) {
+    std::vector<float> rows(size_t(Vg * C), 0.0f);  // (Vg, C)
+    std::copy(w.data(), w.data() + V * C, rows.begin());
+    f.tensors.push_back(tensor(gguf, {Vg, C}, rows.data(), dtype));
+  };
+  vocab_rows("token_embd.weight", param(p, "token_embedding.weight"));
+  if (arch == "gpt2") copy("position_embd.weight", "position_embedding.weight");
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string b = cat("blk.", l, "."), m = cat("blocks.", l, ".");
+    copy(b + "attn_norm.weight", m + "ln1.weight");
+    copy(b + "attn_norm.bias", m + "ln1.bias");
+    // llama.cpp's fused projection: all heads' queries, then their keys, then values.
+    std::vector<float> qkv;  // (3C, C)
+    qkv.reserve(size_t(3 * C * C));
+    for (const char* part : {"query", "key", "value"})
+      for (int64_t h = 0; h < c.n_head; ++h) {
+        const Tensor& w = param(p, cat(m, "attn.heads.", h, ".", part, ".weight"));  // (HS, C)
+        qkv.insert(qkv.end(), w.data(), w.data() + HS * C);
+      }
+    f.tensors.push_back(tensor(b + "attn_qkv.weight", {3 * C, C}, qkv.data(), dtype));
+    zeros(b + "attn_qkv.bias", 3 * C);
+    copy(b + "attn_output.weight", m + "attn.proj.weight");
+    zeros(b + "attn_output.bias", C);
+    copy(b + "ffn_norm.weight", m + "ln2.weight");
+    copy(b + "ffn_norm.bias", m + "ln2.bias");
+    copy(b + "ffn_up.weight", m + "ffwd.fc.weight");
+    zeros(b + "ffn_up.bias", 4 * C);
+    copy(b + "ffn_down.weight", m + "ffwd.proj.weight");
+    zeros(b + "ffn_down.bias", C);
+  }
+  copy("output_norm.weight", "ln_f.weight");
+  copy("output_norm.bias", "ln_f.bias");
+  // gptneox requires an output matrix; a tied model writes its embedding again.
+  vocab_rows("output.weight", c.tie_weights ? param(p, "token_embedding.weight") : param(p, "lm_head.weight"));
+  return f;
+}
+
+}  // namespace folio

@@ -1,0 +1,50 @@
+#pragma once
+// folio's model as llama.cpp reads it, and back: the mapping between a checkpoint (the
+// GPT, its config and its tokenizer) and a GGUF file (io/gguf.h). docs/export.md says
+// what maps and what does not.
+//
+// Architectures: learned positions are llama.cpp's `gpt2`, rope (rotate-half pairs
+// (i, i + HS/2), GPT-NeoX's) is `gptneox` with a sequential residual. Both graphs are
+// pre-LayerNorm blocks with GELU and a bias on every Linear; folio has none on q, k, v
+// (and none at all with --no-bias), so zeros are written there. Anything those graphs
+// cannot compute is refused by name, with the flag that makes a model exportable.
+//
+// Tokenizers become llama.cpp's SentencePiece-style `llama` vocabulary:
+//   char   a token per character (a space as U+2581), and after them the special
+//          tokens llama.cpp needs ids for (<unk>, <s>, and </s> unless the vocabulary
+//          has an end-of-text id): their embedding and output rows are zero, and they
+//          are listed in tokenizer.ggml.suppress_tokens so llama.cpp never samples them
+//   spm    the SentencePiece model's pieces, scores, types (byte pieces as bytes) and
+//          special ids
+// add_bos, add_eos and add_space_prefix are false: folio adds nothing to a prompt.
+// folio's own tokenizer entries ride along under folio.tokenizer.* so that an import
+// gives back the very same tokenizer.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+#include "io/gguf.h"
+#include "nn/transformer.h"
+
+namespace folio {
+
+// Why this model cannot be exported, one line per reason, each naming the option and
+// the flag that would make it exportable; empty when it can.
+std::vector<std::string> gguf_refusals(const nn::GPTConfig& config, const Tokenizer& tokenizer);
+
+// The model as a GGUF file; throws "[gguf] ..." listing gguf_refusals when there are any.
+// Matrices are written as `dtype` (f16 where q8_0's blocks of 32 do not fit a row),
+// norms and biases as f32. `name` is general.name.
+GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDtype dtype, const std::string& name);
+
+struct ImportedModel {
+  std::unique_ptr<nn::GPT> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+// A GGUF of an architecture folio exports (gpt2, gptneox) with its folio.tokenizer.*
+// entries back into folio's model; everything else is refused by name. `where` names
+// the file in errors.
+ImportedModel model_from_gguf(const GgufFile& file, const std::string& where);
+
+}  // namespace folio

@@ -1,0 +1,200 @@
+// The GGUF export proven in llama.cpp: for each architecture folio exports (gpt2 for
+// learned positions, gptneox for rope) and each tokenizer kind (char, SentencePiece
+// BPE), a tiny trained model is exported, llama.cpp (node-llama-cpp, installed by this
+// test into the build tree) loads it and continues 5 prompts greedily for 64 tokens:
+// the text must equal `folio generate --greedy`, the next-token probabilities folio's
+// within 2e-3 at every step, and llama.cpp's own tokenization of each prompt folio's.
+// Skipped (never failed) where node or npm is absent or the npm registry unreachable.
+#include <cmath>
+#include <cstdlib>
+
+#include "io/checkpoint.h"
+#include "io/json.h"
+#include "support.h"
+
+namespace folio {
+namespace {
+
+using namespace testing;
+
+constexpr int kSteps = 64;
+constexpr double kMaxProbabilityGap = 2e-3;
+const char* kPrompts[] = {"ROMEO:", "First Citizen:\nWe are", "What is", "The king", "\n\n"};
+
+struct Case {
+  const char* name;
+  const char* flags;  // folio train's model and tokenizer flags
+  const char* arch;   // what the file must say
+};
+const Case kCases[] = {
+    {"char_gpt2", "--pos learned", "gpt2"},
+    {"char_gptneox", "--pos rope", "gptneox"},
+    {"bpe_gpt2", "--pos learned --tokenizer bpe --vocab-size 400", "gpt2"},
+    {"bpe_gptneox", "--pos rope --tokenizer bpe --vocab-size 400", "gptneox"},
+};
+
+// node-llama-cpp in the build tree (one install for every run of the suite), or "" when
+// it cannot be had here.
+std::string llama_npm_dir(std::string& why) {
+  if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
+    why = "node and npm are not installed";
+    return "";
+  }
+  if (std::system("node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)'") != 0) {
+    why = "node-llama-cpp 3.22 needs Node 20 or later";
+    return "";
+  }
+  // FOLIO_GGUF_NPM_DIR shares one install between build trees (85 MB each otherwise).
+  const char* shared = std::getenv("FOLIO_GGUF_NPM_DIR");
+  const fs::path dir = shared && *shared ? fs::path(shared) : fs::path(FOLIO_BINARY).parent_path() / "tests" / "gguf-npm";
+  if (fs::exists(dir / "node_modules" / "node-llama-cpp" / "dist" / "index.js")) return dir.string();
+  fs::create_directories(dir);
+  // --omit=optional leaves out the CUDA and Vulkan builds; the package's postinstall
+  // would download llama.cpp, which the prebuilt linux-x64 binaries make unneeded.
+  const std::string install = "cd '" + dir.string() +
+                              "' && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --silent "
+                              "--omit=optional node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >npm.log 2>&1";
+  if (std::system(install.c_str()) != 0) {
+    why = "npm could not install node-llama-cpp (is the npm registry reachable?); see " + (dir / "npm.log").string();
+    return "";
+  }
+  return dir.string();
+}
+
+std::vector<double> softmax(const float* logits, int64_t V) {
+  std::vector<double> p(static_cast<size_t>(V));
+  double top = logits[0], sum = 0.0;
+  for (int64_t i = 1; i < V; ++i) top = std::max(top, double(logits[i]));
+  for (int64_t i = 0; i < V; ++i) sum += p[size_t(i)] = std::exp(double(logits[i]) - top);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
+  std::string why;
+  const std::string npm = llama_npm_dir(why);
+  if (npm.empty()) GTEST_SKIP() << why;
+  TempDir dir("gguf_llamacpp");
+  write_small_corpus(dir.path / "text.txt", 30000);
+
+  // The four trainings are single-threaded and independent: side by side.
+  std::vector<Child> training;
+  for (const Case& c : kCases)
+    training.push_back(spawn_folio(
+        words(cat("train --data ", dir / "text.txt", " --out ", dir / c.name, " ", c.flags,
+                  " --activation gelu --no-bias --n-layer 2 --n-head 2 --n-embd 32 --block-size 128 --batch-size 8 "
+                  "--max-iters 150 --warmup-iters 10 --lr 3e-3 --eval-interval 150 --eval-iters 1 --threads 1 --quiet")),
+        dir / (std::string(c.name) + ".out"), dir / (std::string(c.name) + ".err"), {}, dir.path));
+  for (size_t m = 0; m < training.size(); ++m)
+    ASSERT_EQ(wait_child(training[m].pid, 300).code, 0) << kCases[m].name << ": " << slurp(training[m].err_file);
+
+  Json::Array jobs;
+  std::vector<ModelCheckpoint> models;
+  for (const Case& c : kCases) {
+    const std::string run = dir / c.name;
+    const Result exported = run_folio({"export", run, dir / (std::string(c.name) + ".gguf")}, dir.path);
+    ASSERT_EQ(exported.code, 0) << c.name << ": " << exported.err;
+    models.push_back(load_model(run));
+    models.back().model->eval();
+    Json::Array prompts;
+    for (const char* text : kPrompts) {
+      Json::Array ids;
+      for (const int32_t id : models.back().tokenizer->encode(text)) ids.emplace_back(id);
+      prompts.emplace_back(Json::Object{{"text", text}, {"ids", std::move(ids)}});
+    }
+    jobs.emplace_back(Json::Object{{"model", dir / (std::string(c.name) + ".gguf")}, {"prompts", std::move(prompts)}});
+  }
+  // f16 and q8_0 files of the last model, for their layout in llama.cpp's own reader:
+  // the same prompts, compared with a tolerance for their rounding (below).
+  for (const char* dtype : {"f16", "q8_0"}) {
+    const std::string file = dir / cat(kCases[3].name, "-", dtype, ".gguf");
+    const Result exported = run_folio({"export", "--dtype", dtype, dir / kCases[3].name, file}, dir.path);
+    ASSERT_EQ(exported.code, 0) << exported.err;
+    Json copy = jobs.back();
+    copy.as_object()[0].second = file;
+    jobs.push_back(std::move(copy));
+  }
+  {
+    std::ofstream(dir / "jobs.json") << Json(jobs).dump();
+  }
+  const std::string node = "NODE_PATH='" + npm + "/node_modules' node '" FOLIO_SOURCE_DIR "/tests/gguf_llamacpp.mjs' '" +
+                           (dir / "jobs.json") + "' " + std::to_string(kSteps) + " >'" + (dir / "llama.json") +
+                           "' 2>'" + (dir / "llama.err") + "'";
+  ASSERT_EQ(std::system(node.c_str()), 0) << slurp(dir / "llama.err");
+  const Json results = Json::parse(slurp(dir / "llama.json"));
+
+  // The four f32 files, then the last model as f16 and as q8_0.
+  for (size_t job = 0; job < std::size(kCases) + 2; ++job) {
+    const size_t m = std::min(job, std::size(kCases) - 1);
+    const Case& c = kCases[m];
+    const char* dtype = job < std::size(kCases) ? "f32" : job == std::size(kCases) ? "f16" : "q8_0";
+    const bool exact = job < std::size(kCases);
+    // f16 rounds each weight by up to 2^-11 of itself, q8_0 by up to 1/254 of its block's
+    // largest: the model itself changes, so its text may part from folio's at a near tie.
+    const double tolerance = exact ? kMaxProbabilityGap : job == std::size(kCases) ? 1e-3 : 1e-2;
+    SCOPED_TRACE(cat(c.name, " ", dtype));
+    const Json& r = results.as_array().at(job);
+    const nn::GPT& gpt = *models[m].model;
+    const Tokenizer& tok = *models[m].tokenizer;
+    const int64_t V = gpt.config().vocab_size;
+    EXPECT_EQ(r.find("arch")->as_string(), c.arch);
+    // A char vocabulary gains <unk>, <s> and </s> after the model's ids, all suppressed.
+    const size_t extra = tok.kind() == std::string("char") ? 3 : 0;
+    EXPECT_EQ(r.find("n_vocab")->as_int(), V + int64_t(extra));
+    EXPECT_EQ(r.find("suppress")->as_array().size(), extra);
+    for (size_t p = 0; p < std::size(kPrompts); ++p) {
+      SCOPED_TRACE(cat("prompt ", json_quote(kPrompts[p])));
+      const Json& run = r.find("runs")->as_array().at(p);
+      const std::vector<int32_t> prompt = tok.encode(kPrompts[p]);
+      std::vector<int32_t> llama_prompt, ids = prompt;
+      for (const Json& id : run.find("tokenized")->as_array()) llama_prompt.push_back(int32_t(id.as_int()));
+      EXPECT_EQ(llama_prompt, prompt) << "llama.cpp's tokenization of the prompt";
+      for (const Json& id : run.find("ids")->as_array()) ids.push_back(int32_t(id.as_int()));
+      ASSERT_EQ(ids.size(), prompt.size() + kSteps);
+
+      // folio's probabilities along llama.cpp's continuation, from one forward pass.
+      const int64_t T = int64_t(ids.size()) - 1;
+      const Tensor logits = gpt.forward(std::span(ids.data(), size_t(T)), 1, T).logits;  // (1, T, V)
+      double worst = 0.0;
+      int parted = 0;  // steps where llama.cpp's choice is not folio's most likely token
+      for (int s = 0; s < kSteps; ++s) {
+        const int64_t t = int64_t(prompt.size()) - 1 + s;
+        const std::vector<double> want = softmax(logits.data() + t * V, V);
+        // node-llama-cpp reports the probabilities before its token bias: the suppressed
+        // special tokens (zero rows, so logit 0) hold some mass, which llama.cpp's own
+        // samplers remove (tokenizer.ggml.suppress_tokens). Compared over the model's
+        // tokens, renormalised.
+        const Json::Array& got = run.find("probs")->as_array().at(size_t(s)).as_array();
+        ASSERT_EQ(int64_t(got.size()), V + int64_t(extra));
+        double mass = 0.0;
+        for (int64_t i = 0; i < V; ++i) mass += got[size_t(i)].as_double();
+        for (int64_t i = 0; i < V; ++i)
+          worst = std::max(worst, std::fabs(got[size_t(i)].as_double() / mass - want[size_t(i)]));
+        // Greedy: llama.cpp's choice is folio's most likely token, unless the two lead
+        // within the tolerance, which is reported rather than passed.
+        const int32_t mine = int32_t(std::max_element(want.begin(), want.end()) - want.begin());
+        const int32_t theirs = ids[size_t(t + 1)];
+        parted += mine != theirs;
+        if (mine != theirs && exact)
+          ADD_FAILURE() << "step " << s << ": llama.cpp chose " << theirs << " (p " << want[size_t(theirs)]
+                        << " in folio), folio " << mine << " (p " << want[size_t(mine)] << ")"
+                        << (want[size_t(mine)] - want[size_t(theirs)] < kMaxProbabilityGap ? ": a near tie" : "");
+      }
+      EXPECT_LE(worst, tolerance) << "the largest next-token probability difference";
+      std::printf("[gguf] %s %s prompt %zu: %d greedy tokens, %d not folio's choice, largest probability "
+                  "difference %.2e\n", c.name, dtype, p, kSteps, parted, worst);
+      if (!exact) continue;
+
+      // And the text folio generate writes.
+      const Result generated = run_folio({"generate", "--checkpoint", dir / c.name, "--prompt", kPrompts[p], "--greedy",
+                                          "--max-new-tokens", std::to_string(kSteps), "--threads", "1"},
+                                         dir.path);
+      ASSERT_EQ(generated.code, 0) << generated.err;
+      const std::string text = tok.decode(std::span(ids.data() + prompt.size(), size_t(kSteps)));
+      EXPECT_EQ(generated.out, kPrompts[p] + text + "\n");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace folio
