@@ -35,6 +35,7 @@ build_packages=(
   pybind11-dev                   # import folio: the C++ side of the bindings and its CMake package
   python3-pybind11               # import folio: pybind11 as /usr/bin/python3 sees it (its numpy support matches)
   python3-pytest                 # tests: the Python module's tests (tests/python, ctest's Python.Pytest)
+  python3-matplotlib             # examples/python/attention_heatmap.py, which the Python tests run
 )
 if [ "${1:-}" = "--only" ]; then
   shift
