@@ -1,28 +1,11 @@
 // folio: train small GPTs on a CPU (characters or subwords) and generate text from them.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <cstdlib>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <map>
-#include <set>
+#include <functional>
 #include <string>
-#include <string_view>
-#include <thread>
-#include <vector>
 
-#include "autograd/kernels/matmul.h"
-#include "autograd/parallel.h"
 #include "cli/common.h"
 #include "folio/version.h"
-#include "base/atomic_file.h"
 #include "train/distributed.h"
 
 namespace folio::cli {
