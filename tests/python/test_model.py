@@ -77,3 +77,15 @@ def test_attention_is_causal_softmax(run):
     assert np.all(np.triu(a, 1) == 0)
     # Longer than the context: the last block_size tokens.
     assert model.attention("x" * 40).shape[-1] == c["block_size"]
+
+
+def test_attention_equals_folio_attention(run):
+    # folio attention's table, 3 decimals: rows are queries, the first column the labels.
+    model = folio.load(str(run))
+    prompt = "To be, or"
+    weights = model.attention(prompt)
+    for layer, head in [(0, 0), (1, 1)]:
+        table = folio_cmd("attention", "--checkpoint", run, "--prompt", prompt, "--layer", layer, "--head", head,
+                          "--threads", "1").decode().splitlines()[2:]
+        shown = np.array([[float(v) for v in row.split()[1:]] for row in table])
+        np.testing.assert_allclose(weights[layer, head], shown, rtol=0, atol=5e-4 + 1e-6)
