@@ -4,7 +4,8 @@
 //   module.cpp    the module: errors, threads, and the parts below
 //   model.cpp     folio.load, Model (logits, loss, attention, parameters), Tokenizer
 //   generate.cpp  Model.generate and Model.stream
-//   train.cpp     folio.train and Run
+//   train.cpp     folio.train (Run is Python, in folio/__init__.py)
+//   tensor.cpp    folio.tensor, Tensor and the functional ops: folio's autograd
 #include <pybind11/pybind11.h>
 
 #include <memory>
@@ -50,5 +51,6 @@ std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const ch
 void bind_model(py::module_& m);
 void bind_generate(py::class_<Loaded, LoadedPtr>& model);
 void bind_train(py::module_& m);
+void bind_tensor(py::module_& m);
 
 }  // namespace folio::python

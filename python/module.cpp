@@ -55,4 +55,5 @@ PYBIND11_MODULE(_folio, m) {
   m.def("threads", &num_threads, "The number of threads folio's computations use from this Python thread.");
   python::bind_model(m);
   python::bind_train(m);
+  python::bind_tensor(m);
 }

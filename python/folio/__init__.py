@@ -14,9 +14,13 @@ import math
 import os
 
 from ._folio import Model, Tokenizer, __version__, load, set_threads, threads
+from ._folio import (Tensor, causal_softmax, cross_entropy, dropout, exp, gelu, layer_norm, log, log_softmax, matmul,
+                     relu, softmax, tanh, tensor)
 from . import _folio
 
-__all__ = ["Model", "Tokenizer", "Run", "load", "train", "set_threads", "threads", "__version__"]
+__all__ = ["Model", "Tokenizer", "Run", "load", "train", "set_threads", "threads", "__version__",
+           "Tensor", "tensor", "matmul", "softmax", "log_softmax", "causal_softmax", "relu", "gelu", "tanh", "exp", "log",
+           "layer_norm", "cross_entropy", "dropout"]
 
 
 class Run:
