@@ -22,7 +22,7 @@ void BM_Logits(benchmark::State& state) {
   const ModelCheckpoint ck = load_model(path);
   ck.model->eval();
   const int64_t V = ck.model->config().vocab_size, T = std::min<int64_t>(state.range(0), ck.model->config().block_size);
-  std::vector<int32_t> ids(size_t(T));  // (T)
+  std::vector<int32_t> ids(static_cast<size_t>(T));  // (T)
   for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = int32_t(7 * i % V);
   std::vector<float> out(size_t(T * V));  // (T, V)
   for (auto _ : state) {
