@@ -4,6 +4,7 @@ alive after them), and the GIL released while folio computes."""
 import gc
 import os
 import shutil
+import signal
 import threading
 import time
 
@@ -135,3 +136,17 @@ def test_two_threads_generate_side_by_side(run, tmp_path):
         if ratios[-1] < 1.5:
             break
     assert min(ratios) < 1.5, f"two threads took {ratios} x one thread's time"
+
+
+def test_ctrl_c_interrupts_generation(run):
+    # The signal arrives while folio computes without the GIL; generate() asks for it
+    # between tokens and raises KeyboardInterrupt long before its 10^7 tokens (over a minute) are done.
+    model = folio.load(str(run))
+    timer = threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        model.generate("A", max_new_tokens=10**7)
+    timer.join()
+    assert time.perf_counter() - start < 10, "the interrupt waited for the end of generate()"
+    assert len(model.generate("A", max_new_tokens=5)) > 0
