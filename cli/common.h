@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "autograd/ops.h"
@@ -33,6 +34,16 @@ struct Command {
   std::function<int()> (*prepare)(const po::variables_map& vm);
   const char* positional = nullptr;  // the option bare words go to (none: they are an error)
 };
+
+// Parses a command's options from its arguments (argv[0] is the command's name) and
+// its --config file into `vm`; false after printing --help. An unknown option is a
+// UsageError that names the nearest known one.
+bool parse(const Command& command, int argc, char** argv, po::variables_map& vm);
+// The edit distance between two names, for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b);
+// The long name of `options`' option a typo or two away from `name` (dashes or
+// underscores: --n_layer, n-layr), or "" when none is that near.
+std::string nearest_option(std::string name, const po::options_description& options);
 
 extern const Command kTrain, kGenerate, kEval, kInfo, kTokens, kTokenize, kAttention, kPlot, kGradcheck, kServe,
     kExport, kImport;

@@ -25,9 +25,9 @@ MAY_INCLUDE = {
     "train": {"nn", "data", "io", "autograd", "base", "viz"},
     "serve": {"infer", "io", "data", "base"},
 }
-# Folders that may include anything: the command line, and what sits outside the
+# Folders that may include anything: the command line, the Python module, and what sits outside the
 # library (tests, benchmarks, fuzz targets, examples).
-ANYTHING = {"cli", "tests", "bench", "fuzz", "examples"}
+ANYTHING = {"cli", "python", "tests", "bench", "fuzz", "examples"}
 
 # (file, included header): the arrows still to remove, and what removes each.
 KNOWN = {

@@ -30,7 +30,13 @@ build_packages=(
   iproute2                       # tests and bench: ip netns and tc, two hosts on one machine (scripts/netns-mpi.sh)
   libgtest-dev                   # tests/
   libbenchmark-dev               # bench/
-  python3-numpy                  # tests: scripts/folio_numpy.py against folio eval, SVGs through an XML parser
+  python3-numpy                  # tests: scripts/folio_numpy.py against folio eval, SVGs through an XML parser;
+                                 # import folio's arrays
+  python3-dev                    # import folio (python/): Python.h and the extension's suffix, for /usr/bin/python3
+  pybind11-dev                   # import folio: the C++ side of the bindings and its CMake package
+  python3-pybind11               # import folio: pybind11 as /usr/bin/python3 sees it (its numpy support matches)
+  python3-pytest                 # tests: the Python module's tests (tests/python, ctest's Python.Pytest)
+  python3-matplotlib             # examples/python/attention_heatmap.py, which the Python tests run
 )
 if [ "${1:-}" = "--only" ]; then
   shift

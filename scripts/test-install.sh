@@ -25,6 +25,18 @@ grep -qF -- "--data arg (=$corpus)" <<<"$help" ||
   { echo "test-install: the installed folio does not default to $corpus" >&2; exit 1; }
 "$work/moved/bin/folio" train --out "$work/run" --n-layer 1 --n-head 1 --n-embd 8 --block-size 8 --batch-size 2 \
   --max-iters 1 --warmup-iters 0 --eval-iters 1 --quiet
+# import folio, where the prefix keeps Python packages: for the default prefix
+# /usr/local, the directory Debian's python3 reads (sysconfig's platlib). Only when the
+# build made the module (not under the sanitizers).
+if [ -f "$build/python/folio/__init__.py" ]; then
+  python=/usr/bin/python3
+  site=$("$python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
+  site=${site#/usr/local/}
+  [ -f "$work/moved/$site/folio/__init__.py" ] ||
+    { echo "test-install: the Python package is not in PREFIX/$site/folio" >&2; exit 1; }
+  PYTHONPATH="$work/moved/$site" "$python" -c 'import folio, sys; m = folio.load(sys.argv[1]); assert folio.__file__.startswith(sys.argv[2]); print("import folio:", m.generate("a", max_new_tokens=3, seed=1) is not None)' "$work/run" "$work/moved/$site" ||
+    { echo "test-install: the installed Python package does not import" >&2; exit 1; }
+fi
 rm "$corpus"
 code=0; "$work/moved/bin/folio" train --out "$work/run2" 2>"$work/err" || code=$?
 [[ $code == 2 ]] && grep -q -- "give --data FILE" "$work/err" ||

@@ -142,10 +142,22 @@ Progress::Progress(Options options, bool resume)
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
+namespace {
+thread_local ProgressHooks t_hooks;  // this thread's runs' listeners (ScopedProgressHooks)
+}  // namespace
+
+ScopedProgressHooks::ScopedProgressHooks(ProgressHooks hooks) : before_(std::move(t_hooks)) {
+  t_hooks = std::move(hooks);
+}
+ScopedProgressHooks::~ScopedProgressHooks() { t_hooks = std::move(before_); }
+
 void Progress::step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens) {
   window_tokens_ += tokens;
   const double window = train_seconds - window_start_;
   if (window > 0) tokens_per_sec_ = double(window_tokens_) / window;
+  if (t_hooks.on_step)
+    t_hooks.on_step({{"step", double(step + 1)}, {"loss", loss}, {"lr", lr}, {"tokens_per_sec", tokens_per_sec_},
+                     {"train_s", train_seconds}});
   eta_.step_done(elapsed(), evaluated_since_step_);
   evaluated_since_step_ = false;
   const bool log_now = (step + 1) % o_.log_interval == 0;
@@ -189,6 +201,10 @@ void Progress::evaluated(int64_t step, float train, float val, float lr, double 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double bits_per_byte = o_.val_tokens_per_byte > 0 ? val * o_.val_tokens_per_byte / std::log(2.0) : nan;
   const double bits_per_char = o_.val_tokens_per_char > 0 ? val * o_.val_tokens_per_char / std::log(2.0) : nan;
+  if (t_hooks.on_eval)
+    t_hooks.on_eval({{"step", double(step)}, {"train_loss", train}, {"val_loss", val}, {"lr", lr},
+                     {"tokens_per_sec", tokens_per_sec_}, {"elapsed_s", elapsed_before_ + elapsed()},
+                     {"val_bpc", bits_per_char}, {"train_s", train_seconds}, {"val_bpb", bits_per_byte}});
   if (log_.is_open()) {
     const double t = elapsed_before_ + elapsed();
     log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;

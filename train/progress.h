@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,29 @@ std::string fit_fields(const std::vector<Field>& fields, size_t width);
 
 // The width of the terminal on `fd`, or 0 when it is not one (or does not say).
 int terminal_columns(int fd);
+
+// Who else hears of a run's steps and evaluations, besides the terminal and log.csv:
+// the Python module's on_step and on_eval. Each gets its figures as (name, value)
+// pairs: a step's step (1-based, as the progress line counts), loss, lr,
+// tokens_per_sec and train_s; an evaluation's the columns of its log.csv row. Set for
+// the runs on the calling thread (the thread that calls Trainer::run), so that two
+// runs on two threads each hear their own.
+struct ProgressHooks {
+  using Figures = std::vector<std::pair<const char*, double>>;
+  std::function<void(const Figures&)> on_step, on_eval;
+};
+// Installs `hooks` for this thread until the returned guard goes (the ones before
+// come back).
+class ScopedProgressHooks {
+ public:
+  explicit ScopedProgressHooks(ProgressHooks hooks);
+  ~ScopedProgressHooks();
+  ScopedProgressHooks(const ScopedProgressHooks&) = delete;
+  ScopedProgressHooks& operator=(const ScopedProgressHooks&) = delete;
+
+ private:
+  ProgressHooks before_;
+};
 
 class Progress {
  public:

@@ -1,0 +1,308 @@
+// What the commands share (cli/common.h): how values are shown and read, the options
+// every command has, and the parsing of a command's options from its arguments and
+// --config file (folio.cpp's main, and the Python module's folio.train).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "autograd/kernels/matmul.h"
+#include "autograd/parallel.h"
+#include "base/atomic_file.h"
+#include "cli/common.h"
+#include "train/distributed.h"
+
+namespace folio::cli {
+
+std::string shown(float v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general).ptr);  // shortest
+}
+
+std::string shown(double v) {  // 15 digits: 1.0 - 0.9 shows as 0.1
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+std::string shown(const std::string& s) {  // quoted only when it has to be
+  std::string out;
+  bool quote = s.empty();
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '"' || c == '\\') out += {'\\', c};
+    else out += c;
+    quote |= c == ' ' || c == '\n' || c == '\t' || c == '"' || c == '\\';
+  }
+  return quote ? '"' + out + '"' : out;
+}
+
+std::string unescaped(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char next = i + 1 < s.size() ? s[i + 1] : '\0';
+    if (s[i] == '\\' && (next == 'n' || next == 't' || next == '"' || next == '\\')) {
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+void check_output_file(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;  // standard output
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError(cat("--", flag, " ", path, ": is a directory, not a file"));
+  const fs::path parent = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(parent, ec))
+    throw UsageError(cat("--", flag, " ", path, ": ", parent.string(), " is not an existing directory"));
+  // The file is written next to itself and renamed (write_file_atomic): ask the
+  // directory itself, as permission bits cannot (root passes them, /proc refuses root).
+  const fs::path probe = parent / cat(".folio-probe.", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw UsageError(cat("--", flag, " ", path, ": cannot write in ", parent.string(), " (",
+                         std::error_code(errno, std::generic_category()).message(), ")"));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void write_output(const std::string& path, const std::string& text, const std::string& what) {
+  if (path.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  write_file_atomic(path, text);
+  std::printf("wrote %s (%s)\n", path.c_str(), what.c_str());
+}
+
+void warn(const std::string& line) {
+  if (!dist::is_root()) return;  // the ranks run the same options: one warning
+  std::fprintf(stderr, "folio: warning: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+std::string plural(int64_t n, const char* noun) { return cat(n, " ", noun, n == 1 ? "" : "s"); }
+
+std::set<std::string>& config_file_options() {
+  static std::set<std::string> names;
+  return names;
+}
+
+void add_threads(po::options_description& options) {
+  options.add_options()("threads", with_default<int>(0), "threads (0: all cores, or OMP_NUM_THREADS)");
+}
+
+void apply_threads(const po::variables_map& vm) {
+  int threads = vm["threads"].as<int>();
+  if (threads < 0) throw UsageError(cat("--threads must be >= 0 (0: all cores), got ", threads));
+  // More threads than cores only makes them wait for each other (1000 on 2 cores ran
+  // a step 50x slower); allowed, since a container may see fewer cores than it has.
+  if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && threads > cores)
+    warn(cat("--threads ", threads, " is more than the ", plural(cores, "core"),
+             " of this machine: the threads will wait for each other (0 uses every core)"));
+  // Several ranks on one machine share its cores, unless OMP_NUM_THREADS says otherwise.
+  if (threads == 0 && dist::local_size() > 1 && !std::getenv("OMP_NUM_THREADS"))
+    threads = std::max(1, int(std::thread::hardware_concurrency()) / dist::local_size());
+  set_num_threads(threads);
+}
+
+void add_checkpoint(po::options_description& options) {
+  options.add_options()("checkpoint", with_default<std::string>("out"),
+                        "a run directory (the --out of folio train; means its latest weights, DIR/model.safetensors), "
+                        "or a .safetensors file such as DIR/best.safetensors (the lowest validation loss)");
+}
+
+std::string checkpoint_option(const po::variables_map& vm) {
+  namespace fs = std::filesystem;
+  const std::string path = vm["checkpoint"].as<std::string>();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    if (vm["checkpoint"].defaulted())
+      throw UsageError(cat("no --checkpoint given, and ./", path, " (where folio train writes by default) holds no "
+                           "run: give --checkpoint RUN_DIR or FILE.safetensors"));
+    throw UsageError(cat("--checkpoint ", path, ": no such file or directory (expected a run directory written by "
+                         "folio train, or a .safetensors file)"));
+  }
+  if (fs::is_directory(path, ec) && !fs::exists(fs::path(path) / "model.safetensors", ec))
+    throw UsageError(cat("--checkpoint ", path, ": this directory holds no model.safetensors (expected a run "
+                         "directory written by folio train --out, or a .safetensors file)"));
+  return path;
+}
+
+void add_dtype(po::options_description& options) {
+  options.add_options()("dtype", with_default<std::string>("fp32"),
+                        "matrix products: fp32, bf16 (bf16 operands, fp32 sums; needs AVX512-BF16), or auto (bf16 "
+                        "where the CPU has AVX512-BF16, else fp32)");
+}
+
+Precision dtype_option(const std::string& text) {
+  if (text == "auto") return kernels::bf16_native() ? Precision::bf16 : Precision::fp32;
+  const auto p = parse_precision(text);
+  if (!p) throw UsageError(cat("--dtype must be fp32, bf16 or auto, got '", text, "'"));
+  return *p;
+}
+
+std::string dtype_auto_line(Precision chosen) {
+  return cat("--dtype auto: ", to_string(chosen), " matrix products (this CPU ",
+             chosen == Precision::bf16 ? "has" : "lacks", " AVX512-BF16)");
+}
+
+void check_dtype(Precision p) {
+  if (p == Precision::bf16 && !kernels::bf16_native())
+    throw UsageError("--dtype bf16 needs a CPU with AVX512-BF16 (flag avx512_bf16 in /proc/cpuinfo), which this "
+                     "one lacks (or ONEDNN_MAX_CPU_ISA hides)");
+}
+
+// The edit distance between two option names, for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string nearest_option(std::string name, const po::options_description& options) {
+  while (name.starts_with("-")) name.erase(0, 1);
+  std::replace(name.begin(), name.end(), '_', '-');  // n_layer: the field's name
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const auto& o : options.options())
+    if (const size_t d = edit_distance(name, o->long_name()); d < best_distance)
+      best_distance = d, best = o->long_name();
+  return best;
+}
+
+namespace {
+
+// " (did you mean --n-layer?)" when an option is a typo or two away from `name`.
+std::string did_you_mean(const std::string& name, const po::options_description& options) {
+  const std::string best = nearest_option(name, options);
+  return best.empty() ? "" : cat(" (did you mean --", best, "?)");
+}
+
+// The last of a repeated option wins (`folio train $BASE_ARGS --lr 3e-3`), as in most
+// command-line tools; options that collect their values (plot's runs, --op) keep all.
+void keep_last(std::vector<po::option>& parsed, const po::options_description& options) {
+  std::map<std::string, size_t> last;
+  for (size_t i = 0; i < parsed.size(); ++i) last[parsed[i].string_key] = i;
+  std::vector<po::option> kept;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    if (parsed[i].unregistered || parsed[i].string_key.empty()) {  // a bare word: reported after
+      kept.push_back(parsed[i]);
+      continue;
+    }
+    const po::option_description* d = options.find_nothrow(parsed[i].string_key, false);
+    if (!d || d->semantic()->is_composing() || last[parsed[i].string_key] == i) kept.push_back(parsed[i]);
+  }
+  parsed = std::move(kept);
+}
+
+std::string trimmed(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Adds the options in an INI-style file (`lr = 2e-3`, `no-bias = true`, # comments,
+// optionally under a [train] heading) to `vm`; the command line, stored first, wins.
+// Errors name the file and line.
+void read_config_file(const std::string& path, const Command& command, const po::options_description& options,
+                      po::variables_map& vm) {
+  std::ifstream in(path);
+  if (!in || std::filesystem::is_directory(path)) throw UsageError(cat("--config ", path, ": cannot read this file"));
+  std::vector<po::option> parsed;
+  std::map<std::string, int> line_of;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string where = cat("--config ", path, ":", number, ": ");
+    line = trimmed(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      if (line == cat("[", command.name, "]")) continue;
+      throw UsageError(cat(where, "section ", line, ": a recipe holds 'name = value' lines, at the top or under [",
+                           command.name, "]"));
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos)
+      throw UsageError(cat(where, "expected a line such as 'max-iters = 5000', got '", line, "'"));
+    const std::string name = trimmed(line.substr(0, eq)), value = trimmed(line.substr(eq + 1));
+    if (name.empty()) throw UsageError(cat(where, "expected a name before '=', got '", line, "'"));
+    if (!options.find_nothrow(name, false) || name == "config" || name == "help")
+      throw UsageError(cat(where, "unknown option '", name, "'", did_you_mean(name, options)));
+    parsed.emplace_back(name, std::vector<std::string>{value});
+    line_of[name] = number;
+  }
+  keep_last(parsed, options);
+  for (const po::option& o : parsed) {
+    if (!vm.count(o.string_key) || vm[o.string_key].defaulted()) config_file_options().insert(o.string_key);
+    po::parsed_options one(&options);
+    one.options.push_back(o);
+    try {
+      po::store(one, vm);
+    } catch (const po::error& e) {
+      throw UsageError(cat("--config ", path, ":", line_of[o.string_key], ": ", e.what()));
+    }
+  }
+}
+
+}  // namespace
+
+bool parse(const Command& command, int argc, char** argv, po::variables_map& vm) {
+  po::options_description options("options");
+  options.add_options()("help,h", "show this help");
+  command.declare(options);
+  po::command_line_parser parser(argc, argv);
+  parser.options(options);
+  po::positional_options_description positional;
+  if (command.positional) parser.positional(positional.add(command.positional, -1));
+  po::parsed_options parsed(&options);
+  try {
+    parsed = parser.run();
+  } catch (const po::unknown_option& e) {
+    throw UsageError(cat("unknown option '", e.get_option_name(), "'", did_you_mean(e.get_option_name(), options),
+                         " (see folio ", command.name, " --help)"));
+  }
+  keep_last(parsed.options, options);
+  po::store(parsed, vm);
+  // Boost drops a bare word (`folio generate runs/x`) without a word; say so instead.
+  const auto bare = command.positional ? po::exclude_positional : po::include_positional;
+  for (const std::string& extra : po::collect_unrecognized(parsed.options, bare))
+    throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
+  if (vm.count("config") && !vm["config"].defaulted())
+    read_config_file(vm["config"].as<std::string>(), command, options, vm);
+  if (vm.count("help")) {
+    std::printf("usage: folio %s [options]\n\n%s\n\n", command.name, command.usage);
+    std::cout << options << std::flush;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,162 @@
+// folio.tensor and folio's autograd from Python: a Tensor with numpy in and out, the
+// arithmetic operators, the functional ops folio has (autograd/ops.h), backward() and
+// grad. A tutorial's tensor code runs with its names changed: torch.tensor ->
+// folio.tensor, F.softmax(x, -1) -> folio.softmax(x), and the tril mask filled with
+// -inf before a softmax -> folio.causal_softmax.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "python/bindings.h"
+
+namespace folio::python {
+namespace {
+
+// A float32 array (any numeric array, converted) -> a Tensor holding a copy.
+Tensor from_array(const py::handle& obj, bool requires_grad) {
+  const py::array any = py::module_::import("numpy").attr("asarray")(obj);
+  const char kind = any.dtype().kind();
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
+    throw Error(cat("[tensor] needs numbers, got an array of ", std::string(py::str(any.dtype()))));
+  const auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(any);
+  if (a.ndim() > Shape::kMaxDims)
+    throw Error(cat("[tensor] folio's tensors have at most ", Shape::kMaxDims, " dimensions, got ", a.ndim()));
+  Shape shape;
+  shape.ndim = int(a.ndim());
+  for (int d = 0; d < shape.ndim; ++d) shape[d] = a.shape(d);
+  Tensor t = Tensor::from(shape, std::span<const float>(a.data(), size_t(a.size())));
+  if (requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+// A read-only numpy view of the tensor's data, which holds the tensor.
+py::array view(const Tensor& t) {
+  std::vector<py::ssize_t> shape;
+  for (int d = 0; d < t.ndim(); ++d) shape.push_back(t.size(d));
+  const py::capsule owner(new Tensor(t), [](void* p) { delete static_cast<Tensor*>(p); });
+  py::array_t<float> a(shape, t.data(), owner);
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
+// The other operand of an operator: a Tensor, or a number as a tensor of x's shape.
+Tensor operand(const Tensor& x, const py::handle& other) {
+  if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
+  if (py::isinstance<py::float_>(other) || py::isinstance<py::int_>(other))
+    return Tensor::full(x.shape(), other.cast<float>());
+  return from_array(other, false);
+}
+
+std::string shape_text(const Tensor& t) {
+  std::string s = "(";
+  for (int d = 0; d < t.ndim(); ++d) s += cat(d ? ", " : "", t.size(d));
+  return s + (t.ndim() == 1 ? ",)" : ")");
+}
+
+std::vector<int32_t> targets_of(const py::handle& obj, int64_t classes) {
+  return ids_argument(obj, classes, "[cross_entropy] targets");
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::class_<Tensor> t(m, "Tensor", "A float32 tensor of folio's autograd: folio.tensor(array) makes one.");
+  t.def_property_readonly("shape", [](const Tensor& x) {
+     std::vector<int64_t> s;
+     for (int d = 0; d < x.ndim(); ++d) s.push_back(x.size(d));
+     return py::tuple(py::cast(s));
+   }, "The dimensions, as a tuple.")
+      .def_property_readonly("ndim", &Tensor::ndim, "The number of dimensions.")
+      .def_property_readonly("requires_grad", &Tensor::requires_grad, "Whether backward() computes its gradient.")
+      .def_property_readonly(
+          "grad", [](const Tensor& x) -> py::object { return x.has_grad() ? py::cast(x.grad()) : py::none(); },
+          "The gradient backward() left (a Tensor), or None.")
+      .def("numpy", &view, "The data as a read-only numpy array of float32 that shares the tensor's memory.")
+      .def("__array__", [](const Tensor& x, const py::object&) { return view(x); }, py::arg("dtype") = py::none())
+      .def("item", &Tensor::item, "The value of a one-element tensor, as a float.")
+      .def(
+          "backward",
+          [](const Tensor& x) {
+            py::gil_scoped_release nogil;
+            x.backward();
+          },
+          "Computes the gradients of this scalar (a 0-d tensor) with respect to every tensor it came from\n"
+          "that requires them, adding into their .grad.")
+      .def("zero_grad", &Tensor::zero_grad, "Sets the gradient, if any, to zeros.")
+      .def("detach", &Tensor::detach, "The same data, cut from the graph (no gradient flows back).")
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) {
+        py::gil_scoped_release nogil;
+        return matmul(a, b);
+      })
+      .def("__add__", [](const Tensor& a, const py::handle& b) { return add(a, operand(a, b)); })
+      .def("__radd__", [](const Tensor& a, const py::handle& b) { return add(operand(a, b), a); })
+      .def("__sub__", [](const Tensor& a, const py::handle& b) { return sub(a, operand(a, b)); })
+      .def("__rsub__", [](const Tensor& a, const py::handle& b) { return sub(operand(a, b), a); })
+      .def("__mul__", [](const Tensor& a, const py::handle& b) { return mul(a, operand(a, b)); })
+      .def("__rmul__", [](const Tensor& a, const py::handle& b) { return mul(operand(a, b), a); })
+      .def("__truediv__", [](const Tensor& a, const py::handle& b) { return div(a, operand(a, b)); })
+      .def("__rtruediv__", [](const Tensor& a, const py::handle& b) { return div(operand(a, b), a); })
+      .def("__neg__", [](const Tensor& a) { return neg(a); })
+      .def_property_readonly("T", [](const Tensor& a) { return transpose(a); }, "The last two dimensions swapped.")
+      .def(
+          "reshape", [](const Tensor& a, const std::vector<int64_t>& dims) { return reshape(a, dims); },
+          py::arg("dims"), "The same values in another shape (a list; one dimension may be -1).")
+      .def(
+          "sum",
+          [](const Tensor& a, const py::object& axis, bool keepdim) {
+            return axis.is_none() ? sum(a) : sum(a, axis.cast<int>(), keepdim);
+          },
+          py::arg("axis") = py::none(), py::arg("keepdim") = false, "The sum of all values, or along an axis.")
+      .def(
+          "mean",
+          [](const Tensor& a, const py::object& axis, bool keepdim) {
+            return axis.is_none() ? mean(a) : mean(a, axis.cast<int>(), keepdim);
+          },
+          py::arg("axis") = py::none(), py::arg("keepdim") = false, "The mean of all values, or along an axis.")
+      .def("__repr__", [](const Tensor& x) {
+        std::string r = cat("folio.Tensor(shape=", shape_text(x), x.requires_grad() ? ", requires_grad=True" : "", ",\n");
+        return r + std::string(py::str(view(x))) + ")";
+      });
+
+  m.def("tensor", &from_array, py::arg("data"), py::arg("requires_grad") = false,
+        "A Tensor holding a float32 copy of an array (or nested lists).\n\n"
+        "Args:\n    data: numbers, up to 4 dimensions; converted to float32.\n"
+        "    requires_grad: whether backward() computes its gradient.\n\nReturns:\n    Tensor");
+  m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, py::arg("a"), py::arg("b"),
+        "a @ b, batched over leading dimensions.");
+  m.def("softmax", [](const Tensor& x) { return softmax(x); }, py::arg("x"), "Softmax over the last dimension.");
+  m.def("log_softmax", [](const Tensor& x) { return log_softmax(x); }, py::arg("x"),
+        "Log-softmax over the last dimension.");
+  m.def("causal_softmax", [](const Tensor& s, float scale) { return causal_softmax(s, scale); }, py::arg("scores"),
+        py::arg("scale") = 1.0f,
+        "Scores (..., T, T) -> the softmax of scale * scores over the keys up to each query: what the tutorials\n"
+        "write as scores.masked_fill(tril == 0, -inf) then a softmax.");
+  m.def("relu", [](const Tensor& x) { return relu(x); }, py::arg("x"), "max(x, 0).");
+  m.def("gelu", [](const Tensor& x) { return gelu(x); }, py::arg("x"), "x * Phi(x) (exact, as torch.nn.GELU()).");
+  m.def("tanh", [](const Tensor& x) { return tanh(x); }, py::arg("x"), "tanh(x).");
+  m.def("exp", [](const Tensor& x) { return exp(x); }, py::arg("x"), "exp(x).");
+  m.def("log", [](const Tensor& x) { return log(x); }, py::arg("x"), "log(x).");
+  m.def("layer_norm", [](const Tensor& x, const Tensor& w, const Tensor& b) { return layer_norm(x, w, b); },
+        py::arg("x"), py::arg("weight"), py::arg("bias"),
+        "Normalises the last dimension (biased variance, eps 1e-5), then * weight + bias (each (C)).");
+  m.def(
+      "cross_entropy",
+      [](const Tensor& logits, const py::handle& targets) {
+        return cross_entropy(logits, targets_of(targets, logits.size(-1)));
+      },
+      py::arg("logits"), py::arg("targets"),
+      "The mean cross-entropy of logits (N, V) against N target ids (a list or integer array).");
+  m.def(
+      "dropout",
+      [](const Tensor& x, float p, uint64_t seed, bool training) {
+        Rng rng(seed);
+        return dropout(x, p, training, rng);
+      },
+      py::arg("x"), py::arg("p"), py::arg("seed"), py::arg("training") = true,
+      "Zeros each value with probability p and scales the rest by 1 / (1 - p), the mask drawn from seed.\n"
+      "Outside training (training=False), x unchanged.");
+}
+
+}  // namespace folio::python

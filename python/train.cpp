@@ -1,0 +1,101 @@
+// folio._train, under folio.train (python/folio/__init__.py): a training run from
+// Python through folio train's own options and code (cli/train_cmd.cpp), so that the
+// same options make the same run, byte for byte. Keyword arguments become the
+// command's flags (n_layer=2 is --n-layer 2); on_step and on_eval hear the figures of
+// the progress line and of log.csv's rows (train/progress.h's hooks).
+#include <pybind11/functional.h>
+
+#include <csignal>
+
+#include "cli/common.h"
+#include "python/bindings.h"
+#include "train/progress.h"
+
+namespace folio::python {
+namespace {
+
+// The flag's words for a keyword argument: {"--n-layer", "2"}, {"--no-bias"} for True,
+// none for False or None. Unknown names and values of no flag's type are ValueErrors.
+std::vector<std::string> flag_words(const std::string& key, const py::handle& value,
+                                    const cli::po::options_description& options) {
+  std::string flag = key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  const cli::po::option_description* d = options.find_nothrow(flag, false);
+  if (!d) {
+    std::string near = cli::nearest_option(flag, options);
+    std::replace(near.begin(), near.end(), '-', '_');
+    throw Error(cat("[train] unknown option '", key, "'", near.empty() ? "" : cat(" (did you mean ", near, "?)"),
+                    " (the options are folio train's, in Python's spelling: see folio train --help)"));
+  }
+  const bool is_switch = d->semantic()->max_tokens() == 0;
+  if (value.is_none()) return {};
+  if (py::isinstance<py::bool_>(value)) {
+    if (is_switch) return value.cast<bool>() ? std::vector<std::string>{"--" + flag} : std::vector<std::string>{};
+    return {"--" + flag, value.cast<bool>() ? "true" : "false"};
+  }
+  if (is_switch) throw Error(cat("[train] ", key, " is True or False, got ", std::string(py::repr(value))));
+  // repr() of a float is the shortest text that reads back as the same double.
+  if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)) return {"--" + flag, py::repr(value)};
+  if (py::isinstance<py::str>(value)) return {"--" + flag, value.cast<std::string>()};
+  if (py::hasattr(value, "__fspath__")) return {"--" + flag, py::str(value.attr("__fspath__")())};
+  throw Error(cat("[train] ", key, " must be a number, a str or a bool, got ", std::string(py::repr(value))));
+}
+
+// The figures as a dict, NaN where a run has none (bits per byte of token files).
+py::dict figures(const ProgressHooks::Figures& f) {
+  py::dict d;
+  for (const auto& [name, v] : f) d[name] = name == std::string_view("step") ? py::object(py::int_(int64_t(v))) : py::float_(v);
+  return d;
+}
+
+// Runs folio train with these options; returns its exit status (0, or 128 + the
+// signal that stopped it after saving).
+int train(const py::dict& options, const py::object& on_step, const py::object& on_eval) {
+  cli::po::options_description declared;
+  cli::kTrain.declare(declared);
+  std::vector<std::string> words{"train"};
+  for (const auto& [key, value] : options) {
+    const std::vector<std::string> w = flag_words(py::str(key), value, declared);
+    words.insert(words.end(), w.begin(), w.end());
+  }
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  cli::po::variables_map vm;
+  std::function<int()> job;
+  try {
+    cli::parse(cli::kTrain, int(argv.size()), argv.data(), vm);
+    job = cli::kTrain.prepare(vm);
+  } catch (const cli::po::error& e) {
+    throw Error(cat("[train] ", e.what()));
+  }
+  // The callbacks run on this thread with the GIL taken; what they raise ends the run
+  // (its last save stays) and reaches the caller.
+  // They hold handles, not references: the hooks are copied and dropped without the
+  // GIL, and the callables outlive the run as this call's arguments.
+  ProgressHooks hooks;
+  auto hook = [](py::handle fn) -> std::function<void(const ProgressHooks::Figures&)> {
+    if (fn.is_none()) return {};
+    return [fn](const ProgressHooks::Figures& f) {
+      py::gil_scoped_acquire gil;
+      fn(figures(f));
+    };
+  };
+  hooks.on_step = hook(on_step);
+  hooks.on_eval = hook(on_eval);
+  py::gil_scoped_release nogil;
+  ScopedProgressHooks scoped(std::move(hooks));
+  std::fflush(stdout);
+  const int status = job();
+  std::fflush(stdout);
+  return status;
+}
+
+}  // namespace
+
+void bind_train(py::module_& m) {
+  m.def("_train", &train, py::arg("options"), py::arg("on_step") = py::none(), py::arg("on_eval") = py::none(),
+        "folio train with these options (folio.train is the documented front). Returns the command's exit status.");
+  m.attr("_SIGINT") = int(SIGINT);
+}
+
+}  // namespace folio::python

@@ -1,0 +1,91 @@
+"""folio.load and Model: logits against numpy's reading of the checkpoint, the loss
+against folio eval, text against folio generate, attention against the logits' model."""
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import folio
+from conftest import ROOT, folio as folio_cmd
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import folio_numpy  # noqa: E402  (scripts/folio_numpy.py: the model in numpy alone)
+
+
+def test_logits_equal_numpy_forward(run):
+    model = folio.load(str(run))
+    weights, config, _ = folio_numpy.load(str(run))
+    ids = model.tokenizer.encode("First Citizen:\nWe")[:16]
+    ours = model.logits(np.array(ids))
+    assert ours.shape == (len(ids), config["vocab_size"]) and ours.dtype == np.float32
+    theirs = folio_numpy.forward(weights, config, np.array([ids]))[0]
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
+
+
+def test_loss_equals_folio_eval(run, corpus, tmp_path):
+    model = folio.load(str(run))
+    text = corpus.read_text()[:3000]
+    (tmp_path / "t.txt").write_text(text)
+    cli = json.loads(folio_cmd("eval", "--checkpoint", run, "--data", tmp_path / "t.txt", "--split", "all", "--json",
+                               "--threads", "1"))
+    ours = model.loss(text)
+    assert ours["tokens"] == cli["tokens"] and ours["bytes"] == cli["bytes"]
+    assert ours["nats_per_token"] == pytest.approx(cli["loss"], rel=1e-5)
+    assert ours["bits_per_byte"] == pytest.approx(cli["bits_per_byte"], rel=1e-5)
+    # The same figure from the logits, through numpy's cross-entropy: one eval path.
+    ids = np.array(model.tokenizer.encode(text[:17]))
+    logits = model.logits(ids[:16]).astype(np.float64)
+    logp = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)) - logits.max(1, keepdims=True)
+    nats = -logp[np.arange(16), ids[1:17]].mean()
+    assert model.loss(text[:17])["nats_per_token"] == pytest.approx(nats, rel=1e-5)
+
+
+@pytest.mark.parametrize("seed,prompt", [(1337, "ROMEO:"), (7, "\n"), (2**64 - 1, "Wh")])
+def test_generate_equals_folio_generate(run, seed, prompt):
+    model = folio.load(str(run))
+    text = model.generate(prompt, max_new_tokens=60, temperature=0.9, top_k=10, seed=seed)
+    cli = folio_cmd("generate", "--checkpoint", run, "--prompt", prompt.replace("\n", "\\n"), "--max-new-tokens", 60,
+                    "--temperature", 0.9, "--top-k", 10, "--seed", seed, "--threads", "1")
+    assert (prompt + text + "\n").encode() == cli
+    assert "".join(model.stream(prompt, max_new_tokens=60, temperature=0.9, top_k=10, seed=seed)) == text
+
+
+def test_generate_defaults_and_stop(run):
+    model = folio.load(str(run))
+    cli = folio_cmd("generate", "--checkpoint", run, "--max-new-tokens", 40)
+    assert ("\n" + model.generate(max_new_tokens=40) + "\n").encode() == cli
+    text = model.generate("A", max_new_tokens=200, temperature=0, seed=1)
+    stop = text[20:22]
+    cut = model.generate("A", max_new_tokens=200, temperature=0, seed=1, stop=[stop, "never-there"])
+    assert cut == text[:text.index(stop)]
+
+
+def test_tokenizer_round_trip(run):
+    tok = folio.load(str(run)).tokenizer
+    assert tok.vocab_size == folio.load(str(run)).config["vocab_size"]
+    assert tok.decode(tok.encode("Hello, world")) == "Hello, world"
+    assert tok.end_of_text is None and tok.kind == "char"
+
+
+def test_attention_is_causal_softmax(run):
+    model = folio.load(str(run))
+    a = model.attention("To be, or not")
+    c = model.config
+    assert a.shape == (c["n_layer"], c["n_head"], 13, 13)
+    np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
+    assert np.all(np.triu(a, 1) == 0)
+    # Longer than the context: the last block_size tokens.
+    assert model.attention("x" * 40).shape[-1] == c["block_size"]
+
+
+def test_attention_equals_folio_attention(run):
+    # folio attention's table, 3 decimals: rows are queries, the first column the labels.
+    model = folio.load(str(run))
+    prompt = "To be, or"
+    weights = model.attention(prompt)
+    for layer, head in [(0, 0), (1, 1)]:
+        table = folio_cmd("attention", "--checkpoint", run, "--prompt", prompt, "--layer", layer, "--head", head,
+                          "--threads", "1").decode().splitlines()[2:]
+        shown = np.array([[float(v) for v in row.split()[1:]] for row in table])
+        np.testing.assert_allclose(weights[layer, head], shown, rtol=0, atol=5e-4 + 1e-6)

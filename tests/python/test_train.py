@@ -1,0 +1,53 @@
+"""folio.train: folio train's options and run from Python, the callbacks, and Ctrl-C."""
+import os
+import signal
+
+import pytest
+
+import folio
+from conftest import TINY
+
+
+def options(**more):
+    """TINY's flags as keyword arguments: --n-layer 2 is n_layer=2, --quiet is quiet=True."""
+    out, args = {}, list(TINY)
+    while args:
+        flag = args.pop(0)[2:].replace("-", "_")
+        out[flag] = True if not args or args[0].startswith("--") else args.pop(0)
+    return {**out, **more}
+
+
+def test_train_writes_the_commands_checkpoint(run, corpus, tmp_path):
+    steps, evals = [], []
+    result = folio.train(tmp_path / "py", corpus, on_step=steps.append, on_eval=evals.append, **options())
+    for name in ("model.safetensors", "best.safetensors"):
+        assert (tmp_path / "py" / name).read_bytes() == (run / name).read_bytes(), name
+    assert [s["step"] for s in steps] == list(range(1, 31))
+    log = result.log
+    assert [e["step"] for e in evals] == [row["step"] for row in log] == [0, 10, 20, 30]
+    for e, row in zip(evals, log):
+        assert e["val_loss"] == pytest.approx(row["val_loss"], rel=1e-5)
+    assert result.best.config == folio.load(str(run)).config
+
+
+def test_bad_options_raise_value_error(corpus, tmp_path):
+    with pytest.raises(ValueError, match=r"unknown option 'n_layr' \(did you mean n_layer\?\)"):
+        folio.train(tmp_path / "a", corpus, n_layr=2)
+    with pytest.raises(ValueError, match="--lr"):
+        folio.train(tmp_path / "b", corpus, lr=-1.0, max_iters=1)
+    with pytest.raises(ValueError, match="quiet is True or False"):
+        folio.train(tmp_path / "c", corpus, quiet="yes")
+    with pytest.raises(ValueError, match="must be a number, a str or a bool"):
+        folio.train(tmp_path / "d", corpus, n_layer=[2])
+    assert not (tmp_path / "b").exists()
+
+
+def test_ctrl_c_saves_a_run_that_resumes(run, corpus, tmp_path):
+    def interrupt(step):
+        if step["step"] == 12:
+            os.kill(os.getpid(), signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        folio.train(tmp_path / "cut", corpus, on_step=interrupt, **options())
+    assert folio.load(str(tmp_path / "cut")).step == 12
+    folio.train(tmp_path / "cut", corpus, resume=True, quiet=True, threads=1)
+    assert (tmp_path / "cut" / "model.safetensors").read_bytes() == (run / "model.safetensors").read_bytes()
