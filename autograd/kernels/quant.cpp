@@ -46,7 +46,7 @@ void quantize_q8(const float* w, int64_t K, BlockQ8* out) {
     blk.scale = fp16_from_float(d);
     for (int64_t i = 0; i < kQ8Block; ++i) {
       const float q = i < n ? std::nearbyint(w[first + i] * inv) : 0.0f;  // padding: zeros
-      blk.q[i] = int8_t(std::clamp(q, -127.0f, 127.0f));
+      blk.q[i] = std::isnan(q) ? 0 : int8_t(std::clamp(q, -127.0f, 127.0f));  // a NaN to int8 is undefined
     }
   }
 }
