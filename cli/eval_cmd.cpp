@@ -117,12 +117,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
     const int64_t all_windows = (tokens.size() - 1) / T;
     const int64_t windows = max_windows > 0 ? std::min(max_windows, all_windows) : all_windows, predicted = windows * T;
     if (!json)
-      std::printf("%s (step %lld) on %s, %s split%s: %lld windows of %lld tokens\n", ck->path.c_str(),
+      std::printf("%s (step %lld) on %s, %s split%s: %lld windows of %lld tokens%s\n", ck->path.c_str(),
                   (long long)ck->step, text->path.c_str(), text->split.c_str(),
                   text->split == "all"           ? ""
                   : text->data.is_token_dir() ? " (its shards)"
                                               : cat(" (val: the last ", shown(text->val_fraction), ")").c_str(),
-                  (long long)windows, (long long)T);
+                  (long long)windows, (long long)T,
+                  weights == nn::Weights::f32 ? "" : cat(", ", nn::to_string(weights), " weights").c_str());
     NoGradGuard no_grad;
     ck->model->eval();
     // Weights stored small are read by the decoder, as generate and serve read them: a
