@@ -60,7 +60,7 @@ class Decoder {
 
  private:
   // y (N) = W (N, K) x (K) [+ bias], from a Linear's weight (N, K), in the precision of
-  // the model's products. fp32 weights are copied once into panels of kPanel rows
+  // the model's products and stored as --weights says. fp32 weights are copied once into panels of kPanel rows
   // stored column by column, (ceil(N / kPanel), K, kPanel): a product then reads them as
   // one stream, which is what a token's time goes to.
   // Where the fp32 panels live: one allocation for them all (about 4 bytes per
@@ -102,7 +102,8 @@ class Decoder {
     // With --weights bf16 or int8, rows are products of the stored weights widened in
     // registers, each weight row used for all M rows while in cache; a prompt's rows
     // are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
-    // values the row products use), as fast as an f32 prompt's.
+    // values the row products use), so that a prefill costs about what an f32 one does
+    // plus the widening (N * K, against its M * N * K).
     void apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const;
     int64_t bytes() const;  // of the weights as the products read them
     const float* bias;
