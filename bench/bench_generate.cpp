@@ -6,10 +6,23 @@
 // recomputed for every character). Run at 1 thread, the way a user samples while a
 // machine trains:
 //   build/bench/bench_generate --threads=1
+//
+// Decode and Prefill: the decoder alone (nn/decoder.h), per weight format (--weights
+// f32, bf16, int8), on three shapes with random weights: S (above), 25M (8 layers of
+// 512, a character vocabulary, the model) and GPT-2 small (12 layers of 768,
+// vocabulary 50257, 124M). Decode reports tokens/s, the bytes of matrices a token reads
+// (MB/token) and what that is as a fraction of this machine's triad bandwidth
+// (bench/triad.h, measured once at start on the same threads): 1.0 would be a decode
+// bound by nothing but reading the weights. Prefill runs a 512-token prompt.
+//   build/bench/bench_generate --threads=1 --benchmark_filter='Decode|Prefill'
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+
 #include "bench/bench_common.h"
+#include "bench/triad.h"
 #include "infer/generator.h"
+#include "nn/decoder.h"
 
 namespace {
 
@@ -44,6 +57,77 @@ BENCHMARK(BM_Generate)
     ->Args({1000, 1, 1, 0})
     ->Args({1000, 0, 0, 0})
     ->Args({1000, 1, 0, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The shapes Decode and Prefill run: 0 S, 1 25M, 2 GPT-2 small (124M), random weights.
+const nn::GPT& model_of_size(int64_t size) {
+  static std::unique_ptr<nn::GPT> models[3];
+  if (!models[size]) {
+    const nn::GPTConfig configs[3] = {
+        {.vocab_size = 65, .block_size = 512, .n_layer = 4, .n_head = 4, .n_embd = 128, .seed = 1},
+        {.vocab_size = 65, .block_size = 512, .n_layer = 8, .n_head = 8, .n_embd = 512, .seed = 1},
+        {.vocab_size = 50257, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768, .seed = 1}};
+    models[size] = std::make_unique<nn::GPT>(configs[size]);
+    models[size]->eval();
+  }
+  return *models[size];
+}
+
+double triad_gb_per_s() {
+  static const double gb = bench::triad().gb_per_s;
+  return gb;
+}
+
+const char* kSizes[] = {"S", "25M", "124M"};
+
+// args: size (0 S, 1 25M, 2 124M), weights (0 f32, 1 bf16, 2 int8)
+void BM_Decode(benchmark::State& state) {
+  const nn::GPT& model = model_of_size(state.range(0));
+  const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
+  state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
+  nn::Decoder decoder(model, 1, weights);
+  const int64_t V = model.config().vocab_size, block = model.config().block_size;
+  const std::vector<int32_t> prompt{0};
+  int64_t tokens = 0;
+  std::span<const float> logits = decoder.restart(prompt);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    if (decoder.length() == block) logits = decoder.restart(prompt);  // (rare: once per block_size tokens)
+    const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()) % int32_t(V);
+    logits = decoder.step(next);
+    ++tokens;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double mb = double(decoder.matrix_bytes()) / 1e6, per_s = double(tokens) / seconds;
+  state.counters["tokens/s"] = per_s;
+  state.counters["MB/token"] = mb;
+  // The weights' GB/s as a fraction of the triad's: MB/token x tokens/s / bandwidth.
+  state.counters["bw_fraction"] = mb / 1e3 * per_s / triad_gb_per_s();
+  state.counters["triad_GB/s"] = triad_gb_per_s();
+}
+BENCHMARK(BM_Decode)
+    ->ArgNames({"size", "weights"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
+
+// A 512-token prompt (the decoder's prefill), per weight format: prompt tokens/s.
+void BM_Prefill(benchmark::State& state) {
+  const nn::GPT& model = model_of_size(state.range(0));
+  const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
+  state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
+  nn::Decoder decoder(model, 1, weights);
+  std::vector<int32_t> prompt(512);
+  for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((7 * t + 3) % 65);
+  for (auto _ : state) benchmark::DoNotOptimize(decoder.restart(prompt).data());
+  state.counters["prompt tokens/s"] =
+      benchmark::Counter(double(state.iterations()) * double(prompt.size()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Prefill)
+    ->ArgNames({"size", "weights"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

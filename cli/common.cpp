@@ -172,6 +172,23 @@ void check_dtype(Precision p) {
                      "one lacks (or ONEDNN_MAX_CPU_ISA hides)");
 }
 
+void add_weights(po::options_description& options) {
+  options.add_options()("weights", with_default<std::string>("f32"),
+                        "how inference stores the matrices: f32, bf16 (half the bytes) or int8 (blocks of 32 with "
+                        "an fp16 scale, GGUF's Q8_0: about a quarter); quantized as the checkpoint loads, "
+                        "activations stay fp32");
+}
+
+nn::Weights weights_option(const po::variables_map& vm, Precision dtype) {
+  const std::string text = vm["weights"].as<std::string>();
+  const auto w = nn::parse_weights(text);
+  if (!w) throw UsageError(cat("--weights must be f32, bf16 or int8, got '", text, "'"));
+  if (*w != nn::Weights::f32 && dtype != Precision::fp32)
+    throw UsageError(cat("--weights ", text, " needs --dtype fp32 (its products are fp32 sums of the stored "
+                         "weights), got --dtype ", to_string(dtype)));
+  return *w;
+}
+
 // The edit distance between two option names, for "did you mean".
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "autograd/ops.h"
+#include "nn/weights.h"
 
 namespace folio::cli {
 
@@ -93,6 +94,9 @@ Precision dtype_option(const std::string& text);         // parses --dtype's val
 std::string dtype_auto_line(Precision chosen);           // what --dtype auto chose here, and why
 // Refuses bf16 where the CPU lacks AVX512-BF16: oneDNN would emulate it, slower than fp32.
 void check_dtype(Precision p);
+void add_weights(po::options_description& options);  // --weights f32|bf16|int8
+// --weights' value; refused unless known, and unless the products are fp32 (`dtype`).
+nn::Weights weights_option(const po::variables_map& vm, Precision dtype);
 
 template <class T>
 T positive(const po::variables_map& vm, const char* name) {

@@ -1,5 +1,6 @@
 // folio eval: the loss of a checkpoint on a text, per token and per byte, by default on
 // the validation split of the data its run trained on.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
+#include "nn/decoder.h"
 #include "train/run_state.h"
 
 namespace folio::cli {
@@ -25,6 +27,7 @@ void declare(po::options_description& opts) {
       ("batch-size", with_default<int64_t>(32), "windows per forward pass")
       ("json", po::bool_switch(), "print the result as one JSON object");
   add_dtype(opts);
+  add_weights(opts);
   add_threads(opts);
 }
 
@@ -81,6 +84,20 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
   return t;
 }
 
+// The mean cross-entropy (nats) of targets (T) under logits (T, V), summed in double.
+double mean_cross_entropy(std::span<const float> logits, std::span<const int32_t> targets) {
+  const size_t T = targets.size(), V = logits.size() / T;
+  double total = 0;
+  for (size_t t = 0; t < T; ++t) {
+    const float* row = logits.data() + t * V;
+    const double mx = *std::max_element(row, row + V);
+    double sum = 0;
+    for (size_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - mx);
+    total += mx + std::log(sum) - double(row[size_t(targets[t])]);
+  }
+  return total / double(T);
+}
+
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
@@ -89,6 +106,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const bool json = vm["json"].as<bool>();
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
+  const nn::Weights weights = weights_option(vm, dtype);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->set_precision(dtype);
   auto text = std::make_shared<Text>(text_to_evaluate(vm, *ck));
@@ -98,14 +116,19 @@ std::function<int()> prepare(const po::variables_map& vm) {
     const int64_t all_windows = (tokens.size() - 1) / T;
     const int64_t windows = max_windows > 0 ? std::min(max_windows, all_windows) : all_windows, predicted = windows * T;
     if (!json)
-      std::printf("%s (step %lld) on %s, %s split%s: %lld windows of %lld tokens\n", ck->path.c_str(),
+      std::printf("%s (step %lld) on %s, %s split%s: %lld windows of %lld tokens%s\n", ck->path.c_str(),
                   (long long)ck->step, text->path.c_str(), text->split.c_str(),
                   text->split == "all"           ? ""
                   : text->data.is_token_dir() ? " (its shards)"
                                               : cat(" (val: the last ", shown(text->val_fraction), ")").c_str(),
-                  (long long)windows, (long long)T);
+                  (long long)windows, (long long)T,
+                  weights == nn::Weights::f32 ? "" : cat(", ", nn::to_string(weights), " weights").c_str());
     NoGradGuard no_grad;
     ck->model->eval();
+    // Weights stored small are read by the decoder, as generate and serve read them: a
+    // window is a prompt, whose every position's logits its prefill gives.
+    std::unique_ptr<nn::Decoder> decoder;
+    if (weights != nn::Weights::f32) decoder = std::make_unique<nn::Decoder>(*ck->model, 1, weights);
     double total = 0;  // nats, summed over windows of mean losses
     std::vector<int32_t> x, y;  // (B, T) each
     for (int64_t w = 0; w < windows; w += batch) {
@@ -113,7 +136,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
       x.resize(size_t(B * T)), y.resize(size_t(B * T));
       tokens.read(w * T, B * T, x.data());
       tokens.read(w * T + 1, B * T, y.data());
-      total += double(ck->model->forward(x, B, T, y).loss.item()) * double(B);
+      if (!decoder) {
+        total += double(ck->model->forward(x, B, T, y).loss.item()) * double(B);
+        continue;
+      }
+      for (int64_t b = 0; b < B; ++b) {
+        const std::span<const int32_t> window(x.data() + b * T, size_t(T)), targets(y.data() + b * T, size_t(T));
+        total += mean_cross_entropy(decoder->restart(window, 0, true), targets);  // logits (T, V)
+      }
     }
     const double loss = total / double(windows);
     // The text evaluated is that of the predicted tokens, tokens[1, windows * T]. Ids
@@ -132,6 +162,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
       const Json out = Json::Object{{"checkpoint", ck->path},       {"step", ck->step},
                                     {"data", text->path},           {"split", text->split},
                                     {"val_fraction", text->val_fraction}, {"block_size", T},
+                                    {"weights", nn::to_string(weights)},
                                     {"windows", windows},           {"tokens", predicted},
                                     {"bytes", bytes},               {"characters", chars},
                                     {"loss", loss},                 {"bits_per_byte", has_text ? Json(bpb) : Json()},

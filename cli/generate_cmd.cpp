@@ -32,6 +32,7 @@ void declare(po::options_description& opts) {
        "recompute the whole context for every token (slower; the same text, except with --pos rope models, "
        "whose rolling cache remembers more than a recompute sees)");
   add_dtype(opts);
+  add_weights(opts);
   add_threads(opts);
 }
 
@@ -65,6 +66,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const SampleOptions so = sample_options(vm);
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
+  const nn::Weights weights = weights_option(vm, dtype);
+  if (weights != nn::Weights::f32 && !so.kv_cache)
+    throw UsageError(cat("--weights ", to_string(weights), " is read by the KV-cached decoder: drop --no-kv-cache, "
+                         "or use --weights f32"));
   const int64_t samples = positive<int64_t>(vm, "num-samples");
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
   if (vm.count("prompt-file") && !vm["prompt"].defaulted())
@@ -88,7 +93,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (from_document_start) text.clear();
   return [=] {
     Rng rng(seed);
-    infer::Generator generator(*ck->model, 1, so.kv_cache);
+    infer::Generator generator(*ck->model, 1, so.kv_cache, weights);
     for (int64_t s = 0; s < samples; ++s) {
       if (s) std::fputs("\n---------------\n", stdout);
       // The prompt as given, then its continuation, printed a whole character at a time:

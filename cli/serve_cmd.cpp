@@ -44,6 +44,7 @@ void declare(po::options_description& opts) {
       ("no-batching", po::bool_switch(),
        "a thread per slot, each a token at a time, instead of one product per step for all slots (a baseline)");
   add_dtype(opts);
+  add_weights(opts);
   add_threads(opts);
 }
 
@@ -73,6 +74,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (!(o.shutdown_grace >= 0)) throw UsageError(cat("--shutdown-grace must be >= 0, got ", o.shutdown_grace));
   const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
   check_dtype(dtype);
+  o.scheduler.weights = weights_option(vm, dtype);
   const std::string path = checkpoint_option(vm);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
   ck->model->eval();

@@ -23,6 +23,7 @@
 #include "infer/sampling.h"
 #include "infer/stop_filter.h"
 #include "nn/transformer.h"
+#include "nn/weights.h"
 
 namespace folio::nn {
 class Decoder;
@@ -30,11 +31,15 @@ class Decoder;
 
 namespace folio::infer {
 
+using nn::Weights;
+
 class Generator {
  public:
   // The model must outlive the generator and not change while it generates. Without
-  // the KV cache every token recomputes its whole context with the model's forward.
-  explicit Generator(const nn::GPT& model, int64_t streams = 1, bool kv_cache = true);
+  // the KV cache every token recomputes its whole context with the model's forward,
+  // which reads the model's own weights: `weights` other than f32 need the cache.
+  explicit Generator(const nn::GPT& model, int64_t streams = 1, bool kv_cache = true,
+                     Weights weights = Weights::f32);
   ~Generator();
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;

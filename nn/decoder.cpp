@@ -1,13 +1,9 @@
 #include "nn/decoder.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "base/error.h"
 #include "autograd/kernels/matmul.h"
@@ -15,8 +11,6 @@
 
 namespace folio::nn {
 namespace {
-
-const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 // A block's products in Layer's order (qkv, proj, fc, fc2): weight and bias (none for qkv).
 std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Block& b) {
@@ -29,130 +23,32 @@ std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Bloc
 
 }  // namespace
 
-Decoder::PanelStore::PanelStore(int64_t floats) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t bytes = (size_t(floats) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
-  if (bytes == 0) return;
-  data_.reset(static_cast<float*>(std::aligned_alloc(kHuge, bytes)));
-  if (!data_) throw std::bad_alloc();
-  madvise(data_.get(), bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
-  size_ = floats;
-}
-
-void Decoder::PanelStore::Free::operator()(float* p) const { std::free(p); }
-
-float* Decoder::PanelStore::take(int64_t floats) {
-  if (used_ + floats > size_) fail("decoder", "panel store of ", size_, " floats asked for ", used_ + floats);
-  used_ += floats;
-  return data_.get() + used_ - floats;
-}
-
-Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, PanelStore& store)
-    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)), weight(weight.data()) {
-  const float* w = weight.data();
-  if (p == Precision::bf16) {
-    w16.resize(N * K);
-    kernels::to_bf16(w, w16.data(), N * K);
-    return;
-  }
-  float* out = store.take(panel_floats(weight));
-  packed = out;
-  for (int64_t first = 0; first < N; first += kPanel)  // written in order, rows past N as zeros
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = first; n < first + kPanel; ++n) *out++ = n < N ? w[n * K + k] : 0.0f;
-}
-
-void Decoder::Matrix::apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const {
-  if (!packed) {  // bf16: both operands in bf16, as the model's bf16 products round them
-    scratch.resize(K);
-    kernels::to_bf16(x, scratch.data(), K);
-    return kernels::matmul({.M = 1, .N = N, .K = K, .trans_b = true}, scratch.data(), w16.data(), y, bias);
-  }
-  // One panel of kPanel outputs at a time: its sums stay in registers while the
-  // panel's weights stream past once, in order, with no sum across lanes at the end.
-  for (int64_t p = 0; p * kPanel < N; ++p) {
-    const float* w = packed + p * K * kPanel;
-    float sums[kPanel] = {};
-    for (int64_t k = 0; k < K; ++k) {
-      const float xk = x[k];
-#pragma omp simd
-      for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
-    }
-    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
-    for (int64_t i = 0; i < n; ++i) y[first + i] = sums[i] + (bias ? bias[first + i] : 0.0f);
-  }
-}
-
-namespace {
-
-// R rows of x (R, K) against one panel (K, kPanel) of packed weights: sums (R, kPanel).
-// Each weight is loaded once and used R times while R * kPanel sums stay in
-// registers: the panel streams past once for all R rows.
-template <int R, int64_t P>
-void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][P]) {
-  float acc[R][P] = {};
-  for (int64_t k = 0; k < K; ++k) {
-    const float* w = panel + k * P;
-    for (int r = 0; r < R; ++r) {
-      const float xr = x[r * K + k];
-#pragma omp simd
-      for (int64_t i = 0; i < P; ++i) acc[r][i] += xr * w[i];
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int64_t i = 0; i < P; ++i) sums[r][i] = acc[r][i];
-}
-
-}  // namespace
-
-void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch,
-                                 bool prompt) const {
-  if (prompt && packed)  // fp32: as the model's own forward computes its products
-    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
-  if (!packed) {  // bf16: one oneDNN product, as the model's own bf16 products
-    scratch.resize(M * K);  // (M, K)
-    kernels::to_bf16(x, scratch.data(), M * K);
-    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, scratch.data(), w16.data(), y, bias);
-  }
-  // Panel by panel; within a panel, rows four at a time. A panel (K * kPanel floats)
-  // is read from memory for the first four rows and from cache for the rest.
-  for (int64_t p = 0; p * kPanel < N; ++p) {
-    const float* w = packed + p * K * kPanel;
-    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
-    float sums[4][kPanel];
-    for (int64_t r0 = 0; r0 < M; r0 += 4) {
-      const int64_t rows = std::min<int64_t>(4, M - r0);
-      const float* xr = x + r0 * K;
-      switch (rows) {
-        case 4: panel_rows<4>(w, xr, K, sums); break;
-        case 3: panel_rows<3>(w, xr, K, sums); break;
-        case 2: panel_rows<2>(w, xr, K, sums); break;
-        default: panel_rows<1>(w, xr, K, sums); break;
-      }
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < n; ++i) y[(r0 + r) * N + first + i] = sums[r][i] + (bias ? bias[first + i] : 0.0f);
-    }
-  }
-}
-
-int64_t Decoder::panel_floats(const GPT& model) {
-  if (model.precision() != Precision::fp32) return 0;
+int64_t Decoder::panel_floats(const GPT& model, Weights w) {
+  if (model.precision() != Precision::fp32 || w != Weights::f32) return 0;
   int64_t n = Matrix::panel_floats(model.lm_head->weight);
   for (const auto& b : model.blocks)
     for (const auto& [weight, bias] : block_products(*b)) n += Matrix::panel_floats(*weight);
   return n;
 }
 
-Decoder::Decoder(const GPT& model, int64_t streams)
-    : model_(model), config_(model.config()), store_(panel_floats(model)),
-      lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision(), store_) {
+namespace {
+Weights checked(const GPT& model, Weights w) {
+  if (w != Weights::f32 && model.precision() != Precision::fp32)
+    fail("decoder", "weights ", to_string(w), " need fp32 products; the model's are ", to_string(model.precision()));
+  return w;
+}
+}  // namespace
+
+Decoder::Decoder(const GPT& model, int64_t streams, Weights weights)
+    : model_(model), config_(model.config()), weights_(checked(model, weights)), store_(panel_floats(model, weights)),
+      lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision(), weights, store_) {
   if (streams < 1) fail("decoder", "streams must be >= 1, got ", streams);
   const int64_t C = config_.n_embd, cache = streams * config_.block_size * C;  // n_head * head_size == C
   const Precision p = model.precision();
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     const Block& b = *model.blocks[l];
     const auto products = block_products(b);
-    auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, store_); };
+    auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, weights, store_); };
     const auto skip = config_.skip_into(int64_t(l));
     layers_.push_back({.ln1_w = b.ln1->weight.data(),
                        .ln1_b = b.ln1->bias.data(),
@@ -177,7 +73,13 @@ Decoder::Decoder(const GPT& model, int64_t streams)
   kept_.resize(config_.skip_pairs() * C);
 }
 
-std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t stream) {
+int64_t Decoder::matrix_bytes() const {
+  int64_t n = lm_head_.bytes();
+  for (const Layer& L : layers_) n += L.qkv.bytes() + L.proj.bytes() + L.fc.bytes() + L.fc2.bytes();
+  return n;
+}
+
+std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t stream, bool every_position) {
   const int64_t T = int64_t(ids.size()), block = config_.block_size;
   if (T < 1 || T > block) fail("decoder", "restart with ", T, " tokens; expected 1 to block_size ", block);
   if (stream < 0 || stream >= streams()) fail("decoder", "stream ", stream, " outside [0, ", streams(), ")");
@@ -187,7 +89,7 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t st
   rows_.clear();
   for (int64_t t = 0; t < T; ++t)
     rows_.push_back({.stream = stream, .pos = t, .id = ids[size_t(t)], .previous = t > 0 ? ids[size_t(t - 1)] : 0});
-  return run_rows(rows_, 1, true);
+  return run_rows(rows_, every_position ? T : 1, true);
 }
 
 void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
@@ -296,21 +198,21 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
     if (L.skip_gate)
       for (int64_t c = 0; c < C; ++c) x_[c] += L.skip_gate[c] * kept_[L.skip_from * C + c];
     kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
-    L.qkv.apply(h_.data(), qkv_.data(), x16_);
+    L.qkv.apply(h_.data(), qkv_.data(), scratch_);
     add_value_embedding(L, id, qkv_.data());
     attend(L, stream, pos, qkv_.data(), y_.data(), s);
-    L.proj.apply(y_.data(), h_.data(), x16_);
+    L.proj.apply(y_.data(), h_.data(), scratch_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
     kernels::layer_norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C, kLayerNormEps);
-    L.fc.apply(h_.data(), ff_.data(), x16_);
+    L.fc.apply(h_.data(), ff_.data(), scratch_);
     activate(ff_.data(), 4 * C);
-    L.fc2.apply(ff_.data(), h_.data(), x16_);
+    L.fc2.apply(ff_.data(), h_.data(), scratch_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
     if (L.keeps_output) std::copy(x_.begin(), x_.end(), kept_.begin() + int64_t(l) * C);
   }
   kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C,
                           kLayerNormEps);
-  lm_head_.apply(h_.data(), logits_.data(), x16_);
+  lm_head_.apply(h_.data(), logits_.data(), scratch_);
   softcap(logits_.data(), config_.vocab_size);
   ++length_[size_t(stream)];
   last_id_[size_t(stream)] = id;
@@ -358,20 +260,20 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
     }
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
-    L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, x16_, prompt);  // (B, C) -> (B, 3C)
+    L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
     for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
       add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
       const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
                          bsin_.data() + b * C};
       attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
     }
-    L.proj.apply_rows(by_.data(), bh_.data(), B, x16_, prompt);  // (B, C) -> (B, C)
+    L.proj.apply_rows(by_.data(), bh_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     for (int64_t b = 0; b < B; ++b)
       kernels::layer_norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C, kLayerNormEps);
-    L.fc.apply_rows(bh_.data(), bff_.data(), B, x16_, prompt);  // (B, C) -> (B, 4C)
+    L.fc.apply_rows(bh_.data(), bff_.data(), B, scratch_, prompt);  // (B, C) -> (B, 4C)
     activate(bff_.data(), B * 4 * C);
-    L.fc2.apply_rows(bff_.data(), bh_.data(), B, x16_, prompt);  // (B, 4C) -> (B, C)
+    L.fc2.apply_rows(bff_.data(), bh_.data(), B, scratch_, prompt);  // (B, 4C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     if (L.keeps_output) std::copy_n(bx_.begin(), B * C, bkept_.begin() + int64_t(l) * B * C);
   }
@@ -379,7 +281,7 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
   for (int64_t b = first; b < B; ++b)
     kernels::layer_norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), model_.ln_f->bias.data(),
                             bh_.data() + b * C, C, kLayerNormEps);
-  lm_head_.apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, x16_, prompt);  // (with_logits, C) -> (with_logits, V)
+  lm_head_.apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, scratch_, prompt);  // (with_logits, C) -> (with_logits, V)
   softcap(blogits_.data(), with_logits * V);
   for (const Row& r : rows) length_[size_t(r.stream)] = r.pos + 1, last_id_[size_t(r.stream)] = r.id;
   return {blogits_.data(), size_t(with_logits * V)};

@@ -10,13 +10,19 @@
 // step_batch() runs one token of each of several streams as one matrix product per
 // weight matrix (continuous batching, for folio serve): the weights are read once
 // per step for all of them. tests/test_decoder.cpp holds step_batch to step.
+//
+// The matrices are stored as `weights` says (nn/weights.h): the Linear's fp32, bf16 or
+// Q8_0 blocks, which the products read as stored. The embedding tables stay fp32 (a
+// token reads one row of each), and the output layer is stored as the blocks' are.
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "autograd/kernels/matmul.h"
+#include "autograd/kernels/quant.h"
 #include "nn/transformer.h"
+#include "nn/weights.h"
 
 namespace folio::nn {
 
@@ -26,12 +32,14 @@ class Decoder {
   // the model's precision says so); reads the embeddings and norms in place. The model
   // must outlive the decoder and not change while it decodes.
   // `streams` caches (each 2 * n_layer * block_size * n_embd floats) share them.
-  explicit Decoder(const GPT& model, int64_t streams = 1);
+  // `weights` other than f32 need the model's fp32 products (precision fp32).
+  explicit Decoder(const GPT& model, int64_t streams = 1, Weights weights = Weights::f32);
 
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
   // as one batched step over the prompt (the prefill), whose keys and values fill the
-  // cache. Returns the last position's logits (V), valid until the next call.
-  std::span<const float> restart(std::span<const int32_t> ids, int64_t stream = 0);
+  // cache. Returns the last position's logits (V), or with `every_position` those of
+  // each position (T, V), valid until the next call.
+  std::span<const float> restart(std::span<const int32_t> ids, int64_t stream = 0, bool every_position = false);
   // Runs one token at position length() and caches it. Returns its logits (V), valid
   // until the next call. With learned positions, length() < block_size. With rotary
   // positions the cache rolls: the token attends to the last block_size positions
@@ -45,10 +53,14 @@ class Decoder {
   int64_t length(int64_t stream = 0) const { return length_[size_t(stream)]; }  // positions run since restart
   int64_t streams() const { return int64_t(length_.size()); }
   bool rolls() const { return config_.pos == Positions::rope; }
+  Weights weights() const { return weights_; }
+  // The bytes of the matrices a token's step reads (every block's and the output
+  // layer's, as stored): what a step costs in memory traffic, the caches aside.
+  int64_t matrix_bytes() const;
 
  private:
   // y (N) = W (N, K) x (K) [+ bias], from a Linear's weight (N, K), in the precision of
-  // the model's products. fp32 weights are copied once into panels of kPanel rows
+  // the model's products and stored as --weights says. fp32 weights are copied once into panels of kPanel rows
   // stored column by column, (ceil(N / kPanel), K, kPanel): a product then reads them as
   // one stream, which is what a token's time goes to.
   // Where the fp32 panels live: one allocation for them all (about 4 bytes per
@@ -65,13 +77,20 @@ class Decoder {
     std::unique_ptr<float[], Free> data_;
     int64_t size_ = 0, used_ = 0;
   };
+  // What the products need besides their operands: the activations rounded to bf16
+  // (bf16 products), and a tile of weights widened to fp32 (a prompt's products from
+  // bf16 or Q8_0 weights) with its part of the result.
+  struct Scratch {
+    std::vector<kernels::bf16> x16;  // (M, K)
+    std::vector<float> tile, ytile;  // (rows, K), (M, rows)
+  };
   struct Matrix {
     static constexpr int64_t kPanel = 64;  // four 16-float vectors of sums
     static int64_t panel_floats(const Tensor& weight) {
       return (weight.size(0) + kPanel - 1) / kPanel * kPanel * weight.size(1);
     }
-    Matrix(const Tensor& weight, const Tensor& bias, Precision p, PanelStore& store);
-    void apply(const float* x, float* y, std::vector<kernels::bf16>& scratch) const;
+    Matrix(const Tensor& weight, const Tensor& bias, Precision p, Weights w, PanelStore& store);
+    void apply(const float* x, float* y, Scratch& scratch) const;
     // Y (M, N) = X (M, K) W^T [+ bias], reading the weights once for all M rows: the
     // panels four rows at a time (fp32), or one oneDNN product (bf16). One thread: a
     // server's other threads need the other cores, and an OpenMP team that waits for
@@ -80,12 +99,22 @@ class Decoder {
     // on the Linear's own weights instead, with the threads of the calling thread's
     // setting: as fast as the model's forward, where four rows per pass would read the
     // weights T / 4 times.
-    void apply_rows(const float* x, float* y, int64_t M, std::vector<kernels::bf16>& scratch, bool prompt) const;
+    // With --weights bf16 or int8, rows are products of the stored weights widened in
+    // registers, each weight row used for all M rows while in cache; a prompt's rows
+    // are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
+    // values the row products use), so that a prefill costs about what an f32 one does
+    // plus the widening (N * K, against its M * N * K).
+    void apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const;
+    int64_t bytes() const;  // of the weights as the products read them
     const float* bias;
     int64_t N, K;
+    Weights stored;                  // f32: panels, or bf16 products with w16
     const float* weight;             // (N, K) the Linear's own, in the model
     const float* packed = nullptr;   // fp32 products: panels in the store
-    std::vector<kernels::bf16> w16;  // bf16 products: the weights rounded, as Linear's (N, K)
+    std::vector<kernels::bf16> w16;  // bf16 products or --weights bf16: the weights rounded, as Linear's (N, K)
+    std::vector<kernels::BlockQ8> q8;  // --weights int8: (N, ceil(K / 32)) blocks
+   private:
+    void widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;
   };
   struct Layer {
     const float* ln1_w;
@@ -107,7 +136,7 @@ class Decoder {
   struct RowScratch {
     float *att, *rot, *cos, *sin;
   };
-  static int64_t panel_floats(const GPT& model);  // of all its products (0 for bf16 ones)
+  static int64_t panel_floats(const GPT& model, Weights w);  // of all its products (0 for bf16 or small ones)
   // One row of a batched step: token `id` of `stream` at position `pos`; `previous` is
   // the token before it (the bigram table's; unused at position 0).
   struct Row {
@@ -134,6 +163,7 @@ class Decoder {
   void ensure_batch(int64_t B, int64_t with_logits);  // the batch scratch holds B rows, with_logits of logits
   const GPT& model_;
   const GPTConfig& config_;
+  Weights weights_;
   PanelStore store_;
   std::vector<Layer> layers_;
   Matrix lm_head_;
@@ -148,7 +178,7 @@ class Decoder {
   std::vector<float> bx_, by_, bh_, bqkv_, bff_, blogits_, batt_, brot_, bcos_, bsin_, bx0_;  // bx0_ (B, C)
   std::vector<float> bkept_;  // (skip_pairs, B, C)
   std::vector<Row> rows_;     // (B) the rows of the step being run
-  std::vector<kernels::bf16> x16_;
+  Scratch scratch_;
 };
 
 }  // namespace folio::nn

@@ -140,7 +140,7 @@ void Scheduler::run_batched() {
   // whenever one of its threads is descheduled, which on a loaded machine cost whole
   // seconds a request (measured).
   infer::decode_on_one_thread();
-  infer::Generator generator(*model_.model, options_.slots);
+  infer::Generator generator(*model_.model, options_.slots, true, options_.weights);
   const int64_t V = model_.model->config().vocab_size;
   std::vector<int64_t> streams;  // (B): the slots in this step
   for (;;) {
@@ -191,7 +191,7 @@ void Scheduler::run_batched() {
 
 void Scheduler::run_alone(int64_t s) {
   infer::decode_on_one_thread();  // the slots' threads are the parallelism
-  infer::Generator generator(*model_.model);
+  infer::Generator generator(*model_.model, 1, true, options_.weights);
   Slot& slot = *slots_[size_t(s)];
   for (;;) {
     {

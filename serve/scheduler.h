@@ -21,12 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "infer/generator.h"
 #include "io/checkpoint.h"
 #include "serve/api.h"
-
-namespace folio::infer {
-class Generator;
-}
 
 namespace folio::serve {
 
@@ -66,6 +63,7 @@ struct SchedulerOptions {
   int64_t queue = 64;   // waiting jobs beyond the slots; more are refused (503)
   bool batched = true;  // false: a thread per slot (the baseline)
   double max_seconds = 60;  // a job's wall time once in a slot
+  infer::Weights weights = infer::Weights::f32;  // how the decoder stores the matrices
 };
 
 struct SchedulerStats {

@@ -18,6 +18,7 @@ struct DecoderCase {
   nn::GPTConfig config;
   Precision dtype;
   float tol;  // max |decoder - forward| over the logits
+  nn::Weights weights = nn::Weights::f32;
 };
 void PrintTo(const DecoderCase& c, std::ostream* os) { *os << c.name; }
 
@@ -57,10 +58,20 @@ class DecoderMatchesForward : public ::testing::TestWithParam<DecoderCase> {
   }
 };
 
-// The case's model, its gates opened, in eval mode at the case's precision.
+// Biases start at zero, where a product could add the wrong one and agree: give each
+// a value of its own.
+void set_biases(nn::GPT& gpt) {
+  int64_t n = 0;
+  for (const auto& [name, p] : gpt.named_parameters())
+    if (name.ends_with(".bias") && name.find("ln") == std::string::npos)
+      for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0.05f * float((n++ * 7) % 11) - 0.25f;
+}
+
+// The case's model, its gates opened and biases set, in eval mode at the case's precision.
 std::unique_ptr<nn::GPT> model_for(const DecoderCase& c) {
   auto gpt = std::make_unique<nn::GPT>(c.config);
   open_gates(*gpt);
+  set_biases(*gpt);
   gpt->eval();
   gpt->set_precision(c.dtype);
   return gpt;
@@ -74,7 +85,7 @@ TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   const int64_t block = c.config.block_size, V = c.config.vocab_size;
   std::vector<int32_t> ids(block);
   for (int64_t t = 0; t < block; ++t) ids[t] = int32_t((7 * t + 3) % V);
-  nn::Decoder decoder(gpt);
+  nn::Decoder decoder(gpt, 1, c.weights);
   for (int64_t start : {int64_t(1), block / 2, block}) {  // restart with `start` tokens, then step to the end
     const std::span<const int32_t> all(ids);
     EXPECT_LE(max_diff(decoder.restart(all.first(start)), forward_last(gpt, all.first(start))), c.tol);
@@ -97,13 +108,13 @@ TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
   const nn::GPT& gpt = *model;
   NoGradGuard no_grad;
   const int64_t block = c.config.block_size, V = c.config.vocab_size, S = 3;
-  nn::Decoder batched(gpt, S);
+  nn::Decoder batched(gpt, S, c.weights);
   std::vector<std::unique_ptr<nn::Decoder>> alone;
   std::vector<int32_t> next(S);
   for (int64_t s = 0; s < S; ++s) {
     std::vector<int32_t> prompt(size_t(s + 1));
     for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((5 * t + 3 * s + 1) % V);
-    alone.push_back(std::make_unique<nn::Decoder>(gpt));
+    alone.push_back(std::make_unique<nn::Decoder>(gpt, 1, c.weights));
     EXPECT_LE(max_diff(batched.restart(prompt, s), alone.back()->restart(prompt)), 1e-6f);
     next[size_t(s)] = int32_t((s + 2) % V);
   }
@@ -117,7 +128,9 @@ TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
     for (size_t b = 0; b < streams.size(); ++b) {
       const int64_t s = streams[b];
       const auto want = alone[size_t(s)]->step(ids[b]);
-      EXPECT_LE(max_diff(got.subspan(b * V, V), want), c.tol) << "stream " << s << " at step " << step;
+      // bf16 and int8 weights: a row's product is the same kernel's, batched or not.
+      const float tol = c.weights == nn::Weights::f32 ? c.tol : 1e-6f;
+      EXPECT_LE(max_diff(got.subspan(b * V, V), want), tol) << "stream " << s << " at step " << step;
       EXPECT_EQ(batched.length(s), alone[size_t(s)]->length());
       next[size_t(s)] = int32_t((7 * step + 3 * s + 1) % V);
     }
@@ -169,7 +182,25 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                   }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).
-                      DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f});
+                      DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f},
+                      // Weights stored small, against forward's fp32 logits (about 1 in size
+                      // here): bf16 keeps 8 bits of each weight, int8 about 7 of its block's
+                      // largest. Measured: at most 2.6e-4 (bf16) and 1.2e-3 (int8). kSmall's products have K = 16 and 64 (a part of a block);
+                      // tiled's K = 192 and 768 make a prompt's products run in tiles of
+                      // 341 and 85 weight rows, the last of each matrix a part.
+                      DecoderCase{"weights_bf16", kSmall, Precision::fp32, 1e-3f, nn::Weights::bf16},
+                      DecoderCase{"weights_int8", kSmall, Precision::fp32, 5e-3f, nn::Weights::int8},
+                      DecoderCase{"weights_int8_rope_value_embed_tied", with(kSmall, [](auto& c) {
+                                    c.pos = nn::Positions::rope;
+                                    c.value_embed = true;
+                                    c.tie_weights = true;
+                                    c.n_embd = 48;
+                                  }), Precision::fp32, 5e-3f, nn::Weights::int8},
+                      DecoderCase{"weights_int8_tiled", with(kSmall, [](auto& c) {
+                                    c.n_embd = 192;
+                                    c.n_head = 4;
+                                    c.n_layer = 1;
+                                  }), Precision::fp32, 5e-3f, nn::Weights::int8});
 auto case_name = [](const auto& info) { return std::string(info.param.name); };
 INSTANTIATE_TEST_SUITE_P(Configs, DecoderMatchesForward, kCases, case_name);
 INSTANTIATE_TEST_SUITE_P(Configs, BatchMatchesStep, kCases, case_name);
@@ -206,6 +237,19 @@ TEST(Decoder, RotaryCacheRollsAsARecomputeOfTheLastBlockInOneLayer) {
   for (size_t t = 1; t < ids.size(); ++t) last = rolling.step(ids[t]);
   EXPECT_EQ(rolling.length(), int64_t(ids.size()));
   EXPECT_GT(max_diff(last, forward_last(deep, all.last(block))), 1e-4f);
+}
+
+// The bytes a step reads: a quarter of f32's and 2 bytes in 32 for the scales (int8),
+// half (bf16).
+TEST(Decoder, StoresEachWeightFormatInItsBytes) {
+  nn::GPT gpt(with(kSmall, [](auto& c) { c.n_embd = 64; }));
+  gpt.eval();
+  const int64_t f32 = nn::Decoder(gpt).matrix_bytes();
+  EXPECT_EQ(f32 % 4, 0);
+  EXPECT_EQ(nn::Decoder(gpt, 1, nn::Weights::bf16).matrix_bytes(), f32 / 2);
+  EXPECT_EQ(nn::Decoder(gpt, 1, nn::Weights::int8).matrix_bytes(), f32 / 4 / 32 * 34);
+  gpt.set_precision(Precision::bf16);
+  expect_error([&] { nn::Decoder(gpt, 1, nn::Weights::int8); }, {"weights int8", "fp32 products", "bf16"});
 }
 
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {

@@ -94,7 +94,8 @@ if [ ! -d "$npm_dir/node_modules/openai" ]; then
     exit 77
   }
 fi
-checkpoint=$work/run/best.safetensors start --api-key-file "$work/key" --quiet
+# On int8 weights (--weights int8): the client sees nothing of how the matrices are stored.
+checkpoint=$work/run/best.safetensors start --api-key-file "$work/key" --quiet --weights int8
 [ "$(models | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')" = run ] || fail "best: $(models)"
 NODE_PATH="$npm_dir/node_modules" node "$here/tests/serve_openai_client.mjs" "$base/v1" "$key" || fail "openai client"
 kill -TERM "$server"

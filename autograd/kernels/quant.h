@@ -1,0 +1,63 @@
+#pragma once
+// Weights stored small for inference, and the matrix-vector products that read them
+// as they are stored:
+//   BlockQ8      32 int8 weights and their fp16 scale, 34 bytes: GGUF's Q8_0 block,
+//                byte for byte, so an export or import maps block for block
+//   quantize_q8  one row of K floats -> ceil(K / 32) blocks, symmetric, scale
+//                max|w| / 127 (the last block zero-padded)
+//   q8_rows      y (M, N) = x (M, K) W^T for W (N, K) as blocks: each weight widened
+//                to fp32 in registers and multiplied by the fp32 activation, one sum per
+//                block scaled by its scale. The activations are not quantized, so a
+//                product differs from f32 by the weights' rounding alone.
+//   bf16_rows    the same from W (N, K) as bf16, widened in registers (no bf16
+//                instructions needed)
+// Each fast product (AVX2 + FMA + F16C where the CPU has them, chosen at run time) has
+// a plain twin (the fallback elsewhere) and a reference in double that
+// tests/test_quant.cpp compares them with.
+#include <cstdint>
+
+#include "autograd/kernels/matmul.h"
+
+namespace folio::kernels {
+
+inline constexpr int64_t kQ8Block = 32;
+
+struct BlockQ8 {
+  uint16_t scale;          // fp16 bits
+  int8_t q[kQ8Block];      // weight = scale * q, q in [-127, 127]
+};
+static_assert(sizeof(BlockQ8) == 34, "a Q8_0 block is 34 bytes");
+
+inline int64_t q8_blocks(int64_t K) { return (K + kQ8Block - 1) / kQ8Block; }
+
+// IEEE half <-> float, round to nearest even; subnormals kept, overflow to infinity.
+uint16_t fp16_from_float(float x);
+float fp16_to_float(uint16_t h);
+
+// w (K) -> out (q8_blocks(K)).
+void quantize_q8(const float* w, int64_t K, BlockQ8* out);
+// blocks (q8_blocks(K)) -> w (K).
+void dequantize_q8(const BlockQ8* blocks, int64_t K, float* w);
+
+// y (M, N) = x (M, K) W^T [+ bias (N)], W (N, q8_blocks(K)) blocks, row by row.
+void q8_rows(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+// y (M, N) = x (M, K) W^T [+ bias (N)], W (N, K) bf16.
+void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+
+namespace detail {
+// The plain loops (the fallback without AVX2), and the references: each weight
+// dequantized, sums in double.
+void q8_rows_plain(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+void bf16_rows_plain(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+void q8_rows_reference(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K,
+                       const float* bias);
+void bf16_rows_reference(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K,
+                         const float* bias);
+// The AVX2 products; callable only where avx2_fma_f16c() says so.
+bool has_f16c();
+bool avx2_fma_f16c();
+void q8_rows_avx2(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+void bf16_rows_avx2(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+}  // namespace detail
+
+}  // namespace folio::kernels

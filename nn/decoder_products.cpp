@@ -1,0 +1,164 @@
+// The decoder's matrix products (nn/decoder.h's Matrix): the weights as stored for
+// inference (fp32 panels, bf16, Q8_0 blocks) and the products over one row, a batch's
+// rows and a prompt's.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "base/error.h"
+#include "autograd/kernels/matmul.h"
+#include "autograd/kernels/quant.h"
+#include "nn/decoder.h"
+
+namespace folio::nn {
+namespace {
+
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+}  // namespace
+Decoder::PanelStore::PanelStore(int64_t floats) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t bytes = (size_t(floats) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+  if (bytes == 0) return;
+  data_.reset(static_cast<float*>(std::aligned_alloc(kHuge, bytes)));
+  if (!data_) throw std::bad_alloc();
+  madvise(data_.get(), bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+  size_ = floats;
+}
+
+void Decoder::PanelStore::Free::operator()(float* p) const { std::free(p); }
+
+float* Decoder::PanelStore::take(int64_t floats) {
+  if (used_ + floats > size_) fail("decoder", "panel store of ", size_, " floats asked for ", used_ + floats);
+  used_ += floats;
+  return data_.get() + used_ - floats;
+}
+
+Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, Weights stored_as, PanelStore& store)
+    : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)), stored(stored_as), weight(weight.data()) {
+  const float* w = weight.data();
+  if (stored == Weights::int8) {  // quantized once, here, as the checkpoint loads
+    const int64_t nb = kernels::q8_blocks(K);
+    q8.resize(size_t(N * nb));
+    for (int64_t n = 0; n < N; ++n) kernels::quantize_q8(w + n * K, K, q8.data() + n * nb);
+    return;
+  }
+  if (p == Precision::bf16 || stored == Weights::bf16) {
+    w16.resize(N * K);
+    kernels::to_bf16(w, w16.data(), N * K);
+    return;
+  }
+  float* out = store.take(panel_floats(weight));
+  packed = out;
+  for (int64_t first = 0; first < N; first += kPanel)  // written in order, rows past N as zeros
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = first; n < first + kPanel; ++n) *out++ = n < N ? w[n * K + k] : 0.0f;
+}
+
+int64_t Decoder::Matrix::bytes() const {
+  if (stored == Weights::int8) return int64_t(q8.size() * sizeof(kernels::BlockQ8));
+  return N * K * (packed ? int64_t(sizeof(float)) : int64_t(sizeof(kernels::bf16)));
+}
+
+void Decoder::Matrix::apply(const float* x, float* y, Scratch& scratch) const {
+  if (stored == Weights::int8) return kernels::q8_rows(q8.data(), x, y, 1, N, K, bias);
+  if (stored == Weights::bf16) return kernels::bf16_rows(w16.data(), x, y, 1, N, K, bias);
+  if (!packed) {  // bf16: both operands in bf16, as the model's bf16 products round them
+    scratch.x16.resize(K);
+    kernels::to_bf16(x, scratch.x16.data(), K);
+    return kernels::matmul({.M = 1, .N = N, .K = K, .trans_b = true}, scratch.x16.data(), w16.data(), y, bias);
+  }
+  // One panel of kPanel outputs at a time: its sums stay in registers while the
+  // panel's weights stream past once, in order, with no sum across lanes at the end.
+  for (int64_t p = 0; p * kPanel < N; ++p) {
+    const float* w = packed + p * K * kPanel;
+    float sums[kPanel] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const float xk = x[k];
+#pragma omp simd
+      for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
+    }
+    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
+    for (int64_t i = 0; i < n; ++i) y[first + i] = sums[i] + (bias ? bias[first + i] : 0.0f);
+  }
+}
+
+namespace {
+
+// R rows of x (R, K) against one panel (K, kPanel) of packed weights: sums (R, kPanel).
+// Each weight is loaded once and used R times while R * kPanel sums stay in
+// registers: the panel streams past once for all R rows.
+template <int R, int64_t P>
+void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][P]) {
+  float acc[R][P] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    const float* w = panel + k * P;
+    for (int r = 0; r < R; ++r) {
+      const float xr = x[r * K + k];
+#pragma omp simd
+      for (int64_t i = 0; i < P; ++i) acc[r][i] += xr * w[i];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int64_t i = 0; i < P; ++i) sums[r][i] = acc[r][i];
+}
+
+}  // namespace
+
+void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const {
+  // Tiles of about 256 KiB of fp32 weights, which stay in cache while the product reads them.
+  const int64_t rows = std::clamp<int64_t>((int64_t(1) << 16) / K, 1, N), nb = kernels::q8_blocks(K);
+  scratch.tile.resize(size_t(rows * K));
+  if (rows < N) scratch.ytile.resize(size_t(M * rows));
+  for (int64_t first = 0; first < N; first += rows) {
+    const int64_t n = std::min(rows, N - first);
+    float* tile = scratch.tile.data();  // (n, K)
+    for (int64_t r = 0; r < n; ++r) {
+      if (stored == Weights::int8) kernels::dequantize_q8(q8.data() + (first + r) * nb, K, tile + r * K);
+      else
+        for (int64_t k = 0; k < K; ++k) tile[r * K + k] = kernels::to_float(w16[size_t((first + r) * K + k)]);
+    }
+    float* out = rows < N ? scratch.ytile.data() : y;  // (M, n)
+    kernels::matmul({.M = M, .N = n, .K = K, .trans_b = true}, x, tile, out, bias ? bias + first : nullptr);
+    if (out != y)
+      for (int64_t m = 0; m < M; ++m) std::copy_n(out + m * n, n, y + m * N + first);
+  }
+}
+
+void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const {
+  if (stored != Weights::f32) {
+    if (prompt && M > 1) return widened_rows(x, y, M, scratch);
+    return stored == Weights::int8 ? kernels::q8_rows(q8.data(), x, y, M, N, K, bias)
+                                   : kernels::bf16_rows(w16.data(), x, y, M, N, K, bias);
+  }
+  if (prompt && packed)  // fp32: as the model's own forward computes its products
+    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
+  if (!packed) {  // bf16: one oneDNN product, as the model's own bf16 products
+    scratch.x16.resize(M * K);  // (M, K)
+    kernels::to_bf16(x, scratch.x16.data(), M * K);
+    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, scratch.x16.data(), w16.data(), y, bias);
+  }
+  // Panel by panel; within a panel, rows four at a time. A panel (K * kPanel floats)
+  // is read from memory for the first four rows and from cache for the rest.
+  for (int64_t p = 0; p * kPanel < N; ++p) {
+    const float* w = packed + p * K * kPanel;
+    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
+    float sums[4][kPanel];
+    for (int64_t r0 = 0; r0 < M; r0 += 4) {
+      const int64_t rows = std::min<int64_t>(4, M - r0);
+      const float* xr = x + r0 * K;
+      switch (rows) {
+        case 4: panel_rows<4>(w, xr, K, sums); break;
+        case 3: panel_rows<3>(w, xr, K, sums); break;
+        case 2: panel_rows<2>(w, xr, K, sums); break;
+        default: panel_rows<1>(w, xr, K, sums); break;
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i) y[(r0 + r) * N + first + i] = sums[r][i] + (bias ? bias[first + i] : 0.0f);
+    }
+  }
+}
+
+}  // namespace folio::nn
