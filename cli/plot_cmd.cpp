@@ -16,15 +16,16 @@ void declare(po::options_description& opts) {
        "the horizontal axis: step, or time (each run's training seconds, its log's train_s: runs of "
        "different speeds on one clock)")
       ("y", with_default<std::string>("loss"),
-       "the vertical axis: loss (per token), or bpb (bits per byte of text, the log's val_bpb: runs of different "
-       "tokenizers, char and BPE, on one scale)");
+       "the vertical axis: loss (per token), bpb (bits per byte of text, the log's val_bpb: runs of different "
+       "tokenizers, char and BPE, on one scale), or any column of log.csv, one line a run: grad_norm, clipped, "
+       "skipped, rollbacks, lr, tokens_per_sec, ...");
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
   if (!vm.count("run")) throw UsageError("name at least one run: folio plot RUN [RUN...] --out FILE.svg");
   const std::string y = vm["y"].as<std::string>();
-  if (y != "loss" && y != "bpb") throw UsageError(cat("--y must be loss or bpb, got '", y, "'"));
-  const viz::PlotValue value = y == "bpb" ? viz::PlotValue::bpb : viz::PlotValue::loss;
+  const viz::PlotValue value = y == "bpb" ? viz::PlotValue::bpb : y == "loss" ? viz::PlotValue::loss : viz::PlotValue::column;
+  const std::string column = value == viz::PlotValue::column ? y : "";
   std::vector<viz::LossCurve> curves;
   for (const std::string& run : vm["run"].as<std::vector<std::string>>()) {
     const std::filesystem::path p(run);
@@ -33,7 +34,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
     const std::filesystem::path named = dir ? p : p.parent_path();
     std::string name = std::filesystem::path(named.string()).lexically_normal().filename().string();
     if (name.empty() || name == ".") name = std::filesystem::absolute(named).lexically_normal().filename().string();
-    curves.push_back(viz::read_loss_log(log.string(), name));
+    try {
+      curves.push_back(viz::read_loss_log(log.string(), name, column));
+    } catch (const Error& e) {  // a column it lacks: the flag was wrong
+      if (column.empty() || std::string(e.what()).find(": no column ") == std::string::npos) throw;
+      throw UsageError(cat("--y ", column, ": expected loss, bpb or a column of the log; ", e.what()));
+    }
     if (value == viz::PlotValue::bpb && !viz::has_bits_per_byte(curves.back()))
       fail("plot", log.string(), ": no val_bpb for every evaluation (a run logged before bits per byte were, or on "
            "token files that do not say how many bytes their tokens are): plot it with --y loss");
@@ -44,7 +50,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const std::string out = vm["out"].as<std::string>();
   check_output_file(out, "out");
   return [=] {
-    write_output(out, viz::loss_plot_svg(curves, axis, value), plural(int64_t(curves.size()), "run"));
+    write_output(out, viz::loss_plot_svg(curves, axis, value, column), plural(int64_t(curves.size()), "run"));
     return 0;
   };
 }
@@ -55,7 +61,8 @@ const Command kPlot = {"plot", "overlay the loss curves of runs in one SVG",
                        "Draws train (dashed) and val (solid) loss against step for each run, from its\n"
                        "log.csv, one colour per run, with the first run's wall time under the steps:\n"
                        "  folio plot runs/a runs/b --out compare.svg\n"
-                       "--y bpb draws bits per byte of text instead, for runs of different tokenizers.",
+                       "--y bpb draws bits per byte of text instead, for runs of different tokenizers;\n"
+                       "--y COLUMN one column of the logs (--y grad_norm: the runs' gradient norms).",
                        declare, prepare, "run"};
 
 }  // namespace folio::cli

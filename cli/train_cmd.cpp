@@ -262,6 +262,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
       std::fflush(stdout);
     }
     trainer->run();
+    if (!trainer->diverged().empty()) return 3;  // the guards stopped it, and said why
     // Stopped by a signal: the checkpoint is saved, and the shell sees 128 + the signal.
     return trainer->stop_signal() ? 128 + trainer->stop_signal() : 0;
   };
@@ -280,7 +281,9 @@ const Command kTrain = {
     "count unless --threads is given. Ctrl-C or SIGTERM saves and exits 130 or 143.\n"
     "--max-time SECONDS stops the run after the step where its training time (the\n"
     "steps, not the evaluations) reaches SECONDS; given without --max-iters, it is\n"
-    "the only limit and the cosine decays over it.",
+    "the only limit and the cosine decays over it. A step whose loss or gradient norm\n"
+    "is not finite or spikes is rolled back (--on-divergence); a run the guards stop\n"
+    "exits 3.",
     declare, prepare};
 
 }  // namespace folio::cli

@@ -220,6 +220,19 @@ const std::vector<TrainOption>& train_options() {
             "(a dead host or a cut network; 0: wait for ever)",
             Check::non_negative),
       flag_switch("quiet", always, AT(quiet), true, "no progress output"),
+      parsed(
+          "fault-inject", always, AT(faults),
+          [](const std::string& s) {
+            try {
+              return parse_faults(s);
+            } catch (const Error& e) {
+              const std::string msg = e.what();  // "[config] fault_inject '...': expected ..."
+              throw UsageError(cat("--fault-inject", msg.substr(msg.find(' ', msg.find("fault_inject")))));
+            }
+          },
+          faults_text,
+          "for tests of the divergence guards only: faults the run suffers on purpose, e.g. nan-grad@30 (a NaN in a "
+          "gradient at step 30), inf-loss@40, spike@50 (a loss 10x the recent mean); comma-separated"),
     });
     return rows;
   }();

@@ -63,7 +63,8 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   std::getline(log, header);
   std::getline(log, first);
   while (std::getline(log, line)) last = line;
-  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb");
+  EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb,grad_norm,clipped,"
+                    "skipped,rollbacks");
   auto val_loss = [](const std::string& row) { return log_cell(row, 2); };
   EXPECT_LT(val_loss(last), val_loss(first) - 0.3);
   EXPECT_NEAR(log_cell(last, 6), val_loss(last) / std::log(2.0), 1e-4);  // bits per character
@@ -268,13 +269,17 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   const Result bits = folio("plot " + run_dir() + " --y bpb --out " + plot);
   ASSERT_EQ(bits.code, 0) << bits.err;
   EXPECT_NE(testing::slurp(plot).find("bits per byte against step"), std::string::npos);
+  // Any column of the log: the gradient norm the divergence guards log.
+  const Result norm = folio("plot " + run_dir() + " --y grad_norm --out " + plot);
+  ASSERT_EQ(norm.code, 0) << norm.err;
+  EXPECT_NE(testing::slurp(plot).find("grad_norm against step"), std::string::npos);
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"attention --checkpoint " + run_dir() + " --prompt 'To be' --layer 1", "--layer"},
            {"attention --checkpoint " + run_dir() + " --prompt ''", "--prompt is empty"},
            {"attention --checkpoint " + run_dir() + " --prompt 'x' --format png", "--format"},
            {"attention --checkpoint " + run_dir(), "prompt"},
            {"plot " + (dir_ / "nope").string(), "nope"},
-           {"plot " + run_dir() + " --y bits", "--y must be loss or bpb"},
+           {"plot " + run_dir() + " --y bits", "--y bits: expected loss, bpb or a column of the log"},
            {"plot", "at least one run"}}) {
     const Result r = folio(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;

@@ -271,7 +271,8 @@ TEST(CrashSafety, AClosedProgressPipeStopsTheRunLikeSigterm) {
 // weight): it loads, its weights are finite, and best.safetensors, the one to go back
 // to, still evaluates to a finite loss. (The last checkpoint itself may be on the
 // edge: its weights can be finite yet huge enough that the very next batch overflows.)
-// Trains at lr 1e6 until the weights blow up; the run must fail with one line.
+// Trains at lr 1e6 until the weights blow up; the run must fail with one line (exit 1,
+// --on-divergence off).
 // warmup_iters: the lr climbs by 1e6 / warmup_iters per step (1: at once).
 Result run_diverging(const TempDir& d, const std::string& corpus, const std::string& run, const char* warmup_iters,
                      const char* lr = "1e6") {
@@ -279,6 +280,9 @@ Result run_diverging(const TempDir& d, const std::string& corpus, const std::str
   set_option(args, "--lr", lr);
   set_option(args, "--warmup-iters", warmup_iters);
   set_option(args, "--lr-decay-iters", "0");
+  // With the guards off: the run fails as it always did (the guards' policies are
+  // tests/test_divergence.cpp's).
+  args.insert(args.end(), {"--on-divergence", "off"});
   const Result r = run_folio(args, d.path);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -31,7 +31,10 @@ TrainConfig with_other_value(const TrainSetting& s, TrainConfig c) {
   std::visit(Overloaded{[&]<class T>(const Number<T>& n) {
                           const Range& r = n.range;
                           if constexpr (std::is_integral_v<T>) c.*(n.at) = n.initial + 1;
-                          else if (!r.hi_is_limit) c.*(n.at) = T((r.lo + r.hi) / 2);
+                          else if (!r.hi_is_limit) {  // the middle, or (a default there) a quarter in
+                            const T mid = T((r.lo + r.hi) / 2);
+                            c.*(n.at) = mid != n.initial ? mid : T((r.lo + mid) / 2);
+                          }
                           else c.*(n.at) = n.initial > 0 ? n.initial / 2 : T(0.5);
                         },
                         [&](const Seed& n) { c.*(n.at) = n.initial + 1; },

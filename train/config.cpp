@@ -15,6 +15,16 @@ const char* to_string(Decay d) { return d == Decay::wsd ? "wsd" : "cosine"; }
 
 std::optional<Decay> parse_decay(std::string_view name) { return parse_name(name, {Decay::cosine, Decay::wsd}); }
 
+const char* to_string(OnDivergence d) {
+  switch (d) {
+    case OnDivergence::skip: return "skip";
+    case OnDivergence::stop: return "stop";
+    case OnDivergence::off: return "off";
+    case OnDivergence::rollback: break;
+  }
+  return "rollback";
+}
+
 // Each setting's default, then TrainConfig's checks: every value in its range, then
 // what a setting asks of the others (so those are in range when it is asked).
 TrainConfig::TrainConfig() {

@@ -25,12 +25,19 @@ enum class Decay { cosine, wsd };
 const char* to_string(Decay d);                                 // "cosine", "wsd"
 std::optional<Decay> parse_decay(std::string_view name);        // nullopt: neither
 
+// What a step that diverges does (train/divergence_guard.h): its update dropped, the
+// run rolled back to its last good checkpoint at a lower learning rate, or stopped
+// (exit 3); off: no guards, and a non-finite value ends the run with an error (exit 1).
+enum class OnDivergence { skip, rollback, stop, off };
+const char* to_string(OnDivergence d);  // "skip", "rollback", "stop", "off"
+
 // Each field's default, limits, flag and JSON key are its row in train/settings.cpp,
 // which TrainConfig() and validate() read: a field without a row has no value.
 struct TrainConfig {
   static constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
   static constexpr double kMaxTime = 1e9;  // seconds: ~30 years
   static constexpr int64_t kMaxThreads = 1 << 16;
+  static constexpr int64_t kMaxSpikeWindow = 100000;  // steps: the window is saved with the run
 
   std::string data;             // corpus path
   std::string recipe;           // the --config file the options came from ("" if none)
@@ -85,6 +92,15 @@ struct TrainConfig {
   // parallelism they are the batch's shard count, and so the order in which the
   // gradient is summed: --resume runs on them again unless --threads is given.
   int64_t threads;
+  // The divergence guards (train/divergence_guard.h): the policy; the z-score of a spike
+  // of the loss and of the gradient norm, and the accepted steps it is measured over
+  // (threshold 0: no spike test); a rollback's factor on the learning rate, and how
+  // many rollbacks a run may make.
+  OnDivergence on_divergence;
+  float spike_threshold, grad_spike_threshold;
+  int64_t spike_window;
+  float rollback_lr_factor;
+  int64_t max_rollbacks;
 
   TrainConfig();          // every field at its row's default
   void validate() const;  // throws "[config] <field> ..." for out-of-range values

@@ -130,14 +130,16 @@ Progress::Progress(Options options, bool resume)
     std::ifstream in(o_.log_file);
     std::string header;
     if (std::getline(in, header))
-      columns_ = header.find(",val_bpb") != std::string::npos   ? 9
+      columns_ = header.find(",rollbacks") != std::string::npos ? 13
+                 : header.find(",val_bpb") != std::string::npos   ? 9
                  : header.find(",train_s") != std::string::npos ? 8
                  : header.find(",val_bpc") != std::string::npos ? 7
                                                                  : 6;
   }
   log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
-  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb\n" << std::flush;
+  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb,grad_norm,clipped,skipped,"
+                       "rollbacks\n" << std::flush;
 }
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
@@ -151,7 +153,8 @@ ScopedProgressHooks::ScopedProgressHooks(ProgressHooks hooks) : before_(std::mov
 }
 ScopedProgressHooks::~ScopedProgressHooks() { t_hooks = std::move(before_); }
 
-void Progress::step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens) {
+void Progress::step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens,
+                         const Health& health) {
   window_tokens_ += tokens;
   const double window = train_seconds - window_start_;
   if (window > 0) tokens_per_sec_ = double(window_tokens_) / window;
@@ -173,6 +176,11 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
   if (o_.max_iters) std::snprintf(of, sizeof of, "/%lld", (long long)o_.max_iters);
   char best[32] = "";
   if (std::isfinite(best_val_)) std::snprintf(best, sizeof best, "best val %.4f", best_val_);
+  // The guards' counts once they are not 0: a run that skips or rolls back says so.
+  const std::string norm = std::isnan(health.grad_norm) ? "" : cat("gnorm ", fixed(float(health.grad_norm), 2));
+  const std::string counts = cat(health.skipped ? cat("skipped ", health.skipped) : "",
+                                 health.skipped && health.rollbacks ? ", " : "",
+                                 health.rollbacks ? cat("rolled back ", health.rollbacks) : "");
   if (live_) {
     // Most important first: where the run is, how it learns, when it ends.
     const int columns = terminal_columns(fileno(stdout));
@@ -183,18 +191,22 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
                     {cat(std::lround(tokens_per_sec_), " tok/s"), 4},
                     {duration_text(elapsed()) + " elapsed", 5},
                     {"ETA " + duration_text(eta), 2},
-                    {best, 3}},
+                    {best, 3},
+                    {norm, 7},
+                    {counts, 1}},
                    size_t(columns > 0 ? columns : 80));
     std::printf("\r\033[K%s", line.c_str());
   } else {
-    std::printf("step %lld%s: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s%s%s\n", (long long)step + 1, of, loss,
-                lr, tokens_per_sec_, duration_text(elapsed()).c_str(), duration_text(eta).c_str(), *best ? ", " : "",
-                best);
+    std::printf("step %lld%s: loss %.4f, lr %.2e, %.0f tok/s, %s elapsed, ETA %s%s%s%s%s%s%s\n", (long long)step + 1, of,
+                loss, lr, tokens_per_sec_, duration_text(elapsed()).c_str(), duration_text(eta).c_str(),
+                *best ? ", " : "", best, norm.empty() ? "" : ", ", norm.c_str(), counts.empty() ? "" : ", ",
+                counts.c_str());
   }
   std::fflush(stdout);
 }
 
-void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds) {
+void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds,
+                         const Health& health) {
   evaluated_since_step_ = true;
   if (std::isfinite(val)) best_val_ = std::min(best_val_, val);
   // Token files made elsewhere do not say how many bytes their tokens are: no figure.
@@ -204,13 +216,17 @@ void Progress::evaluated(int64_t step, float train, float val, float lr, double 
   if (t_hooks.on_eval)
     t_hooks.on_eval({{"step", double(step)}, {"train_loss", train}, {"val_loss", val}, {"lr", lr},
                      {"tokens_per_sec", tokens_per_sec_}, {"elapsed_s", elapsed_before_ + elapsed()},
-                     {"val_bpc", bits_per_char}, {"train_s", train_seconds}, {"val_bpb", bits_per_byte}});
+                     {"val_bpc", bits_per_char}, {"train_s", train_seconds}, {"val_bpb", bits_per_byte},
+                     {"grad_norm", health.grad_norm}, {"clipped", health.clipped}, {"skipped", double(health.skipped)},
+                     {"rollbacks", double(health.rollbacks)}});
   if (log_.is_open()) {
     const double t = elapsed_before_ + elapsed();
     log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
     if (columns_ >= 7) log_ << ',' << bits_per_char;
     if (columns_ >= 8) log_ << ',' << train_seconds;
     if (columns_ >= 9) log_ << ',' << bits_per_byte;
+    if (columns_ >= 13)
+      log_ << ',' << health.grad_norm << ',' << health.clipped << ',' << health.skipped << ',' << health.rollbacks;
     log_ << '\n' << std::flush;
     curve_.points.push_back({step, train, val, t});
     write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,16 @@ class ScopedProgressHooks {
   ProgressHooks before_;
 };
 
+// The run's health since the last evaluation (train/divergence_guard.h): the accepted
+// steps' mean global gradient norm (before the clip) and the fraction the clip scaled
+// (NaN: no step since), and the run's dropped updates and rollbacks so far. log.csv
+// has a column for each; the progress line shows the norm, and the counts once not 0.
+struct Health {
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
+  double clipped = std::numeric_limits<double>::quiet_NaN();
+  int64_t skipped = 0, rollbacks = 0;
+};
+
 class Progress {
  public:
   struct Options {
@@ -96,8 +107,10 @@ class Progress {
   // After step `step` (0-based), which trained on `tokens` tokens; train_seconds: the
   // run's training time so far, the clock of tokens/s: evaluations and saves between
   // steps are not throughput.
-  void step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens);
-  void evaluated(int64_t step, float train, float val, float lr, double train_seconds);  // logs, plots, prints
+  // `health`: the last step's gradient norm, and the run's counts.
+  void step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens, const Health& health = {});
+  // Logs, plots, prints; `health` since the last evaluation.
+  void evaluated(int64_t step, float train, float val, float lr, double train_seconds, const Health& health = {});
   void say(const std::string& line);                            // a line of its own
   void notice(const std::string& line);                         // one on stderr, even when quiet
   double elapsed() const;                                       // seconds since this process started
@@ -110,7 +123,9 @@ class Progress {
   EtaEstimate eta_;
   bool evaluated_since_step_ = false;
   bool live_;  // a terminal: redraw one line
-  int columns_ = 9;  // of log.csv: a log begun before val_bpc (7), train_s (8) or val_bpb (9) goes on without
+  // Of log.csv: a log begun before val_bpc (7), train_s (8), val_bpb (9) or the health
+  // columns (13) goes on without.
+  int columns_ = 13;
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_;

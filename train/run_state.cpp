@@ -18,7 +18,7 @@ namespace {
 // The __metadata__ keys of the run itself; every other key is the optimizer's.
 constexpr const char* kRunKeys[] = {"format",        "folio_format", "step",       "best_val_loss",
                                     "data_rng",      "dropout_rng",  "train_seconds", "data_epoch",
-                                    "data_position", "data_fingerprint", "train_config"};
+                                    "data_position", "data_fingerprint", "train_config", "guards"};
 
 bool run_key(const std::string& key) {
   for (const char* k : kRunKeys)
@@ -50,6 +50,48 @@ Rng::State rng_from_json(const Json& v, const char* key, const std::string& wher
   return s;
 }
 
+// The guards' state as one JSON object: the window's figures are shortest exact doubles
+// of floats, so they read back to the bit.
+Json guards_json(const GuardState& g) {
+  Json::Array losses, norms;
+  for (float v : g.losses) losses.push_back(Json(double(v)));
+  for (float v : g.norms) norms.push_back(Json(double(v)));
+  return Json::Object{{"losses", std::move(losses)},  {"norms", std::move(norms)},
+                      {"skipped", g.skipped},         {"skipped_in_a_row", g.skipped_in_a_row},
+                      {"rollbacks", g.rollbacks},     {"lr_scale", double(g.lr_scale)},
+                      {"furthest_step", g.furthest_step}};
+}
+
+GuardState guards_from_json(const Json& j, const std::string& file) {
+  auto bad = [&](const char* key, const char* expected) {
+    fail("checkpoint", file, ": __metadata__.guards.", key, ": expected ", expected);
+  };
+  if (!j.is_object()) fail("checkpoint", file, ": __metadata__.guards: expected a JSON object");
+  GuardState g;
+  auto count = [&](const char* key, int64_t lo) {
+    const Json* v = j.find(key);
+    if (!v || !v->is_int() || v->as_int() < lo) bad(key, lo < 0 ? "an integer >= -1" : "an integer >= 0");
+    return v->as_int();
+  };
+  g.skipped = count("skipped", 0), g.skipped_in_a_row = count("skipped_in_a_row", 0);
+  g.rollbacks = count("rollbacks", 0), g.furthest_step = count("furthest_step", -1);
+  const Json* scale = j.find("lr_scale");
+  if (!scale || !scale->is_number() || !(scale->as_double() > 0 && scale->as_double() <= 1)) bad("lr_scale", "a number in (0, 1]");
+  g.lr_scale = float(scale->as_double());
+  for (auto [key, to] : {std::pair{"losses", &g.losses}, std::pair{"norms", &g.norms}}) {
+    const Json* w = j.find(key);
+    if (!w || !w->is_array() || int64_t(w->as_array().size()) > TrainConfig::kMaxSpikeWindow)
+      bad(key, "an array of at most 100000 numbers");
+    for (const Json& v : w->as_array()) {
+      if (!v.is_number() || !std::isfinite(v.as_double()) || std::abs(v.as_double()) > std::numeric_limits<float>::max())
+        bad(key, "finite floats");
+      to->push_back(float(v.as_double()));
+    }
+  }
+  if (g.losses.size() != g.norms.size()) bad("norms", "as many as losses");
+  return g;
+}
+
 }  // namespace
 
 void save_state(const std::string& file, const TrainState& s) {
@@ -65,7 +107,8 @@ void save_state(const std::string& file, const TrainState& s) {
                                    {"data_epoch", std::to_string(s.data_epoch)},
                                    {"data_position", std::to_string(s.data_position)},
                                    {"data_fingerprint", s.data_fingerprint},
-                                   {"train_config", to_json(s.config).dump()}});
+                                   {"train_config", to_json(s.config).dump()},
+                                   {"guards", guards_json(s.guards).dump()}});
   save_safetensors(file, tensors, metadata);
 }
 
@@ -97,7 +140,8 @@ TrainState load_state(const std::string& file) {
     check_finite(*t, "ema.weights", file);
     s.ema_weights.assign(t->data(), t->data() + t->numel());
   }
-  // Absent from runs saved before time budgets: their training time is not known, 0.
+  // Absent from runs saved before time budgets: their training time is not known, 0;
+  // before sampling epochs, divergence guards: their defaults.
   for (const auto& [key, value] : f.metadata)
     if (key == "train_seconds") {
       const Json t = metadata_json(f, "train_seconds", file);
@@ -110,6 +154,8 @@ TrainState load_state(const std::string& file) {
       (key == "data_epoch" ? s.data_epoch : s.data_position) = v.as_int();
     } else if (key == "data_fingerprint") {
       s.data_fingerprint = value;
+    } else if (key == "guards") {
+      s.guards = guards_from_json(metadata_json(f, "guards", file), file);
     }
   return s;
 }

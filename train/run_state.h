@@ -3,7 +3,8 @@
 //   TrainState          the step, the RNG states, the best validation loss, the
 //                       training time, where the sampler is, the training options,
 //                       the optimizer's state (opaque: train/optimizer_state.h) and
-//                       the average of the weights
+//                       the average of the weights, and the divergence guards' window
+//                       and counters
 //   save_state          writes it: the optimizer's tensors, then "ema.weights"; the
 //                       __metadata__ has the format, the step, the optimizer's
 //                       counters, then the run's fields and "train_config" (JSON)
@@ -21,6 +22,7 @@
 #include "io/run_dir.h"
 #include "nn/transformer.h"
 #include "train/config.h"
+#include "train/divergence_guard.h"
 #include "train/optimizer_state.h"
 
 namespace folio {
@@ -37,6 +39,7 @@ struct TrainState {
   int64_t data_epoch = 0, data_position = 0;
   std::string data_fingerprint;
   std::vector<float> ema_weights;  // config.ema > 0: (P,) the average of the weights, flat
+  GuardState guards;  // absent from older runs: an empty window, no skip or rollback yet
 };
 
 void save_state(const std::string& file, const TrainState& state);

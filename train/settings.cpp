@@ -80,6 +80,8 @@ Choice dtype_choice() {
 bool muon_only(const TrainConfig& c) { return c.optimizer == OptimizerKind::muon; }
 bool wsd_only(const TrainConfig& c) { return c.decay == Decay::wsd; }
 bool ema_on(const TrainConfig& c) { return c.ema > 0; }
+bool guarded(const TrainConfig& c) { return c.on_divergence != OnDivergence::off; }
+bool rolls_back(const TrainConfig& c) { return c.on_divergence == OnDivergence::rollback; }
 
 }  // namespace
 
@@ -203,6 +205,36 @@ const std::vector<TrainSetting>& train_settings() {
        Count{&TrainConfig::eval_iters, 50, positive().limit(kMaxIters)}, override, Line::evaluation, refused},
       {"log-interval", "log_interval", "progress line every N steps (off a terminal)",
        Count{&TrainConfig::log_interval, 50, positive().limit(kMaxIters)}, override, Line::evaluation, refused},
+      // The divergence guards (train/divergence_guard.h). Runs saved before them read the
+      // defaults: the guards act only on a step that diverges, which ended such runs.
+      {"on-divergence", "on_divergence",
+       "what a step whose loss or gradient norm is not finite or spikes does: skip (its update is dropped), "
+       "rollback (to the last good checkpoint, at --rollback-lr-factor times the learning rate), stop (exit 3, "
+       "saving nothing new) or off (no guards: a non-finite value ends the run with an error)",
+       choice(&TrainConfig::on_divergence, OnDivergence::rollback,
+              {OnDivergence::skip, OnDivergence::rollback, OnDivergence::stop, OnDivergence::off}),
+       override, Line::evaluation},
+      {"spike-threshold", "spike_threshold",
+       "a step whose loss is this many standard deviations above the mean of the last --spike-window steps "
+       "diverges (0: only a non-finite loss does)",
+       Real{&TrainConfig::spike_threshold, 6.0f, at_least(0).noting("0: no spike test")}, override,
+       {Line::evaluation, guarded}},
+      // Off by default: a healthy run's gradient norm has heavy tails (docs/training.md).
+      {"grad-spike-threshold", "grad_spike_threshold",
+       "the same for the gradient norm (0: only a non-finite norm diverges; the clip bounds what a large one does)",
+       Real{&TrainConfig::grad_spike_threshold, 0.0f, at_least(0).noting("0: no spike test")}, override,
+       {Line::evaluation, guarded}},
+      {"spike-window", "spike_window",
+       "the accepted steps a step is compared with; the spike tests start once 10 of them (or all, if fewer) have "
+       "passed",
+       Count{&TrainConfig::spike_window, 100, interval('[', 2, TrainConfig::kMaxSpikeWindow, ']')}, override,
+       {Line::evaluation, guarded}},
+      {"rollback-lr-factor", "rollback_lr_factor",
+       "each rollback multiplies the learning rate by this, for the rest of the run (resumes too)",
+       Real{&TrainConfig::rollback_lr_factor, 0.5f, interval('(', 0, 1, ']')}, override,
+       {Line::evaluation, rolls_back}},
+      {"max-rollbacks", "max_rollbacks", "rollbacks a run may make: the next divergence stops it (exit 3)",
+       Count{&TrainConfig::max_rollbacks, 3, at_least(0).limit(kMaxIters)}, override, {Line::evaluation, rolls_back}},
       // Recorded by the trainer, and kept by --resume unless --threads is given
       // (cli/train_cmd.cpp); runs saved before it existed resume on the process's.
       {"threads", "threads", "the threads the run's steps ran on",

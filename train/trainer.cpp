@@ -47,6 +47,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
          " (an eighth of --batch-size ", opt_.train.batch_size, ", rounded up), fewer than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch (--batch-size ", 8 * dist::size(), " or more)");
   std::vector<float> saved_average;  // (P,) a resumed run's average of the weights
+  GuardState guards;                 // a resumed run's
   if (opt_.resume) {
     // Rank 0 brings the directory in line with its last commit; the others read it after.
     TrainState st;
@@ -75,6 +76,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
     model_->dropout_rng().set_state(st.dropout_rng);
     saved_average = std::move(st.ema_weights);
+    guards = std::move(st.guards);
   } else {
     std::optional<ModelCheckpoint> init;
     if (!opt_.train.init_from.empty()) init = load_model(opt_.train.init_from);
@@ -101,6 +103,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
   }
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
+  guard_ = DivergenceGuard(opt_.train, std::move(guards));
   if (opt_.train.ema > 0) {
     average_ = std::make_unique<WeightAverage>(*model_, opt_.train.ema);
     if (opt_.resume) average_->restore(saved_average);
@@ -187,26 +190,29 @@ Trainer::Losses Trainer::evaluate() {
   return {float(totals[0] / double(opt_.train.eval_iters)), float(totals[1] / double(opt_.train.eval_iters))};
 }
 
+TrainState Trainer::state() const {
+  const BatchSampler::State sampled = sampler_.state();
+  return {step_,
+          best_val_,
+          sampled.rng,
+          model_->dropout_rng().state(),
+          opt_.train,
+          optimizer_->state(),
+          train_seconds_,
+          sampled.epoch,
+          sampled.position,
+          data_.fingerprint,
+          average_ ? std::vector<float>(average_->weights().begin(), average_->weights().end()) : std::vector<float>{},
+          guard_.state()};
+}
+
 void Trainer::save(const Losses& losses) {
   const bool first = !has_best_;
   const bool best = first || losses.val < best_val_;
   if (best) best_val_ = losses.val, has_best_ = true;
   if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
-  const BatchSampler::State sampled = sampler_.state();
-  const TrainState st{step_,
-                      best_val_,
-                      sampled.rng,
-                      model_->dropout_rng().state(),
-                      opt_.train,
-                      optimizer_->state(),
-                      train_seconds_,
-                      sampled.epoch,
-                      sampled.position,
-                      data_.fingerprint,
-                      average_ ? std::vector<float>(average_->weights().begin(), average_->weights().end())
-                               : std::vector<float>{}};
   const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
-  save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
+  save_run(run_dir_, *model_, *data_.tokenizer, state(), best_weights, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -255,28 +261,38 @@ void Trainer::announce(Progress& progress) const {
 
 std::string Trainer::kept() const {
   return saved_step_ < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
-                         : cat("the checkpoint of step ", saved_step_, " (the last whose evaluation was finite) is kept in ",
+                         : cat("the checkpoint of step ", saved_step_, " (the last that evaluated sound) is kept in ",
                                opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
 }
 
-void Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it) {
+bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it) {
   last_ = evaluate();
-  progress.evaluated(step_, last_.train, last_.val, schedule.at(step_, train_seconds_), train_seconds_);
+  // A diverged evaluation is not logged: its NaN would end every plot of the log. A loss
+  // above twice a uniform guess's (2 ln V) is of a model broken, if finite: never saved.
+  std::string why;
+  const float worst = std::max(last_.train, last_.val), bound = 2 * std::log(float(opt_.model.vocab_size));
   if (!std::isfinite(last_.train) || !std::isfinite(last_.val))
-    fail("train", "the evaluation loss became ", std::isfinite(last_.train) ? last_.val : last_.train, " at step ",
-         step_, " (training diverged); ", kept());
+    why = cat("the evaluation loss became ", std::isfinite(last_.train) ? last_.val : last_.train);
+  else if (opt_.train.on_divergence != OnDivergence::off && worst > bound)
+    why = cat("the evaluation loss ", worst, " is above twice a uniform guess's (2 ln ", opt_.model.vocab_size, " = ",
+              bound, ")");
   const float* w = model_->flat_parameters().data();
-  for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n; ++i)
-    if (!std::isfinite(w[i])) fail("train", "a weight became ", w[i], " at step ", step_, "; ", kept());
+  for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n && why.empty(); ++i)
+    if (!std::isfinite(w[i])) why = cat("a weight became ", w[i]);
+  if (!why.empty()) return diverged(progress, why, false), false;
+  progress.evaluated(step_, last_.train, last_.val, schedule.at(step_, train_seconds_) * guard_.lr_scale(),
+                     train_seconds_, guard_.take_health());
   check_ranks_agree();
-  if (save_it) save(last_), saved_step_ = step_;
+  if (save_it) save(last_), saved_step_ = step_, start_.reset();
+  return true;
 }
 
 void Trainer::train_step(Progress& progress, const Schedule& schedule, const std::vector<Tensor>& params,
                          Batch& batch) {
   const TrainConfig& tc = opt_.train;
   const auto step_start = std::chrono::steady_clock::now();
-  const float lr = schedule.at(step_, train_seconds_);
+  const bool first_time = guard_.begin(step_);
+  const float lr = schedule.at(step_, train_seconds_) * guard_.lr_scale();
   LossParts part;  // this rank's part of the step's losses
   const int64_t B = batch_size_at(step_, tc.batch_size, tc.batch_warmup);
   const auto [b0, b1] = dist::share_of(B);
@@ -291,24 +307,32 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   }
   double parts[2] = {part.loss, part.next_token};
   dist::sum(std::span(parts, 2));
-  const float loss = float(parts[0]);
-  if (!std::isfinite(loss)) fail("train", "the loss became ", loss, " at step ", step_, " (training diverged); ", kept());
-  if (!std::isfinite(clip_grad_norm(params, tc.grad_clip)))
-    for (const auto& [name, p] : model_->named_parameters())
-      for (int64_t i = 0; p.has_grad() && i < p.numel(); ++i)
-        if (!std::isfinite(p.grad_data()[i]))
-          fail("train", "the gradient of ", name, " became non-finite at step ", step_, " (training diverged); ",
-               kept());
-  optimizer_->step(lr, step_);
-  if (average_) average_->update(*model_, step_);
+  float loss = float(parts[0]);
+  const Tensor& flat = model_->flat_parameters();
+  inject_faults(opt_.faults, step_, first_time, guard_.mean_loss(), loss, {flat.grad_data(), size_t(flat.numel())});
+  // The guards: every rank has the same loss (summed) and gradient, so the same verdict.
+  const float norm = std::isfinite(loss) ? clip_grad_norm(params, tc.grad_clip) : 0.0f;
+  std::string why = guard_.verdict(loss, norm);
+  if (!std::isfinite(norm)) why += cat(" (first in the gradient of ", first_non_finite(model_->named_parameters()), ")");
+  if (why.empty()) {
+    guard_.accepted(loss, norm, tc.grad_clip > 0 && norm > tc.grad_clip);
+    optimizer_->step(lr, step_);
+    if (average_) average_->update(*model_, step_);
+  }
   model_->zero_grad();
   train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
   if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
-  progress.step_done(step_, float(parts[1]), lr, train_seconds_, tc.grad_accum * B * T);
+  if (!why.empty()) return diverged(progress, why, true);
+  const GuardState& g = guard_.state();
+  progress.step_done(step_, float(parts[1]), lr, train_seconds_, tc.grad_accum * B * T,
+                     {.grad_norm = norm, .skipped = g.skipped, .rollbacks = g.rollbacks});
+  ++step_;
 }
 
 void Trainer::report_end(Progress& progress, bool interrupted, int64_t first_step, double run_start_seconds) {
-  if (interrupted) {
+  if (!stop_reason_.empty()) {
+    if (dist::is_root()) progress.notice(stop_reason_);
+  } else if (interrupted) {
     if (dist::is_root())
       progress.notice(cat("interrupted by ", signal_name(stop_signal_), " at step ", step_, ": checkpoint saved in ",
                           opt_.out_dir, " (continue it with --resume)"));
@@ -333,28 +357,35 @@ Trainer::Losses Trainer::run() {
   const int64_t first_step = step_;
   const double run_start_seconds = train_seconds_;
   saved_step_ = opt_.resume ? first_step : -1;
+  no_eval_at_ = opt_.resume ? first_step : -1;
+  if (!opt_.resume && tc.on_divergence == OnDivergence::rollback) keep_start();
   draw_seconds_ = 0;
   Batch batch;
   model_->train();
   bool interrupted = false;
-  {
-    StopSignals stop_signals;  // until the loop ends: a second Ctrl-C during the last save kills
-    // The ranks stop together: a signal seen by any of them ends the run for all, and
-    // rank 0's clock (sent to the others every step) says when the budget is spent.
-    auto more = [&] {
-      return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
-    };
-    for (; more() && !(interrupted = dist::any(stop_requested())); ++step_) {
-      // An evaluation guards every save: a non-finite loss or weight stops the run
-      // first, so a checkpoint never holds diverged weights.
-      if (step_ % tc.eval_interval == 0 && !(opt_.resume && step_ == first_step))
-        evaluate_and_save(progress, schedule, step_ > first_step);
-      train_step(progress, schedule, params, batch);
+  auto more = [&] {
+    return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
+  };
+  for (bool again = true; again;) {
+    {
+      StopSignals stop_signals;  // until the loop ends: a second Ctrl-C during the last save kills
+      // The ranks stop together: a signal seen by any of them ends the run for all, and
+      // rank 0's clock (sent to the others every step) says when the budget is spent.
+      while (more() && stop_reason_.empty() && !(interrupted = dist::any(stop_requested()))) {
+        // An evaluation guards every save: a non-finite loss or weight diverges first,
+        // so a checkpoint never holds diverged weights.
+        if (step_ % tc.eval_interval == 0 && step_ != no_eval_at_ &&
+            !evaluate_and_save(progress, schedule, step_ > first_step))
+          continue;
+        train_step(progress, schedule, params, batch);  // the step after, or one rolled back to
+      }
     }
+    // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
+    if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
+    // The last evaluation guards the last save: rolled back from it, the run trains on.
+    again = stop_reason_.empty() && (step_ > first_step || !opt_.resume) &&
+            !evaluate_and_save(progress, schedule, true) && stop_reason_.empty() && !interrupted;
   }
-  // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
-  if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
-  if (step_ > first_step || !opt_.resume) evaluate_and_save(progress, schedule, true);
   report_end(progress, interrupted, first_step, run_start_seconds);
   return last_;
 }

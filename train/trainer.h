@@ -12,6 +12,8 @@
 #include "io/run_dir.h"
 #include "train/config.h"
 #include "train/data_parallel.h"
+#include "train/divergence_guard.h"
+#include "train/fault_inject.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/run_state.h"
@@ -39,6 +41,8 @@ struct TrainOptions {
   // A run started --init-from a checkpoint keeps that checkpoint's dropout unless
   // --dropout was given (the one model option a fine-tuning run may change).
   bool dropout_given = false;
+  // Faults the run suffers on purpose, for tests of the divergence guards (train/fault_inject.h).
+  std::vector<Fault> faults;
 };
 
 class Trainer {
@@ -61,6 +65,8 @@ class Trainer {
   Losses run();
   // The signal that stopped run() early, 0 if none did.
   int stop_signal() const { return stop_signal_; }
+  // Why the divergence guards stopped run() (folio train exits 3), "" if they did not.
+  const std::string& diverged() const { return stop_reason_; }
 
   const nn::GPT& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *data_.tokenizer; }
@@ -82,6 +88,7 @@ class Trainer {
   // the step's mean loss, summed across ranks (dist::sum the returned parts for the loss).
   LossParts forward_backward(const Batch& batch, bool last);
   void save(const Losses& losses);
+  TrainState state() const;  // what save() writes beside the weights
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
 
@@ -89,11 +96,22 @@ class Trainer {
   Progress::Options progress_options() const;
   void announce(Progress& progress) const;  // the run's first lines: the model, its data, the optimizer
   std::string kept() const;  // what is left on disk, for the message of a diverged run
-  // Evaluates and logs; fails on a non-finite loss or weight before anything is saved,
-  // so a checkpoint never holds diverged weights; then saves when asked.
-  void evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it);
-  // One optimizer step: grad_accum micro-batches, the clip, the update, the progress line.
+  // Evaluates and logs; a non-finite loss or weight diverges before anything is saved,
+  // so a checkpoint never holds diverged weights; then saves when asked. False when
+  // the run diverged (and rolled back, or stops).
+  bool evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it);
+  // One optimizer step: grad_accum micro-batches, the clip, the guards, the update, the
+  // progress line; then the next step (or, rolled back, the checkpoint's).
   void train_step(Progress& progress, const Schedule& schedule, const std::vector<Tensor>& params, Batch& batch);
+
+  // The divergence guards' policy (train/trainer_divergence.cpp).
+  // `why` happened at step_: its gradients are dropped, and the step skipped (when
+  // `can_skip`: its update is not made yet), the run rolled back, or stopped.
+  void diverged(Progress& progress, const std::string& why, bool can_skip);
+  void roll_back(Progress& progress, const std::string& why);
+  // A fresh run keeps its start in memory until its first save: the checkpoint a
+  // rollback goes back to before there is one on disk.
+  void keep_start();
   void report_end(Progress& progress, bool interrupted, int64_t first_step, double run_start_seconds);
 
   TrainOptions opt_;
@@ -115,6 +133,14 @@ class Trainer {
   Losses last_{};            // the last evaluation
   double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
+  DivergenceGuard guard_;
+  std::string stop_reason_;   // the guards stopped the run: why, and what is kept
+  int64_t no_eval_at_ = -1;   // the step of the checkpoint the run resumed or rolled back to: evaluated already
+  struct Start {
+    std::vector<float> weights;  // (P,)
+    TrainState state;
+  };
+  std::unique_ptr<Start> start_;  // keep_start()'s; null once a checkpoint is saved
 };
 
 }  // namespace folio

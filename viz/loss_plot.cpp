@@ -22,7 +22,7 @@ std::vector<std::string> split(const std::string& line, char sep) {
 
 }  // namespace
 
-LossCurve read_loss_log(const std::string& path, const std::string& name) {
+LossCurve read_loss_log(const std::string& path, const std::string& name, const std::string& column) {
   std::ifstream in(path);
   if (!in) fail("plot", path, ": cannot open (expected a run's log.csv)");
   LossCurve curve{name, {}};
@@ -33,6 +33,9 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
   // Columns absent from older logs.
   const auto train_s = std::find(header.begin(), header.end(), "train_s");
   const auto val_bpb = std::find(header.begin(), header.end(), "val_bpb");
+  const auto wanted = std::find(header.begin(), header.end(), column);
+  if (!column.empty() && wanted == header.end())
+    fail("plot", path, ": no column ", column, " (it has ", line, ")");
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     std::istringstream row(line);
@@ -56,6 +59,11 @@ LossCurve read_loss_log(const std::string& path, const std::string& name) {
       const std::vector<std::string> cells = split(line, ',');
       const size_t at = size_t(val_bpb - header.begin());
       if (at < cells.size()) p.val_bpb = std::strtod(cells[at].c_str(), nullptr);
+    }
+    if (!column.empty()) {  // "nan" where the run had no figure (no step since the last row)
+      const std::vector<std::string> cells = split(line, ',');
+      const size_t at = size_t(wanted - header.begin());
+      if (at < cells.size()) p.column = std::strtod(cells[at].c_str(), nullptr);
     }
     curve.points.push_back(p);
   }
@@ -107,8 +115,9 @@ double elapsed_at(const LossCurve& curve, double step) {
   return before.elapsed_s + f * (after->elapsed_s - before.elapsed_s);
 }
 
-std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, PlotValue value) {
-  const bool timed_axis = axis == PlotAxis::time, bits = value == PlotValue::bpb;
+std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, PlotValue value,
+                          const std::string& column) {
+  const bool timed_axis = axis == PlotAxis::time, bits = value == PlotValue::bpb, col = value == PlotValue::column;
   for (const LossCurve& c : curves)
     if (bits && !has_bits_per_byte(c))
       fail("plot", c.name, ": its log has no val_bpb for every evaluation (a run logged before bits per byte "
@@ -118,9 +127,12 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, P
   };
   // The figures drawn: the losses, or in bits per byte at the point's own ratio (the
   // val text's bits per byte per nat of loss, which the train loss shares).
-  auto val_of = [&](const LossPoint& p) { return bits ? p.val_bpb : p.val; };
-  auto train_of = [&](const LossPoint& p) { return bits ? p.train * p.val_bpb / p.val : p.train; };
-  const char* unit = bits ? "bits per byte" : "loss";
+  // A column is one line a run, drawn as the val curve is.
+  auto val_of = [&](const LossPoint& p) { return col ? p.column : bits ? p.val_bpb : p.val; };
+  auto train_of = [&](const LossPoint& p) {
+    return col ? std::numeric_limits<double>::quiet_NaN() : bits ? p.train * p.val_bpb / p.val : p.train;
+  };
+  const std::string unit = col ? column : bits ? "bits per byte" : "loss";
   // The legend goes under the plot, a line per run, so it never hides a curve.
   constexpr double W = 760, left = 64, right = 24, top = 36, bottom = 76, legend_line = 18;
   const double H = 460 + legend_line * double(curves.size());
@@ -139,9 +151,10 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, P
   auto Y = [&](double loss) { return top + (plot_bottom - top) * (hi - loss) / (hi - lo); };
 
   Svg svg(W, H);
-  svg.text(left, 22, std::string(unit) + " against " + (timed_axis ? "training time" : "step") +
-                         (bits ? " (solid: val, dashed: train at the val text's bytes per token)"
-                               : " (solid: val, dashed: train)"),
+  svg.text(left, 22, unit + " against " + (timed_axis ? "training time" : "step") +
+                         (col    ? " (from log.csv)"
+                          : bits ? " (solid: val, dashed: train at the val text's bytes per token)"
+                                 : " (solid: val, dashed: train)"),
            14, "start", "font-weight=\"bold\"");
   for (double t : ticks(lo, hi, 6)) {
     svg.line(left, Y(t), W - right, Y(t), "#e5e5e5");
@@ -175,11 +188,10 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, P
     const LossPoint& last = c.points.back();
     const double ly = plot_bottom + 76 + legend_line * double(i);
     svg.line(left, ly - 4, left + 24, ly - 4, colour, 2);
-    svg.text(left + 30, ly, c.name + ": best val " + short_number(val_of(best), 4) + (bits ? " bits/byte" : "") +
-                                " at step " +
-                                std::to_string(best.step) + ", " + std::to_string(last.step) + " steps in " +
-                                duration(last.elapsed_s),
-             11);
+    const std::string figure = col ? cat(column, " ", short_number(last.column, 4), " at the last step")
+                                   : cat("best val ", short_number(val_of(best), 4), bits ? " bits/byte" : "",
+                                         " at step ", best.step);
+    svg.text(left + 30, ly, cat(c.name, ": ", figure, ", ", last.step, " steps in ", duration(last.elapsed_s)), 11);
   }
   return svg.str();
 }

@@ -1,0 +1,80 @@
+// What the trainer does when a step or an evaluation diverges (TrainConfig::
+// on_divergence; the checks are train/divergence_guard.h's): skip the step's update,
+// roll back to the last good checkpoint at a lower learning rate, stop (exit 3, nothing
+// new saved), or with the guards off, fail as a run always did. Every rank takes the
+// same decision from the same figures, so they stay in step.
+#include <algorithm>
+
+#include "base/error.h"
+#include "train/distributed.h"
+#include "train/trainer.h"
+
+namespace folio {
+
+void Trainer::diverged(Progress& progress, const std::string& why, bool can_skip) {
+  model_->zero_grad();
+  const TrainConfig& tc = opt_.train;
+  const std::string at = cat(why, " at step ", step_);
+  const GuardState& g = guard_.state();
+  auto stop = [&](const std::string& because) {
+    stop_reason_ = cat(at, ": the run stops (--on-divergence ", to_string(tc.on_divergence), because, "); ", kept());
+  };
+  switch (tc.on_divergence) {
+    case OnDivergence::off:
+      fail("train", at, " (training diverged); ", kept());
+    case OnDivergence::stop:
+      return stop("");
+    case OnDivergence::skip:
+      if (!can_skip) return stop(": an evaluation found it, after the updates that made it");
+      if (!guard_.skip())
+        return stop(cat(": ", DivergenceGuard::kMaxSkipsInARow, " steps in a row were skipped, so the weights, not a "
+                        "batch, are at fault"));
+      if (dist::is_root()) progress.notice(cat(at, ": its update is skipped (", g.skipped, " so far)"));
+      ++step_;
+      return;
+    case OnDivergence::rollback:
+      if (g.rollbacks >= tc.max_rollbacks)
+        return stop(cat(" after ", g.rollbacks, g.rollbacks == 1 ? " rollback" : " rollbacks", ": --max-rollbacks ",
+                        tc.max_rollbacks));
+      return roll_back(progress, at);
+  }
+}
+
+void Trainer::roll_back(Progress& progress, const std::string& at) {
+  // The last good checkpoint: the one on disk once the run saved one (a resumed run
+  // starts from one), else the run's start, kept in memory.
+  TrainState st;
+  std::vector<float> weights;  // (P,)
+  if (saved_step_ >= 0) {
+    st = load_state(run_dir_.state_file());
+    const ModelCheckpoint ck = load_model(run_dir_.model_file());
+    const Tensor& w = ck.model->flat_parameters();
+    weights.assign(w.data(), w.data() + w.numel());
+  } else {
+    st = start_->state;
+    weights = start_->weights;
+  }
+  const Tensor& flat = model_->flat_parameters();
+  if (int64_t(weights.size()) != flat.numel() || st.step > step_)
+    fail("train", "cannot roll back to ", run_dir_.model_file(), ": its ", weights.size(), " weights at step ", st.step,
+         " are not this run's ", flat.numel(), " before step ", step_);
+  std::copy(weights.begin(), weights.end(), flat.data());
+  flat.mark_modified();
+  optimizer_->load_state(st.optimizer, run_dir_.state_file());
+  sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
+  model_->dropout_rng().set_state(st.dropout_rng);
+  if (average_) average_->restore(st.ema_weights);
+  step_ = no_eval_at_ = st.step;
+  guard_.rolled_back(st.guards, opt_.train.rollback_lr_factor);
+  const GuardState& g = guard_.state();
+  if (dist::is_root())
+    progress.notice(cat(at, ": rolled back to step ", step_, " (rollback ", g.rollbacks, " of --max-rollbacks ",
+                        opt_.train.max_rollbacks, "), the learning rate now ", g.lr_scale, " of the schedule's"));
+}
+
+void Trainer::keep_start() {
+  const Tensor& flat = model_->flat_parameters();
+  start_ = std::make_unique<Start>(Start{std::vector<float>(flat.data(), flat.data() + flat.numel()), state()});
+}
+
+}  // namespace folio
