@@ -40,6 +40,17 @@ inline int setup_threads(int& argc, char** argv) {
   return threads;
 }
 
+// main() of a bench whose benchmarks register themselves (BENCHMARK(...)): --threads=N,
+// then Google Benchmark's own flags.
+inline int run_registered(int argc, char** argv) {
+  setup_threads(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 // A 64-byte aligned float buffer filled with uniform values in [-1, 1).
 struct Buffer {
   float* p = nullptr;

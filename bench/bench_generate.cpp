@@ -133,10 +133,4 @@ BENCHMARK(BM_Prefill)
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  folio::bench::setup_threads(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return folio::bench::run_registered(argc, argv); }

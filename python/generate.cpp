@@ -25,13 +25,9 @@ Request request(const Loaded& l, const py::object& prompt, int64_t max_new_token
   SampleOptions& so = r.so;
   so.max_new_tokens = max_new_tokens, so.temperature = float(temperature), so.top_k = top_k, so.top_p = float(top_p);
   so.greedy = greedy;
-  if (so.max_new_tokens < 0) throw Error(cat("[generate] max_new_tokens must be >= 0, got ", so.max_new_tokens));
-  if (!(so.temperature >= 0.0f && std::isfinite(so.temperature)))
-    throw Error(cat("[generate] temperature must be >= 0 (0: the most likely token every time), got ", so.temperature));
-  // 0 is the limit of sampling as it cools, as folio generate reads it.
+  // 0 is the limit of sampling as it cools, as folio generate reads it; the rest is
+  // checked as the library checks it, in the same names.
   if (so.temperature == 0.0f) so.greedy = true, so.temperature = 1.0f;
-  if (so.top_k < 0) throw Error(cat("[generate] top_k must be >= 0 (0: off), got ", so.top_k));
-  if (!(so.top_p > 0.0f && so.top_p <= 1.0f)) throw Error(cat("[generate] top_p must be in (0, 1], got ", so.top_p));
   so.validate();
   if (!py::isinstance<py::int_>(seed)) throw Error("[generate] seed must be an int");
   const py::int_ s = seed;

@@ -17,13 +17,8 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-bytebpe.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 npm_dir=${FOLIO_BYTEBPE_NPM_DIR:-$work/npm}
-if [ ! -d "$npm_dir/node_modules/js-tiktoken" ]; then
-  mkdir -p "$npm_dir"
-  (cd "$npm_dir" && npm install --no-audit --no-fund --silent js-tiktoken@1.0.21 >/dev/null 2>&1) || {
-    echo "skipped: npm could not install js-tiktoken (is the npm registry reachable?)"
-    exit 77
-  }
-fi
+source "$here/tests/npm_package.sh"
+npm_package "$npm_dir" js-tiktoken@1.0.21
 NODE_PATH="$npm_dir/node_modules" node "$here/tests/bytebpe_reference.mjs" "$work/ref"
 head -c 30000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
 train=(--data "$work/corpus.txt" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4

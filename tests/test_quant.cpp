@@ -96,6 +96,24 @@ std::vector<float> magnitudes(const std::vector<float>& W, const std::vector<flo
   return m;
 }
 
+// Every kernel's (M, N) outputs against the reference's, without a bias and with one.
+template <class Stored>
+void expect_products(const std::vector<std::pair<const char*, void (*)(const Stored*, const float*, float*, int64_t,
+                                                                        int64_t, int64_t, const float*)>>& kernels,
+                     void (*reference)(const Stored*, const float*, float*, int64_t, int64_t, int64_t, const float*),
+                     const Stored* W, const std::vector<float>& x, const std::vector<float>& bias,
+                     const std::vector<float>& mag, Shape s) {
+  for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+    std::vector<float> want(static_cast<size_t>(s.M * s.N)), got(want.size());  // (M, N)
+    reference(W, x.data(), want.data(), s.M, s.N, s.K, b);
+    for (const auto& [name, fn] : kernels) {
+      std::fill(got.begin(), got.end(), NAN);
+      fn(W, x.data(), got.data(), s.M, s.N, s.K, b);
+      expect_close(got, want, mag, name, s);
+    }
+  }
+}
+
 TEST(Quant, Q8ProductsMatchTheReference) {
   std::vector<std::pair<const char*, RowsFn>> kernels = {{"plain", detail::q8_rows_plain}, {"chosen", q8_rows}};
   if (detail::avx2_fma_f16c()) kernels.push_back({"avx2", detail::q8_rows_avx2});
@@ -107,15 +125,7 @@ TEST(Quant, Q8ProductsMatchTheReference) {
     std::vector<float> dq(w.size());
     for (int64_t n = 0; n < s.N; ++n) dequantize_q8(W.data() + n * nb, s.K, dq.data() + n * s.K);
     const std::vector<float> mag = magnitudes(dq, x, bias, s);
-    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
-      std::vector<float> want(static_cast<size_t>(s.M * s.N)), got(want.size());
-      detail::q8_rows_reference(W.data(), x.data(), want.data(), s.M, s.N, s.K, b);
-      for (const auto& [name, fn] : kernels) {
-        std::fill(got.begin(), got.end(), NAN);
-        fn(W.data(), x.data(), got.data(), s.M, s.N, s.K, b);
-        expect_close(got, want, mag, name, s);
-      }
-    }
+    expect_products(kernels, detail::q8_rows_reference, W.data(), x, bias, mag, s);
   }
 }
 
@@ -129,15 +139,7 @@ TEST(Quant, Bf16ProductsMatchTheReference) {
     std::vector<float> wide(w.size());
     for (size_t i = 0; i < w.size(); ++i) wide[i] = to_float(W[i]);
     const std::vector<float> mag = magnitudes(wide, x, bias, s);
-    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
-      std::vector<float> want(static_cast<size_t>(s.M * s.N)), got(want.size());
-      detail::bf16_rows_reference(W.data(), x.data(), want.data(), s.M, s.N, s.K, b);
-      for (const auto& [name, fn] : kernels) {
-        std::fill(got.begin(), got.end(), NAN);
-        fn(W.data(), x.data(), got.data(), s.M, s.N, s.K, b);
-        expect_close(got, want, mag, name, s);
-      }
-    }
+    expect_products(kernels, detail::bf16_rows_reference, W.data(), x, bias, mag, s);
   }
 }
 

@@ -87,13 +87,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   exit 77
 fi
 npm_dir=${FOLIO_SERVE_NPM_DIR:-$work/npm}
-if [ ! -d "$npm_dir/node_modules/openai" ]; then
-  mkdir -p "$npm_dir"
-  (cd "$npm_dir" && npm install --no-audit --no-fund --silent openai@4 >/dev/null 2>&1) || {
-    echo "skipped: npm could not install openai@4 (is the npm registry reachable?); curl and SIGTERM checks passed"
-    exit 77
-  }
-fi
+source "$here/tests/npm_package.sh"
+npm_package "$npm_dir" openai@4 "curl and SIGTERM checks passed"
 # On int8 weights (--weights int8): the client sees nothing of how the matrices are stored.
 checkpoint=$work/run/best.safetensors start --api-key-file "$work/key" --quiet --weights int8
 [ "$(models | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')" = run ] || fail "best: $(models)"

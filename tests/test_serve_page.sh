@@ -15,13 +15,8 @@ command -v npm >/dev/null && command -v node >/dev/null || { echo "skipped: no n
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-serve-page.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 npm_dir=${FOLIO_BROWSER_NPM_DIR:-$work/npm}
-if [ ! -d "$npm_dir/node_modules/puppeteer-core" ]; then
-  mkdir -p "$npm_dir"
-  (cd "$npm_dir" && npm install --no-audit --no-fund --silent puppeteer-core@24 >/dev/null 2>&1) || {
-    echo "skipped: npm could not install puppeteer-core (is the npm registry reachable?)"
-    exit 77
-  }
-fi
+source "$here/tests/npm_package.sh"
+npm_package "$npm_dir" puppeteer-core@24
 head -c 20000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
 "$folio" train --data "$work/corpus.txt" --out "$work/run" --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 \
   --batch-size 4 --max-iters 10 --eval-interval 10 --eval-iters 2 --quiet --threads 1
