@@ -170,7 +170,7 @@ TEST_F(CliOptions, GradcheckPrintsATableOfTheChosenChecks) {
 
   for (const auto& [args, names] : std::vector<std::pair<std::string, std::string>>{
            {"gradcheck --op matmull", "--op 'matmull' has no gradient check; expected one of: add, sub, mul,"},
-           {"gradcheck --op add --layer gpt", "expected one of: Embedding, Linear, LayerNorm, Gates, Dropout, DropPath, Head,"},
+           {"gradcheck --op add --layer gpt", "expected one of: Embedding, Linear, LayerNorm, RMSNorm, Gates, Dropout, DropPath, Head,"},
            {"gradcheck --op LayerNorm", "layer_norm, rms_norm, rope, position_qk_packed, dropout"}}) {
     const Result bad = folio(args);
     EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
