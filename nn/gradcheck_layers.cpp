@@ -96,7 +96,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
            for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] += 0.3f * r.normal();
          return of_module<LayerNorm>(ln, last, {randn_leaf({3, 6}, 2)});
        }},
-      {"RMSNorm", "LayerNorm with rms",
+      {"LayerNorm", "rms",
        [last] {
          auto ln = std::make_shared<LayerNorm>(6, true);
          Rng r(3);  // away from weight 1
