@@ -25,6 +25,7 @@ Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);                  // exact: x * Phi(x), as torch.nn.GELU()
 Tensor relu_squared(const Tensor& x);          // relu(x)^2, one pass (the "ReLU^2" activation)
+Tensor silu(const Tensor& x);                  // x * sigmoid(x) (SwiGLU's gate)
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }

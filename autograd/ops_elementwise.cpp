@@ -191,6 +191,14 @@ Tensor relu_squared(const Tensor& x) {
                [](float g, float v, float) { return v > 0.0f ? 2.0f * v * g : 0.0f; });
 }
 
+Tensor silu(const Tensor& x) {
+  return unary<Saves::input>("silu", x, [](float v) { return v / (1.0f + std::exp(-v)); },
+               [](float g, float v, float) {
+                 const float s = 1.0f / (1.0f + std::exp(-v));  // d/dv v s(v) = s (1 + v (1 - s))
+                 return g * s * (1.0f + v * (1.0f - s));
+               });
+}
+
 Tensor gelu(const Tensor& x) {
   using kernels::fast_erf, kernels::fast_exp;
   return unary<Saves::input>("gelu", x, [](float v) { return kernels::gelu(v); },

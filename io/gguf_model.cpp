@@ -107,6 +107,7 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
              "--activation gelu"));
   refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): neither graph adds one to the "
                  "logits; train with --no-bias");
+  refuse(c.norm == nn::Norm::rms, "--norm rms: the gpt2 and gptneox graphs use LayerNorm with a bias; train with --norm layer");
   refuse(c.qk_norm, "--qk-norm: neither graph normalises queries and keys; train without --qk-norm");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
                                      ": neither graph caps the logits; train with --logit-softcap 0"));

@@ -30,6 +30,7 @@ struct BlockOptions {
   bool zero_init_proj = false;                           // the output projections start at zero
   float drop_path = 0.0f;  // Block: the probability that a sequence skips a branch in training (DropPath)
   std::optional<float> weights_dropout = std::nullopt;  // the attention weights' dropout; unset: the dropout given beside
+  bool rms_norm = false;  // Block: ln1 and ln2 are RMSNorms (nn::LayerNorm's rms)
 };
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),

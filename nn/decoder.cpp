@@ -21,6 +21,16 @@ std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Bloc
            {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};
 }
 
+// One row through a LayerNorm, or an RMSNorm (no bias) as LayerNorm::forward: x (C) -> out (C).
+void norm_row(const float* x, const float* w, const float* b, float* out, int64_t C) {
+  if (b) {
+    kernels::layer_norm_row(x, w, b, out, C, kLayerNormEps);
+    return;
+  }
+  kernels::rms_norm_row(x, out, C, kModelRmsNormEps);
+  for (int64_t c = 0; c < C; ++c) out[c] *= w[c];
+}
+
 }  // namespace
 
 int64_t Decoder::panel_floats(const GPT& model, Weights w) {
@@ -51,9 +61,9 @@ Decoder::Decoder(const GPT& model, int64_t streams, Weights weights)
     auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, weights, store_); };
     const auto skip = config_.skip_into(int64_t(l));
     layers_.push_back({.ln1_w = b.ln1->weight.data(),
-                       .ln1_b = b.ln1->bias.data(),
+                       .ln1_b = data_or_null(b.ln1->bias),
                        .ln2_w = b.ln2->weight.data(),
-                       .ln2_b = b.ln2->bias.data(),
+                       .ln2_b = data_or_null(b.ln2->bias),
                        .qkv = matrix(0),
                        .proj = matrix(1),
                        .fc = matrix(2),
@@ -69,7 +79,7 @@ Decoder::Decoder(const GPT& model, int64_t streams, Weights weights)
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
-  ff_.resize(4 * C), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
+  ff_.resize(FeedForward::fc_outputs(C, config_.activation)), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
   kept_.resize(config_.skip_pairs() * C);
 }
 
@@ -171,11 +181,19 @@ void Decoder::embed(const Row& row, float* x, float* cos, float* sin) const {
   }
 }
 
-void Decoder::activate(float* f, int64_t n) const {
+void Decoder::activate(float* f, int64_t rows) const {
+  const int64_t H = feed_forward_hidden(config_.n_embd, config_.activation), n = rows * H;
   switch (config_.activation) {
     case Activation::gelu: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu(f[i]); break;
     case Activation::relu: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f; break;
     case Activation::relu2: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f; break;
+    case Activation::swiglu:  // row r's [gate (H); up (H)] -> SiLU(gate) * up at r * H: never past what it reads
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < H; ++i) {
+          const float g = f[r * 2 * H + i], u = f[r * 2 * H + H + i];
+          f[r * H + i] = g / (1.0f + std::exp(-g)) * u;  // as autograd's silu
+        }
+      break;
   }
 }
 
@@ -197,21 +215,20 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
       for (int64_t c = 0; c < C; ++c) x_[c] += L.x0_gate[c] * x0_[c];
     if (L.skip_gate)
       for (int64_t c = 0; c < C; ++c) x_[c] += L.skip_gate[c] * kept_[L.skip_from * C + c];
-    kernels::layer_norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C, kLayerNormEps);
+    norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C);
     L.qkv.apply(h_.data(), qkv_.data(), scratch_);
     add_value_embedding(L, id, qkv_.data());
     attend(L, stream, pos, qkv_.data(), y_.data(), s);
     L.proj.apply(y_.data(), h_.data(), scratch_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
-    kernels::layer_norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C, kLayerNormEps);
+    norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C);
     L.fc.apply(h_.data(), ff_.data(), scratch_);
-    activate(ff_.data(), 4 * C);
+    activate(ff_.data(), 1);
     L.fc2.apply(ff_.data(), h_.data(), scratch_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
     if (L.keeps_output) std::copy(x_.begin(), x_.end(), kept_.begin() + int64_t(l) * C);
   }
-  kernels::layer_norm_row(x_.data(), model_.ln_f->weight.data(), model_.ln_f->bias.data(), h_.data(), C,
-                          kLayerNormEps);
+  norm_row(x_.data(), model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias), h_.data(), C);
   lm_head_.apply(h_.data(), logits_.data(), scratch_);
   softcap(logits_.data(), config_.vocab_size);
   ++length_[size_t(stream)];
@@ -223,7 +240,7 @@ void Decoder::ensure_batch(int64_t B, int64_t with_logits) {
   const int64_t C = config_.n_embd, hs = C / config_.n_head;
   if (int64_t(blogits_.size()) < with_logits * config_.vocab_size) blogits_.resize(with_logits * config_.vocab_size);
   if (int64_t(bx_.size()) >= B * C) return;
-  bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * 4 * C);
+  bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * FeedForward::fc_outputs(C, config_.activation));
   batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
   bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C), bkept_.resize(config_.skip_pairs() * B * C);
 }
@@ -259,7 +276,7 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
         for (int64_t c = 0; c < C; ++c) bx_[b * C + c] += L.skip_gate[c] * kept[b * C + c];
     }
     for (int64_t b = 0; b < B; ++b)
-      kernels::layer_norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C, kLayerNormEps);
+      norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C);
     L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
     for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
       add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
@@ -270,17 +287,17 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
     L.proj.apply_rows(by_.data(), bh_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     for (int64_t b = 0; b < B; ++b)
-      kernels::layer_norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C, kLayerNormEps);
-    L.fc.apply_rows(bh_.data(), bff_.data(), B, scratch_, prompt);  // (B, C) -> (B, 4C)
-    activate(bff_.data(), B * 4 * C);
-    L.fc2.apply_rows(bff_.data(), bh_.data(), B, scratch_, prompt);  // (B, 4C) -> (B, C)
+      norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C);
+    L.fc.apply_rows(bh_.data(), bff_.data(), B, scratch_, prompt);  // (B, C) -> (B, H), or (B, 2H) with swiglu
+    activate(bff_.data(), B);
+    L.fc2.apply_rows(bff_.data(), bh_.data(), B, scratch_, prompt);  // (B, H) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     if (L.keeps_output) std::copy_n(bx_.begin(), B * C, bkept_.begin() + int64_t(l) * B * C);
   }
   const int64_t first = B - with_logits;  // the rows whose logits are asked for: the last ones
   for (int64_t b = first; b < B; ++b)
-    kernels::layer_norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), model_.ln_f->bias.data(),
-                            bh_.data() + b * C, C, kLayerNormEps);
+    norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias),
+                            bh_.data() + b * C, C);
   lm_head_.apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, scratch_, prompt);  // (with_logits, C) -> (with_logits, V)
   softcap(blogits_.data(), with_logits * V);
   for (const Row& r : rows) length_[size_t(r.stream)] = r.pos + 1, last_id_[size_t(r.stream)] = r.id;

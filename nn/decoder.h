@@ -118,9 +118,9 @@ class Decoder {
   };
   struct Layer {
     const float* ln1_w;
-    const float* ln1_b;
+    const float* ln1_b;  // null with RMSNorm
     const float* ln2_w;
-    const float* ln2_b;
+    const float* ln2_b;  // null with RMSNorm
     Matrix qkv, proj, fc, fc2;
     const float* x0_gate;      // (C) with the x0 shortcut, else null
     const float* value_embed;  // (V, C) with value embeddings, else null
@@ -158,7 +158,9 @@ class Decoder {
   void embed(const Row& row, float* x, float* cos, float* sin) const;
   void check_id(int32_t id) const;
   void check_step(int32_t id, int64_t stream) const;
-  void activate(float* f, int64_t n) const;  // the feed-forward's activation, in place
+  // The feed-forward's activation, in place, on `rows` rows of fc's outputs (H each, or
+  // 2H with swiglu) -> rows of H, packed.
+  void activate(float* f, int64_t rows) const;
   void softcap(float* logits, int64_t n) const;
   void ensure_batch(int64_t B, int64_t with_logits);  // the batch scratch holds B rows, with_logits of logits
   const GPT& model_;
@@ -169,11 +171,11 @@ class Decoder {
   Matrix lm_head_;
   std::vector<int64_t> length_;  // (streams)
   std::vector<int32_t> last_id_;  // (streams) the last token run, the bigram table's previous one
-  // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (4C), att_ (block_size),
+  // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (H, or 2H with swiglu), att_ (block_size),
   // logits_ (V), cos_, sin_ (C).
   std::vector<float> x_, h_, qkv_, att_, y_, ff_, logits_, cos_, sin_, x0_;  // x0_: the embedding (C)
   std::vector<float> kept_;  // (skip_pairs, C) the encoder blocks' outputs, for the U-net skips
-  // Scratch for step_batch's B rows: bx_, by_, bh_ (B, C), bqkv_ (B, 3C), bff_ (B, 4C),
+  // Scratch for step_batch's B rows: bx_, by_, bh_ (B, C), bqkv_ (B, 3C), bff_ (B, H or 2H),
   // blogits_ (rows with logits, V), batt_ (B, block_size), brot_ (B, 2 * head_size), bcos_, bsin_ (B, C).
   std::vector<float> bx_, by_, bh_, bqkv_, bff_, blogits_, batt_, brot_, bcos_, bsin_, bx0_;  // bx0_ (B, C)
   std::vector<float> bkept_;  // (skip_pairs, B, C)

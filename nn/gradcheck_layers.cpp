@@ -36,8 +36,9 @@ GradcheckSetup feed_forward(Activation act) {
   auto ff = std::make_shared<FeedForward>(4, 0.0f, true, act, init);
   scale_weights(*ff, 5.0f);
   // Central differences are wrong across ReLU's kink: pick an input whose
-  // pre-activations all stay clear of 0 (well outside eps * |x| ~ 3e-3).
-  Tensor x;
+  // pre-activations all stay clear of 0 (well outside eps * |x| ~ 3e-3). SwiGLU is
+  // smooth: any input will do.
+  Tensor x = act == Activation::swiglu ? randn_leaf({2, 3, 4}, 2) : Tensor{};
   for (uint64_t seed = 2; seed < 200 && !x.defined(); ++seed) {
     Tensor candidate = randn_leaf({2, 3, 4}, seed);
     NoGradGuard no_grad;
@@ -95,6 +96,13 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
            for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] += 0.3f * r.normal();
          return of_module<LayerNorm>(ln, last, {randn_leaf({3, 6}, 2)});
        }},
+      {"LayerNorm", "rms",
+       [last] {
+         auto ln = std::make_shared<LayerNorm>(6, true);
+         Rng r(3);  // away from weight 1
+         for (int64_t i = 0; i < 6; ++i) ln->weight.data()[i] += 0.3f * r.normal();
+         return of_module<LayerNorm>(ln, last, {randn_leaf({3, 6}, 2)});
+       }},
       {"Gates", "",
        [] {
          auto gates = std::make_shared<Gates>(2, 4);
@@ -139,6 +147,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
       {"FeedForward", "gelu", [] { return feed_forward(Activation::gelu); }},
       {"FeedForward", "relu", [] { return feed_forward(Activation::relu); }},
       {"FeedForward", "relu2", [] { return feed_forward(Activation::relu2); }},
+      {"FeedForward", "swiglu", [] { return feed_forward(Activation::swiglu); }},
       {"Block", "",
        [last] {
          Rng init(1);
@@ -156,6 +165,12 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
          c.value_embed = true, c.drop_path = 0.5f, c.dropout = 0.2f, c.dropout_at = DropoutAt::attention;
          c.unet_skips = true, c.mtp = 0.6f;
          return gpt(true, c, 2.0f);  // ReLU²'s curvature: central differences need smaller activations
+       }},
+      {"GPT", "loss, llama's norm and feed-forward",
+       [] {
+         GPTConfig c = tiny_gpt();
+         c.pos = Positions::rope, c.norm = Norm::rms, c.activation = Activation::swiglu, c.bias = false;
+         return gpt(true, c);
        }},
       // d loss / d (embedded input), through the blocks, the final LayerNorm and the head.
       {"GPT", "loss by embedded input",

@@ -23,12 +23,12 @@ Embedding::Embedding(int64_t num, int64_t dim, Arena arena) {
 }
 Embedding::Embedding(int64_t num, int64_t dim, Rng& init) : Embedding(num, dim, Arena(parameter_count(num, dim), init)) {}
 
-LayerNorm::LayerNorm(int64_t dim, Arena arena) {
+LayerNorm::LayerNorm(int64_t dim, Arena arena, bool rms) {
   if (dim < 1) fail("layer_norm", "size must be positive, got ", dim);
   weight = register_parameter("weight", arena.full({dim}, 1.0f));
-  bias = register_parameter("bias", arena.full({dim}, 0.0f));
+  if (!rms) bias = register_parameter("bias", arena.full({dim}, 0.0f));
 }
-LayerNorm::LayerNorm(int64_t dim) : LayerNorm(dim, Arena(parameter_count(dim))) {}
+LayerNorm::LayerNorm(int64_t dim, bool rms) : LayerNorm(dim, Arena(parameter_count(dim, rms)), rms) {}
 
 Gates::Gates(int64_t count, int64_t dim, Arena arena, float start) {
   if (count < 1 || dim < 1) fail("gates", "sizes must be positive, got ", count, " x ", dim);

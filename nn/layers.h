@@ -43,14 +43,19 @@ class Embedding : public Module {
   Tensor weight;
 };
 
-// x (..., dim) -> (..., dim)
+// x (..., dim) -> (..., dim). rms: RMSNorm, as llama normalises: x / sqrt(mean(x^2) +
+// kModelRmsNormEps) * weight, no mean taken and no bias (bias stays undefined).
+constexpr float kModelRmsNormEps = 1e-5f;  // llama 2's and 3's norm_eps
 class LayerNorm : public Module {
  public:
-  LayerNorm(int64_t dim, Arena arena);
-  explicit LayerNorm(int64_t dim);
-  static int64_t parameter_count(int64_t dim) { return 2 * dim; }
-  Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias); }
-  Tensor weight, bias;
+  LayerNorm(int64_t dim, Arena arena, bool rms = false);
+  explicit LayerNorm(int64_t dim, bool rms = false);
+  static int64_t parameter_count(int64_t dim, bool rms = false) { return rms ? dim : 2 * dim; }
+  Tensor forward(const Tensor& x) const {
+    return bias.defined() ? layer_norm(x, weight, bias) : mul(rms_norm(x, kModelRmsNormEps), weight);
+  }
+  bool rms() const { return !bias.defined(); }
+  Tensor weight, bias;  // (dim) each; bias undefined with rms
 };
 
 // `count` learned vectors of (dim), every element starting at `start`, named "0", "1",

@@ -29,6 +29,10 @@ const std::vector<ModelOption>& model_options() {
        "positions: learned (a table added to the token embedding) or rope (q and k rotated by position; needs an "
        "even n_embd / n_head)",
        choice(&GPTConfig::pos, {Positions::learned, Positions::rope})},
+      {"norm", "norm",
+       "normalisation in every block and before the output layer: layer (LayerNorm, weight and bias) or rms "
+       "(llama's RMSNorm: weight only, eps 1e-5)",
+       choice(&GPTConfig::norm, {Norm::layer, Norm::rms})},
       {"qk-norm", "qk_norm", "RMS-normalise each head's queries and keys (no weight) before the scores",
        Toggle{&GPTConfig::qk_norm}},
       {"zero-init-proj", "zero_init_proj", "start the attention and feed-forward output projections at zero",

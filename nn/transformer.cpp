@@ -13,13 +13,22 @@ const char* to_string(Activation a) {
     case Activation::gelu: return "gelu";
     case Activation::relu: return "relu";
     case Activation::relu2: return "relu2";
+    case Activation::swiglu: return "swiglu";
   }
   return "?";
 }
 
 std::optional<Activation> parse_activation(std::string_view name) {
-  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2});
+  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2, Activation::swiglu});
 }
+
+int64_t feed_forward_hidden(int64_t n_embd, Activation act) {
+  if (act != Activation::swiglu) return 4 * n_embd;
+  constexpr int64_t kMultiple = 32;
+  return (8 * n_embd / 3 + kMultiple - 1) / kMultiple * kMultiple;
+}
+
+const char* to_string(Norm n) { return n == Norm::rms ? "rms" : "layer"; }
 
 const char* to_string(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
 
@@ -38,36 +47,42 @@ std::optional<DropoutAt> parse_dropout_at(std::string_view name) {
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
                          std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
     : act_(act) {
-  fc = register_module("fc", std::make_shared<Linear>(n_embd, 4 * n_embd, bias, arena));
-  proj = register_module("proj", std::make_shared<Linear>(4 * n_embd, n_embd, bias, arena,
+  fc = register_module("fc", std::make_shared<Linear>(n_embd, fc_outputs(n_embd, act), bias, arena));
+  proj = register_module("proj", std::make_shared<Linear>(feed_forward_hidden(n_embd, act), n_embd, bias, arena,
                                                           zero_init_proj ? 0.0f : kInitStd));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
                          std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
-    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias), init), std::move(dropout_rng),
+    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias, act), init), std::move(dropout_rng),
                   zero_init_proj) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  const Tensor a = act_ == Activation::relu    ? fc->forward_relu(x)
-                   : act_ == Activation::relu2 ? relu_squared(fc->forward(x))
-                                               : gelu(fc->forward(x));
+  Tensor a;  // (B, T, H)
+  if (act_ == Activation::swiglu) {
+    const std::vector<Tensor> gate_up = split(fc->forward(x), {proj->weight.size(1), proj->weight.size(1)});
+    a = mul(silu(gate_up[0]), gate_up[1]);
+  } else {
+    a = act_ == Activation::relu    ? fc->forward_relu(x)
+        : act_ == Activation::relu2 ? relu_squared(fc->forward(x))
+                                    : gelu(fc->forward(x));
+  }
   return dropout_->forward(proj->forward(a));
 }
 
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
              Arena arena, std::shared_ptr<Rng> dropout_rng, BlockOptions options) {
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd, arena));
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(n_embd, arena, options.rms_norm));
   attn = register_module("attn", std::make_shared<MultiHead>(n_embd, n_head, n_embd / n_head, block_size,
                                                              dropout, bias, arena, dropout_rng, options));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd, arena));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd, arena, options.rms_norm));
   ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, arena, dropout_rng,
                                                                options.zero_init_proj));
   drop_path = register_module("drop_path", std::make_shared<DropPath>(options.drop_path, dropout_rng));
 }
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
              Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
-    : Block(n_embd, n_head, block_size, dropout, bias, act, Arena(parameter_count(n_embd, n_head, bias), init),
+    : Block(n_embd, n_head, block_size, dropout, bias, act, Arena(parameter_count(n_embd, n_head, bias, act, options.rms_norm), init),
             std::move(dropout_rng), std::move(options)) {}
 
 Tensor Block::forward(const Tensor& x, Tensor* attention, const Tensor& values) const {
@@ -101,8 +116,8 @@ int64_t GPTConfig::parameter_count() const {
   const int64_t C = n_embd;
   const int64_t positions = pos == Positions::learned ? Embedding::parameter_count(block_size, C) : 0;
   const int64_t head = tie_weights ? (bias ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, bias);
-  return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias) +
-         LayerNorm::parameter_count(C) + head + Embedding::parameter_count(bigram_rows(), C) +
+  return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias, activation, norm == Norm::rms) +
+         LayerNorm::parameter_count(C, norm == Norm::rms) + head + Embedding::parameter_count(bigram_rows(), C) +
          (value_embed ? n_layer * Embedding::parameter_count(vocab_size, C) : 0) +
          (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0) +
          (unet_skips ? Gates::parameter_count(skip_pairs(), C) : 0) +
@@ -135,6 +150,7 @@ void GPT::build(Arena arena) {
   const int64_t C = config.n_embd;
   token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, C, arena));
   BlockOptions options{.qk_norm = config.qk_norm, .rotary = nullptr, .zero_init_proj = config.zero_init_proj};
+  options.rms_norm = config.norm == Norm::rms;
   if (config.pos == Positions::learned)
     position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
   else  // one table for every layer and head
@@ -151,7 +167,7 @@ void GPT::build(Arena arena) {
                                                                config.bias, config.activation, arena, dropout_rng_,
                                                                options)));
   }
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena, options.rms_norm));
   lm_head = register_module("lm_head", config.tie_weights
                                            ? std::make_shared<Linear>(token_embedding->weight, config.bias, arena)
                                            : std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));

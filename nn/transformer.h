@@ -11,10 +11,21 @@
 
 namespace folio::nn {
 
-// relu2: relu(x)^2 (ReLU squared).
-enum class Activation { gelu, relu, relu2 };
-const char* to_string(Activation a);                                // "gelu", "relu", "relu2"
+// relu2: relu(x)^2 (ReLU squared). swiglu: llama's gated unit, SiLU(x W_gate) * (x W_up),
+// whose hidden size is feed_forward_hidden()'s.
+enum class Activation { gelu, relu, relu2, swiglu };
+const char* to_string(Activation a);                                // "gelu", "relu", "relu2", "swiglu"
 std::optional<Activation> parse_activation(std::string_view name);  // nullopt: none of them
+
+// The feed-forward's hidden size: 4C, or with swiglu llama's 2/3 of it (three matrices
+// instead of two, about the same parameters), int(8C / 3) rounded up to a multiple of 32
+// (llama rounds to 256, which would more than double a tiny model's).
+int64_t feed_forward_hidden(int64_t n_embd, Activation act);
+
+// How the model normalises (every block's two norms and the final one): LayerNorm, or
+// llama's RMSNorm (a weight, no bias, no mean taken; nn::LayerNorm's rms).
+enum class Norm { layer, rms };
+const char* to_string(Norm n);                          // "layer", "rms"
 
 // How the model knows where a token is: a learned table added to the token embedding
 // (GPT-2), or q and k rotated by position in every head (RoPE, nn/attention.h).
@@ -31,15 +42,21 @@ const char* to_string(DropoutAt d);                                 // "all", "r
 std::optional<DropoutAt> parse_dropout_at(std::string_view name);  // nullopt: none of them
 
 // x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
-// zero_init_proj: the second Linear's weight starts at zero.
+// zero_init_proj: the second Linear's weight starts at zero. With swiglu, H =
+// feed_forward_hidden(): fc is C->2H, its outputs [gate (H); up (H)] (one product for
+// both), then SiLU(gate) * up (B, T, H) -> proj H->C.
 class FeedForward : public Module {
  public:
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
               std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false);
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
               std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false);
-  static int64_t parameter_count(int64_t n_embd, bool bias) {
-    return Linear::parameter_count(n_embd, 4 * n_embd, bias) + Linear::parameter_count(4 * n_embd, n_embd, bias);
+  static int64_t parameter_count(int64_t n_embd, bool bias, Activation act) {
+    const int64_t H = feed_forward_hidden(n_embd, act);
+    return Linear::parameter_count(n_embd, fc_outputs(n_embd, act), bias) + Linear::parameter_count(H, n_embd, bias);
+  }
+  static int64_t fc_outputs(int64_t n_embd, Activation act) {  // H, or 2H with swiglu
+    return (act == Activation::swiglu ? 2 : 1) * feed_forward_hidden(n_embd, act);
   }
   Tensor forward(const Tensor& x) const;
   std::shared_ptr<Linear> fc, proj;
@@ -49,7 +66,8 @@ class FeedForward : public Module {
   std::shared_ptr<Dropout> dropout_;
 };
 
-// Pre-LayerNorm residual block: x + attn(ln1(x)), then x + ffwd(ln2(x)).
+// Pre-LayerNorm residual block: x + attn(ln1(x)), then x + ffwd(ln2(x)); options.rms_norm
+// makes ln1 and ln2 RMSNorms.
 // options.zero_init_proj applies to both output projections (attn.proj, ffwd.proj);
 // options.drop_path to both branches, each drawing its own sequences to drop.
 class Block : public Module {
@@ -58,9 +76,11 @@ class Block : public Module {
         Arena arena, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
         Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
-  static int64_t parameter_count(int64_t n_embd, int64_t n_head, bool bias) {  // n_head >= 1
-    return 2 * LayerNorm::parameter_count(n_embd) + MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias) +
-           FeedForward::parameter_count(n_embd, bias);
+  static int64_t parameter_count(int64_t n_embd, int64_t n_head, bool bias, Activation act = Activation::relu,
+                                 bool rms = false) {  // n_head >= 1
+    return 2 * LayerNorm::parameter_count(n_embd, rms) +
+           MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias) +
+           FeedForward::parameter_count(n_embd, bias, act);
   }
   // attention and values (B, T, C): see MultiHead.
   Tensor forward(const Tensor& x, Tensor* attention = nullptr, const Tensor& values = {}) const;
@@ -86,6 +106,7 @@ struct GPTConfig {
   // it with the model, makes it a flag and shows it. A checkpoint written before one
   // existed has no key for it, which means its default here.
   Positions pos = Positions::learned;  // rope: no position table; needs an even head size
+  Norm norm = Norm::layer;             // rms: every LayerNorm an RMSNorm (weight only)
   bool qk_norm = false;                // q and k RMS-normalised per head (no weight) before the scores
   bool zero_init_proj = false;         // attn.proj and ffwd.proj weights start at zero
   float logit_softcap = 0.0f;          // > 0: logits = c * tanh(logits / c); 0: off

@@ -60,6 +60,13 @@ def layer_norm(x, w, b, eps=1e-5):
     return (x - mean) / np.sqrt(var + eps) * w + b
 
 
+def norm(x, W, name):
+    """LayerNorm, or with --norm rms (no bias stored) llama's RMSNorm, eps 1e-5."""
+    if name + ".bias" in W:
+        return layer_norm(x, W[name + ".weight"], W[name + ".bias"])
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * W[name + ".weight"]
+
+
 def linear(x, W, name):
     y = x @ W[name + ".weight"].T
     return y + W[name + ".bias"] if name + ".bias" in W else y
@@ -85,6 +92,8 @@ ACTIVATIONS = {
     "relu": lambda h: np.maximum(h, 0),
     "relu2": lambda h: np.maximum(h, 0) ** 2,
     "gelu": lambda h: 0.5 * h * (1 + ERF(h / math.sqrt(2))),
+    # fc's outputs are [gate (H); up (H)]: SiLU(gate) * up
+    "swiglu": lambda h: h[..., :h.shape[-1] // 2] / (1 + np.exp(-h[..., :h.shape[-1] // 2])) * h[..., h.shape[-1] // 2:],
 }
 
 
@@ -117,7 +126,7 @@ def forward(W, config, ids):
             x = x + W[f"x0_gates.{l}"] * x0
         if l >= n_layer - pairs:  # the last block takes block 0's output, the one before it block 1's...
             x = x + W[f"skip_gates.{l - (n_layer - pairs)}"] * encoder_outputs[n_layer - 1 - l]
-        h = layer_norm(x, W[p + "ln1.weight"], W[p + "ln1.bias"])
+        h = norm(x, W, p + "ln1")
         heads = []
         for i in range(n_head):
             k, q, v = (linear(h, W, f"{p}attn.heads.{i}.{name}") for name in ("key", "query", "value"))
@@ -131,11 +140,11 @@ def forward(W, config, ids):
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             heads.append((scores / scores.sum(-1, keepdims=True)) @ v)
         x = x + linear(np.concatenate(heads, -1), W, p + "attn.proj")
-        h = linear(layer_norm(x, W[p + "ln2.weight"], W[p + "ln2.bias"]), W, p + "ffwd.fc")
+        h = linear(norm(x, W, p + "ln2"), W, p + "ffwd.fc")
         x = x + linear(ACTIVATIONS[config["activation"]](h), W, p + "ffwd.proj")
         if l < pairs:
             encoder_outputs.append(x)
-    logits = linear(layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]), W, "lm_head")
+    logits = linear(norm(x, W, "ln_f"), W, "lm_head")
     return softcap * np.tanh(logits / softcap) if softcap > 0 else logits
 
 

@@ -113,7 +113,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
   EXPECT_LT(val.back(), val.front() - 0.3);
 
   const std::string shown =
-      "options      --pos rope --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 "
+      "options      --pos rope --norm layer --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 "
       "--dropout-at residual --unet-skips --mtp 0.3\n";
   const Result i = folio("info --checkpoint " + run_dir());
   ASSERT_EQ(i.code, 0) << i.err;
@@ -136,7 +136,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
                              " --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --max-iters 2 --eval-iters 1 --quiet");
   ASSERT_EQ(plain.code, 0) << plain.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "plain").string()).out,
-                           {"options      --pos learned --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0\n"});
+                           {"options      --pos learned --norm layer --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0\n"});
 }
 
 // --dtype is saved with the run: --resume keeps it, and may override it. generate and
@@ -176,7 +176,7 @@ TEST_F(Cli, HelpListsEveryOptionWithDefaults) {
   for (const char* opt : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size", "--dropout", "--lr",
                           "--min-lr", "--warmup-iters", "--max-iters", "--weight-decay", "--beta2", "--grad-clip",
                           "--eval-interval", "--eval-iters", "--seed", "--threads", "--parallel", "--data", "--out", "--resume",
-                          "--dtype", "--pos", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
+                          "--dtype", "--pos", "--norm", "--qk-norm", "--activation", "--zero-init-proj", "--logit-softcap",
                           "--tie-weights", "--optimizer", "--muon-lr", "--muon-weight-decay", "--muon-momentum-warmup",
                           "--max-time", "--seq-warmup", "--batch-warmup"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;

@@ -154,7 +154,7 @@ TEST_F(CliOptions, GradcheckPrintsATableOfTheChosenChecks) {
   std::istringstream lines(r.out);
   std::vector<std::string> rows;
   for (std::string line; std::getline(lines, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 8u) << r.out;  // header, 3 add, 2 causal_softmax, LayerNorm, summary
+  ASSERT_EQ(rows.size(), 9u) << r.out;  // header, 3 add, 2 causal_softmax, LayerNorm and its rms, summary
   EXPECT_EQ(rows[0].find("check"), 0u) << r.out;
   testing::expect_contains(rows[0], {"shapes", "max abs err", "max rel err", "result"});
   EXPECT_EQ(rows[1].find("add same shape "), 0u) << r.out;
@@ -162,7 +162,8 @@ TEST_F(CliOptions, GradcheckPrintsATableOfTheChosenChecks) {
   EXPECT_EQ(rows[4].find("causal_softmax scale 0.5 "), 0u) << r.out;  // in the registry's order
   EXPECT_EQ(rows[6].find("LayerNorm "), 0u) << r.out;
   testing::expect_contains(rows[6], {"(3, 6) + 12 weights -> (3, 6)", "PASS"});
-  EXPECT_EQ(rows[7].find("6 checks: 6 passed, 0 failed"), 0u) << r.out;
+  testing::expect_contains(rows[7], {"LayerNorm rms", "(3, 6) + 6 weights -> (3, 6)", "PASS"});
+  EXPECT_EQ(rows[8].find("7 checks: 7 passed, 0 failed"), 0u) << r.out;
 
   const Result list = folio("gradcheck --list");
   ASSERT_EQ(list.code, 0) << list.err;

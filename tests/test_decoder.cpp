@@ -180,6 +180,16 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                     c.bigram = true;
                                     c.pos = nn::Positions::rope;
                                   }), Precision::fp32, 2e-5f},
+                      DecoderCase{"llama_rms_swiglu", with(kSmall, [](auto& c) {
+                                    c.pos = nn::Positions::rope;
+                                    c.norm = nn::Norm::rms;
+                                    c.activation = nn::Activation::swiglu;
+                                    c.bias = false;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"rms_swiglu_bias_learned", with(kSmall, [](auto& c) {
+                                    c.norm = nn::Norm::rms;
+                                    c.activation = nn::Activation::swiglu;
+                                  }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).
                       DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f},

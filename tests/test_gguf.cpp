@@ -167,6 +167,8 @@ TEST(GgufModel, EachOptionNoGraphComputesIsRefusedNamingItsFlag) {
   const Row rows[] = {
       {[](nn::GPTConfig& c) { c.activation = nn::Activation::relu; }, "--activation gelu"},
       {[](nn::GPTConfig& c) { c.activation = nn::Activation::relu2; }, "--activation relu2"},
+      {[](nn::GPTConfig& c) { c.activation = nn::Activation::swiglu; }, "--activation swiglu"},
+      {[](nn::GPTConfig& c) { c.norm = nn::Norm::rms; }, "--norm layer"},
       {[](nn::GPTConfig& c) { c.bias = true; }, "--no-bias"},
       {[](nn::GPTConfig& c) { c.qk_norm = true; }, "without --qk-norm"},
       {[](nn::GPTConfig& c) { c.logit_softcap = 30.0f; }, "--logit-softcap 0"},

@@ -3,7 +3,7 @@
 # folio eval, to 1e-4, for a ReLU and a GELU model, for one with every model option
 # (rope, QK-norm, ReLU², zero-initialised projections, a logit soft cap, tied weights,
 # the bigram table, the x0 shortcut, value embeddings, and a multi-token head that
-# evaluation leaves out), for five blocks with U-net skips,
+# evaluation leaves out), for five blocks with U-net skips, for llama's RMSNorm + SwiGLU,
 # and for a SentencePiece BPE model (tokenized by Debian's python3-sentencepiece):
 # the safetensors file is readable by others, and the model in it is the model folio
 # runs.   test_interop.sh FOLIO_BINARY
@@ -25,6 +25,9 @@ declare -A options=(
   [gelu]="--n-head 2 --max-iters 20 --activation gelu"
   [all-options]="--n-head 1 --max-iters 60 --lr 1e-2 --pos rope --qk-norm --activation relu2 --zero-init-proj
                  --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed --unet-skips --mtp 0.5"
+  # llama's norm and feed-forward; trained hard enough that LayerNorm for RMSNorm or
+  # gate and up swapped would show beyond the tolerance.
+  [llama]="--n-head 2 --max-iters 40 --lr 1e-2 --pos rope --norm rms --activation swiglu --no-bias"
   [bpe]="--n-head 2 --max-iters 20 --tokenizer bpe --vocab-size 400"
   # Five blocks: the U-net skips' two pairs around a middle block that takes none. The
   # blocks' outputs differ little, so it trains harder: the pairs swapped then move the
@@ -32,7 +35,7 @@ declare -A options=(
   [unet]="--n-head 2 --max-iters 200 --lr 2e-2 --unet-skips --x0-shortcut"
 )
 declare -A layers=([unet]=5)
-for model in relu gelu all-options bpe unet; do
+for model in relu gelu all-options llama bpe unet; do
   # shellcheck disable=SC2086  # the options are words
   "$folio" train --data "$work/corpus.txt" --out "$work/$model" --n-layer "${layers[$model]:-2}" --n-embd 16 \
     --block-size 16 --batch-size 4 --eval-interval 10 --eval-iters 2 ${options[$model]} --quiet --threads 1

@@ -119,12 +119,12 @@ TEST(ModelOptionTable, FlagsShowEveryValueAndTheSwitchesThatAreOn) {
               !is_switch)
         << options_as_flags(base);
   }
-  EXPECT_EQ(options_as_flags(base), "--pos learned --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0");
+  EXPECT_EQ(options_as_flags(base), "--pos learned --norm layer --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0");
   GPTConfig on = base;
-  on.pos = Positions::rope, on.qk_norm = true, on.logit_softcap = 30.0f, on.bigram = true;
+  on.pos = Positions::rope, on.norm = Norm::rms, on.qk_norm = true, on.logit_softcap = 30.0f, on.bigram = true;
   on.drop_path = 0.1f, on.dropout_at = DropoutAt::attention, on.unet_skips = true, on.mtp = 0.25f;
   EXPECT_EQ(options_as_flags(on),
-            "--pos rope --qk-norm --logit-softcap 30 --bigram --drop-path 0.1 --dropout-at attention --unet-skips "
+            "--pos rope --norm rms --qk-norm --logit-softcap 30 --bigram --drop-path 0.1 --dropout-at attention --unet-skips "
             "--mtp 0.25");
 }
 
