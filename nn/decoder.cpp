@@ -274,6 +274,7 @@ void Decoder::activate(float* f, int64_t n) const {
     case Activation::gelu: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu(f[i]); break;
     case Activation::relu: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f; break;
     case Activation::relu2: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f; break;
+    case Activation::gelu_tanh: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu_tanh(f[i]); break;
   }
 }
 

@@ -139,6 +139,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
       {"FeedForward", "gelu", [] { return feed_forward(Activation::gelu); }},
       {"FeedForward", "relu", [] { return feed_forward(Activation::relu); }},
       {"FeedForward", "relu2", [] { return feed_forward(Activation::relu2); }},
+      {"FeedForward", "gelu-tanh", [] { return feed_forward(Activation::gelu_tanh); }},
       {"Block", "",
        [last] {
          Rng init(1);

@@ -13,12 +13,13 @@ const char* to_string(Activation a) {
     case Activation::gelu: return "gelu";
     case Activation::relu: return "relu";
     case Activation::relu2: return "relu2";
+    case Activation::gelu_tanh: return "gelu-tanh";
   }
   return "?";
 }
 
 std::optional<Activation> parse_activation(std::string_view name) {
-  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2});
+  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2, Activation::gelu_tanh});
 }
 
 const char* to_string(Positions p) { return p == Positions::rope ? "rope" : "learned"; }
@@ -50,8 +51,9 @@ FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation ac
 
 Tensor FeedForward::forward(const Tensor& x) const {
   const Tensor a = act_ == Activation::relu    ? fc->forward_relu(x)
-                   : act_ == Activation::relu2 ? relu_squared(fc->forward(x))
-                                               : gelu(fc->forward(x));
+                   : act_ == Activation::relu2     ? relu_squared(fc->forward(x))
+                   : act_ == Activation::gelu_tanh ? gelu_tanh(fc->forward(x))
+                                                   : gelu(fc->forward(x));
   return dropout_->forward(proj->forward(a));
 }
 

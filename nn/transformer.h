@@ -11,9 +11,9 @@
 
 namespace folio::nn {
 
-// relu2: relu(x)^2 (ReLU squared).
-enum class Activation { gelu, relu, relu2 };
-const char* to_string(Activation a);                                // "gelu", "relu", "relu2"
+// relu2: relu(x)^2 (ReLU squared). gelu_tanh: GELU's tanh approximation (GPT-2's).
+enum class Activation { gelu, relu, relu2, gelu_tanh };
+const char* to_string(Activation a);                                // "gelu", "relu", "relu2", "gelu-tanh"
 std::optional<Activation> parse_activation(std::string_view name);  // nullopt: none of them
 
 // How the model knows where a token is: a learned table added to the token embedding

@@ -85,6 +85,8 @@ ACTIVATIONS = {
     "relu": lambda h: np.maximum(h, 0),
     "relu2": lambda h: np.maximum(h, 0) ** 2,
     "gelu": lambda h: 0.5 * h * (1 + ERF(h / math.sqrt(2))),
+    # GPT-2's "gelu_new": the tanh approximation
+    "gelu-tanh": lambda h: 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3))),
 }
 
 
