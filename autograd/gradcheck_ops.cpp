@@ -62,6 +62,8 @@ void add_elementwise(std::vector<GradcheckCase>& cases) {
   cases.push_back(op("relu", "", [](const V& v) { return relu(v[0]); }, [] { return V{spaced(10, -1.0f, 0.23f)}; }));
   cases.push_back(op("gelu", "", [](const V& v) { return gelu(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
   cases.push_back(op("silu", "", [](const V& v) { return silu(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
+  cases.push_back(
+      op("gelu_tanh", "", [](const V& v) { return gelu_tanh(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
   // Smooth at 0 (both sides' slopes are 0), so any input will do.
   cases.push_back(op("relu_squared", "", [](const V& v) { return relu_squared(v[0]); },
                      [] { return V{leaf({3, 5}, 1)}; }));

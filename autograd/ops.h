@@ -24,6 +24,7 @@ Tensor log(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);                  // exact: x * Phi(x), as torch.nn.GELU()
+Tensor gelu_tanh(const Tensor& x);             // tanh approximation, as GPT-2 (torch GELU(approximate="tanh"))
 Tensor relu_squared(const Tensor& x);          // relu(x)^2, one pass (the "ReLU^2" activation)
 Tensor silu(const Tensor& x);                  // x * sigmoid(x) (SwiGLU's gate)
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

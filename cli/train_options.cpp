@@ -189,8 +189,9 @@ const std::vector<TrainOption>& train_options() {
       field("dropout", fixed, AT(model.dropout), "dropout probability in [0, 1)"),
       from_checkpoint(flag_switch("no-bias", fixed, AT(model.bias), false, "no bias in the Linear layers")),
       from_checkpoint(choice("activation", fixed, AT(model.activation), nn::parse_activation,
-             [](nn::Activation a) { return nn::to_string(a); }, "relu, gelu, relu2 or swiglu",
-             "feed-forward activation: relu, gelu, relu2 (relu squared) or swiglu (llama's gated SiLU)")),
+             [](nn::Activation a) { return nn::to_string(a); }, "relu, gelu, relu2, swiglu or gelu-tanh",
+             "feed-forward activation: relu, gelu, relu2 (relu squared), swiglu (llama's gated SiLU) or gelu-tanh "
+             "(GPT-2's tanh approximation)")),
     };
     for (const TrainSetting& s : train_settings())
       if (s.flag_kind != FlagKind::every_command) rows.push_back(setting_flag(s));  // --threads: every command's

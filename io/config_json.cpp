@@ -123,7 +123,8 @@ nn::GPTConfig model_config_from_json(const Json& j, const std::string& where) {
   c.bias = bias.as_bool();
   const Json& act = field(j, "activation", where);
   const auto activation = act.is_string() ? nn::parse_activation(act.as_string()) : std::nullopt;
-  if (!activation) config_fail(where, "activation must be \"gelu\", \"relu\", \"relu2\" or \"swiglu\", got ", clip(act));
+  if (!activation)
+    config_fail(where, "activation must be \"gelu\", \"relu\", \"relu2\", \"swiglu\" or \"gelu-tanh\", got ", clip(act));
   c.activation = *activation;
   if (c.n_embd % c.n_head) config_fail(where, "n_embd ", c.n_embd, " not divisible by n_head ", c.n_head);
   // The model options are optional: a model saved before one existed has no key for

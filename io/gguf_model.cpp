@@ -102,9 +102,10 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
   auto refuse = [&](bool on, const std::string& line) {
     if (on) why.push_back(line);
   };
-  refuse(c.activation != nn::Activation::gelu,
+  // llama.cpp's GELU is the tanh form: gelu-tanh is what it computes, gelu within 1e-3 of it.
+  refuse(c.activation != nn::Activation::gelu && c.activation != nn::Activation::gelu_tanh,
          cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU; train with "
-             "--activation gelu"));
+             "--activation gelu-tanh or gelu"));
   refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): neither graph adds one to the "
                  "logits; train with --no-bias");
   refuse(c.norm == nn::Norm::rms, "--norm rms: the gpt2 and gptneox graphs use LayerNorm with a bias; train with --norm layer");

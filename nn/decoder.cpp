@@ -194,6 +194,7 @@ void Decoder::activate(float* f, int64_t rows) const {
           f[r * H + i] = g / (1.0f + std::exp(-g)) * u;  // as autograd's silu
         }
       break;
+    case Activation::gelu_tanh: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu_tanh(f[i]); break;
   }
 }
 

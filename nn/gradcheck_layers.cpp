@@ -148,6 +148,7 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
       {"FeedForward", "relu", [] { return feed_forward(Activation::relu); }},
       {"FeedForward", "relu2", [] { return feed_forward(Activation::relu2); }},
       {"FeedForward", "swiglu", [] { return feed_forward(Activation::swiglu); }},
+      {"FeedForward", "gelu-tanh", [] { return feed_forward(Activation::gelu_tanh); }},
       {"Block", "",
        [last] {
          Rng init(1);

@@ -14,12 +14,14 @@ const char* to_string(Activation a) {
     case Activation::relu: return "relu";
     case Activation::relu2: return "relu2";
     case Activation::swiglu: return "swiglu";
+    case Activation::gelu_tanh: return "gelu-tanh";
   }
   return "?";
 }
 
 std::optional<Activation> parse_activation(std::string_view name) {
-  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2, Activation::swiglu});
+  return parse_name(name, {Activation::gelu, Activation::relu, Activation::relu2, Activation::swiglu,
+                           Activation::gelu_tanh});
 }
 
 int64_t feed_forward_hidden(int64_t n_embd, Activation act) {
@@ -63,9 +65,10 @@ Tensor FeedForward::forward(const Tensor& x) const {
     const std::vector<Tensor> gate_up = split(fc->forward(x), {proj->weight.size(1), proj->weight.size(1)});
     a = mul(silu(gate_up[0]), gate_up[1]);
   } else {
-    a = act_ == Activation::relu    ? fc->forward_relu(x)
-        : act_ == Activation::relu2 ? relu_squared(fc->forward(x))
-                                    : gelu(fc->forward(x));
+    a = act_ == Activation::relu        ? fc->forward_relu(x)
+        : act_ == Activation::relu2     ? relu_squared(fc->forward(x))
+        : act_ == Activation::gelu_tanh ? gelu_tanh(fc->forward(x))
+                                        : gelu(fc->forward(x));
   }
   return dropout_->forward(proj->forward(a));
 }

@@ -12,9 +12,9 @@
 namespace folio::nn {
 
 // relu2: relu(x)^2 (ReLU squared). swiglu: llama's gated unit, SiLU(x W_gate) * (x W_up),
-// whose hidden size is feed_forward_hidden()'s.
-enum class Activation { gelu, relu, relu2, swiglu };
-const char* to_string(Activation a);                                // "gelu", "relu", "relu2", "swiglu"
+// whose hidden size is feed_forward_hidden()'s. gelu_tanh: GELU's tanh approximation (GPT-2's).
+enum class Activation { gelu, relu, relu2, swiglu, gelu_tanh };
+const char* to_string(Activation a);  // "gelu", "relu", "relu2", "swiglu", "gelu-tanh"
 std::optional<Activation> parse_activation(std::string_view name);  // nullopt: none of them
 
 // The feed-forward's hidden size: 4C, or with swiglu llama's 2/3 of it (three matrices

@@ -94,6 +94,8 @@ ACTIVATIONS = {
     "gelu": lambda h: 0.5 * h * (1 + ERF(h / math.sqrt(2))),
     # fc's outputs are [gate (H); up (H)]: SiLU(gate) * up
     "swiglu": lambda h: h[..., :h.shape[-1] // 2] / (1 + np.exp(-h[..., :h.shape[-1] // 2])) * h[..., h.shape[-1] // 2:],
+    # GPT-2's "gelu_new": the tanh approximation
+    "gelu-tanh": lambda h: 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3))),
 }
 
 

@@ -161,6 +161,8 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                     c.logit_softcap = 3.0f;
                                     c.tie_weights = true;
                                   }), Precision::fp32, 2e-5f},
+                      DecoderCase{"gelu_tanh", with(kSmall, [](auto& c) { c.activation = nn::Activation::gelu_tanh; }),
+                                  Precision::fp32, 2e-5f},
                       DecoderCase{"bigram", with(kSmall, [](auto& c) { c.bigram = true; }), Precision::fp32, 2e-5f},
                       DecoderCase{"bigram_rope", with(kSmall, [](auto& c) {
                                     c.bigram = true;

@@ -160,6 +160,9 @@ TEST(GgufModel, EachOptionNoGraphComputesIsRefusedNamingItsFlag) {
   nn::GPTConfig base = exportable(nn::Positions::learned);
   base.vocab_size = tok->vocab_size();
   EXPECT_TRUE(gguf_refusals(base, *tok).empty());
+  nn::GPTConfig tanh_form = base;
+  tanh_form.activation = nn::Activation::gelu_tanh;
+  EXPECT_TRUE(gguf_refusals(tanh_form, *tok).empty());
   struct Row {
     void (*set)(nn::GPTConfig&);
     const char* flag;

@@ -145,6 +145,8 @@ TEST(ModelOptionTable, ConfigRefusesWhatItCannotBuild) {
   EXPECT_EQ(parse_positions("Rope"), std::nullopt);
   EXPECT_EQ(parse_activation("relu2"), Activation::relu2);
   EXPECT_STREQ(to_string(Activation::relu2), "relu2");
+  EXPECT_EQ(parse_activation("gelu-tanh"), Activation::gelu_tanh);
+  EXPECT_STREQ(to_string(Activation::gelu_tanh), "gelu-tanh");
 }
 
 }  // namespace

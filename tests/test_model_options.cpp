@@ -51,6 +51,7 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("rope", [](GPTConfig& c) { c.pos = Positions::rope; });
   with("qk_norm", [](GPTConfig& c) { c.qk_norm = true; });
   with("relu2", [](GPTConfig& c) { c.activation = Activation::relu2; });
+  with("gelu_tanh", [](GPTConfig& c) { c.activation = Activation::gelu_tanh; });
   with("zero_init_proj", [](GPTConfig& c) { c.zero_init_proj = true; });
   with("logit_softcap", [](GPTConfig& c) { c.logit_softcap = 2.0f; });
   with("tie_weights", [](GPTConfig& c) { c.tie_weights = true; });

@@ -28,5 +28,14 @@ TEST(VecMath, ErfMatchesLibm) {
   EXPECT_EQ(fast_erf(0.0f), 0.0f);
 }
 
+// GPT-2's GELU, against its published formula in double: the decoder and the autograd
+// op both call this kernel, so it is what holds their forward to GPT-2's.
+TEST(VecMath, GeluTanhIsGpt2sFormula) {
+  for (double x = -6.0; x <= 6.0; x += 0.01) {
+    const double want = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    ASSERT_NEAR(gelu_tanh(float(x)), want, 2e-6 * (1.0 + std::abs(want))) << "x " << x;
+  }
+}
+
 }  // namespace
 }  // namespace folio::kernels

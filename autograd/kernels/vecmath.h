@@ -5,6 +5,7 @@
 // Written branch-free (selects only, no float->int conversion) so that nothing in
 // them stops GCC's if-conversion.
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace folio::kernels {
@@ -51,5 +52,11 @@ inline float fast_erf(float x) {
 
 // GELU in its exact (erf) form, PyTorch's default: x * Phi(x).
 inline float gelu(float x) { return 0.5f * x * (1.0f + fast_erf(x * 0.70710678118654752f)); }
+
+// GELU's tanh approximation, GPT-2's "gelu_new": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// std::tanh, not a fast one: an imported GPT-2 must give its published logits to 1e-5.
+constexpr float kGeluTanhK = 0.79788456080286536f;  // sqrt(2 / pi)
+constexpr float kGeluTanhA = 0.044715f;
+inline float gelu_tanh(float x) { return 0.5f * x * (1.0f + std::tanh(kGeluTanhK * (x + kGeluTanhA * x * x * x))); }
 
 }  // namespace folio::kernels
