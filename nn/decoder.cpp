@@ -21,6 +21,8 @@ std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Bloc
            {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};
 }
 
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
 // One row through a LayerNorm, or an RMSNorm (no bias) as LayerNorm::forward: x (C) -> out (C).
 void norm_row(const float* x, const float* w, const float* b, float* out, int64_t C) {
   if (b) {
