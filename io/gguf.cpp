@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "autograd/kernels/quant.h"  // fp16: Q8_0 scales and f16 tensors, as the int8 weights
 
 namespace folio {
 namespace {
@@ -18,35 +19,6 @@ constexpr uint64_t kDefaultAlignment = 32;
 constexpr int kMaxDims = 4;                                  // ggml's GGML_MAX_DIMS
 constexpr int64_t kMaxFileBytes = int64_t(16) << 30;         // far past any model folio trains
 constexpr uint64_t kMaxStringBytes = uint64_t(1) << 30;      // one key, name or string value
-
-// ---- f16 and q8_0 ----
-
-uint16_t to_f16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs >= 0x7F800000u) return uint16_t(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u));  // inf, nan
-  if (abs >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // rounds past 65504: inf
-  if (abs < 0x38800000u) {  // below f16's smallest normal: a subnormal, rounded to nearest even
-    const float scaled = std::fabs(f) * 16777216.0f;  // 2^24: one f16 subnormal step is 2^-24
-    return uint16_t(sign | uint32_t(std::nearbyint(scaled)));
-  }
-  const uint32_t mant = abs & 0x7FFFFFu;
-  uint32_t h = ((abs >> 23) - 112) << 10 | (mant >> 13);
-  const uint32_t rest = mant & 0x1FFFu;  // the 13 bits dropped: round to nearest, ties to even
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return uint16_t(sign | h);
-}
-
-float from_f16(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(float(mant), -24);
-  const uint32_t bits = exp == 31 ? sign | 0x7F800000u | (mant << 13) : sign | ((exp + 112) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 // ---- writing ----
 
@@ -384,13 +356,13 @@ std::vector<float> gguf_floats(const GgufTensor& t) {
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
       std::memcpy(&h, p + 2 * i, 2);
-      out[size_t(i)] = from_f16(h);
+      out[size_t(i)] = kernels::fp16_to_float(h);
     }
   } else {
     for (int64_t b = 0; b < n / 32; ++b) {
       uint16_t h;
       std::memcpy(&h, p + 34 * b, 2);
-      const float scale = from_f16(h);
+      const float scale = kernels::fp16_to_float(h);
       for (int i = 0; i < 32; ++i) out[size_t(32 * b + i)] = scale * float(int8_t(p[34 * b + 2 + i]));
     }
   }
@@ -402,14 +374,14 @@ std::string gguf_encode(GgufDtype t, const float* values, int64_t numel) {
   if (t == GgufDtype::f32) {
     out.assign(reinterpret_cast<const char*>(values), size_t(numel) * 4);
   } else if (t == GgufDtype::f16) {
-    for (int64_t i = 0; i < numel; ++i) put<uint16_t>(out, to_f16(values[i]));
+    for (int64_t i = 0; i < numel; ++i) put<uint16_t>(out, kernels::fp16_from_float(values[i]));
   } else {
     if (numel % 32) fail("gguf", "Q8_0 needs a multiple of 32 values, got ", numel);
     for (int64_t b = 0; b < numel / 32; ++b) {
       float amax = 0.0f;  // as ggml quantizes: scale = max |x| / 127, q = round(x / scale)
       for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(values[32 * b + i]));
       const float scale = amax / 127.0f, inv = scale ? 1.0f / scale : 0.0f;
-      put<uint16_t>(out, to_f16(scale));
+      put<uint16_t>(out, kernels::fp16_from_float(scale));
       for (int i = 0; i < 32; ++i) put<int8_t>(out, int8_t(std::lround(values[32 * b + i] * inv)));
     }
   }
