@@ -2,14 +2,17 @@
 // What the Python module's files share (python/): a loaded model as Python holds it,
 // the errors Python sees, and each file's function that adds its part to the module.
 //   module.cpp    the module: errors, threads, and the parts below
+//   arguments.cpp text and token ids from Python arguments
 //   model.cpp     folio.load, Model (logits, loss, attention, parameters), Tokenizer
 //   generate.cpp  Model.generate and Model.stream
 //   train.cpp     folio.train (Run is Python, in folio/__init__.py)
 //   tensor.cpp    folio.tensor, Tensor and the functional ops: folio's autograd
+//   nn.cpp        folio.nn: the modules Linear, Head, MultiHead and GPT on those tensors
 #include <pybind11/pybind11.h>
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,22 +38,52 @@ struct FileMissing : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Raised as TypeError: an argument of the wrong kind (a float array for token ids).
+struct WrongType : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Raises KeyboardInterrupt (or whatever a signal handler raised) if a signal came:
 // long calls ask between steps, with the GIL taken for the moment of asking.
 void check_signals();
 
-// A Python object's text as UTF-8 (a str), or ValueError naming `what`.
+// A Python object's text as UTF-8 (a str), or TypeError naming `what`.
 std::string text_argument(const py::handle& obj, const char* what);
 // Bytes as a str; a byte that is not part of a UTF-8 character becomes U+FFFD (a token
 // may hold part of one).
 py::str utf8_text(const std::string& bytes);
-// Token ids from a list of ints or a 1-D integer array, each in [0, vocab); otherwise
-// ValueError naming `what` and what was expected.
+// Token ids from a list of ints or an integer array of `ndim` dimensions, each in
+// [0, vocab), named `what` in errors: TypeError for values that are not integers,
+// ValueError for a wrong shape, no ids, or an id outside the vocabulary. An int32 array
+// laid out row by row is read in place, without a copy (any other array or list is
+// converted): the argument holds it until it is destroyed, which may happen without
+// the GIL.
+class IdsArgument {
+ public:
+  IdsArgument(const py::handle& obj, int64_t vocab, const char* what, int ndim = 1);
+  ~IdsArgument();
+  IdsArgument(const IdsArgument&) = delete;
+  IdsArgument& operator=(const IdsArgument&) = delete;
+  std::span<const int32_t> span() const { return {data_, size_}; }  // row-major
+  bool in_place() const { return bool(owner_); }
+  std::vector<int64_t> shape;  // (T) or (B, T)
+
+ private:
+  [[noreturn]] static void out_of_range(const char* what, int64_t i, int64_t id, int64_t vocab);
+  py::object owner_;            // the array read in place, or none
+  std::vector<int32_t> copy_;   // or the converted ids
+  const int32_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+// The same, 1-D, as a vector (a copy).
 std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what);
 
 void bind_model(py::module_& m);
 void bind_generate(py::class_<Loaded, LoadedPtr>& model);
 void bind_train(py::module_& m);
 void bind_tensor(py::module_& m);
+void bind_nn(py::module_& m);  // into the submodule folio.nn
+// A read-only (or writable) numpy array over the tensor's data, holding the tensor.
+py::object tensor_view(const Tensor& t, bool writable = false);
 
 }  // namespace folio::python

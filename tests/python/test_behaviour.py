@@ -52,6 +52,18 @@ def test_a_view_outlives_its_model(run):
     np.testing.assert_array_equal(view, weights["token_embedding.weight"])
 
 
+def test_ids_in_any_integer_layout(run):
+    # int32 laid out row by row is read in place; int64, unsigned, lists and strided
+    # views are converted. All give the same logits.
+    model = folio.load(str(run))
+    base = np.array([5, 1, 9, 3, 7, 2], dtype=np.int32)
+    want = model.logits(base)
+    for ids in (base.astype(np.int64), base.astype(np.uint16), base.tolist(), np.repeat(base, 2)[::2],
+                base.astype(">i4")):
+        np.testing.assert_array_equal(model.logits(ids), want)
+    assert want.flags.owndata and want.flags.c_contiguous  # an array of its own, not a view of folio's buffers
+
+
 def test_errors_are_python_exceptions(run, tmp_path):
     with pytest.raises(FileNotFoundError, match=r"\[safetensors\]|no-such"):
         folio.load(str(tmp_path / "no-such-run"))
@@ -60,7 +72,7 @@ def test_errors_are_python_exceptions(run, tmp_path):
     with pytest.raises(ValueError, match="bad.safetensors"):
         folio.load(str(bad))
     model = folio.load(str(run))
-    with pytest.raises(ValueError, match="must be integers, got float64"):
+    with pytest.raises(TypeError, match=r"must be integers \(an int32 or int64 array, or a list of ints\), got float64"):
         model.logits(np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match=r"must be 1-D \(T\), got shape \(2, 3\)"):
         model.logits(np.zeros((2, 3), dtype=np.int64))
@@ -74,8 +86,10 @@ def test_errors_are_python_exceptions(run, tmp_path):
         model.generate("A", seed=-1)
     with pytest.raises(ValueError, match=r"\[tokenizer\]"):
         model.loss("\u2603\u2603\u2603")
-    with pytest.raises(ValueError, match="must be a str"):
+    with pytest.raises(TypeError, match="must be a str, got bytes"):
         model.attention(b"bytes")
+    with pytest.raises(ValueError, match="is empty"):
+        model.logits([])
     # The interpreter and the model live on.
     assert len(model.generate("A", max_new_tokens=5)) > 0
 
