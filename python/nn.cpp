@@ -127,7 +127,10 @@ void bind_linear(py::module_& m) {
       .def_readonly("weight", &nn::Linear::weight, "(out, in)")
       .def_property_readonly(
           "bias", [](const nn::Linear& l) -> py::object { return l.bias.defined() ? py::cast(l.bias) : py::none(); },
-          "(out), or None");
+          "(out), or None")
+      .def("__repr__", [](const nn::Linear& l) {
+        return cat("<folio.nn.Linear ", l.weight.size(1), " -> ", l.weight.size(0), l.bias.defined() ? ", bias" : ", no bias", ">");
+      });
 }
 
 void bind_attention(py::module_& m) {
@@ -163,7 +166,10 @@ void bind_attention(py::module_& m) {
       .def_readonly("key", &nn::Head::key)
       .def_readonly("query", &nn::Head::query)
       .def_readonly("value", &nn::Head::value)
-      .def_readonly("head_size", &nn::Head::head_size);
+      .def_readonly("head_size", &nn::Head::head_size)
+      .def("__repr__", [](const nn::Head& h) {
+        return cat("<folio.nn.Head ", h.key->weight.size(1), " -> ", h.head_size, ", context ", h.block_size, ">");
+      });
 
   py::class_<nn::MultiHead, Module, std::shared_ptr<nn::MultiHead>>(
       m, "MultiHead", "n_head Heads side by side, their outputs concatenated, then projected back to n_embd.")
@@ -195,7 +201,11 @@ void bind_attention(py::module_& m) {
           py::arg("x"), py::arg("return_weights") = false,
           "x (B, T, C) -> (B, T, C); with return_weights, (out, weights (B, n_head, T, T)).")
       .def_readonly("heads", &nn::MultiHead::heads)
-      .def_readonly("proj", &nn::MultiHead::proj);
+      .def_readonly("proj", &nn::MultiHead::proj)
+      .def("__repr__", [](const nn::MultiHead& mh) {
+        return cat("<folio.nn.MultiHead ", mh.n_head, " heads of ", mh.head_size, ", ", mh.proj->weight.size(0),
+                   " channels, context ", mh.block_size, ">");
+      });
 }
 
 void bind_gpt(py::module_& m) {

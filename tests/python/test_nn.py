@@ -57,6 +57,7 @@ def test_linear():
     np.testing.assert_allclose(lin(x).numpy(), x.numpy() @ lin.weight.numpy().T + lin.bias.numpy(), rtol=1e-5, atol=1e-6)
     assert gradcheck(lambda: lin(x), [lin.weight, lin.bias, x]) == []
     assert folio.nn.Linear(4, 3, bias=False).bias is None
+    assert repr(lin) == "<folio.nn.Linear 4 -> 3, bias>"
 
 
 def test_head_is_the_tutorials():
@@ -78,6 +79,7 @@ def test_multihead_concatenates_then_projects():
     x = folio.tensor(rng.normal(size=(2, 4, 6)), requires_grad=True)
     out, wei = mh(x, return_weights=True)
     assert wei.shape == (2, 3, 4, 4) and len(mh.heads) == 3
+    assert repr(mh) == "<folio.nn.MultiHead 3 heads of 2, 6 channels, context 8>"
     w, xs = weights(mh), x.numpy().astype(np.float64)
     heads = [head_reference(xs, *(w[f"heads.{h}.{n}.weight"] for n in ("key", "query", "value"))) for h in range(3)]
     np.testing.assert_allclose(wei.numpy(), np.stack([h[1] for h in heads], 1), rtol=1e-4, atol=1e-6)
