@@ -4,6 +4,8 @@
 // names the argument and says what was expected.
 #include <pybind11/numpy.h>
 
+#include <cstring>
+
 #include "python/bindings.h"
 
 namespace folio::python {
@@ -11,6 +13,10 @@ namespace folio::python {
 namespace {
 
 std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
+[[noreturn]] void out_of_range(const char* what, int64_t i, int64_t id, int64_t vocab) {
+  throw Error(cat(what, "[", i, "] is ", id, ", outside the vocabulary [0, ", vocab, ")"));
+}
 
 std::string shape_text(const py::array& a) {
   std::string s = "(";
@@ -31,7 +37,7 @@ py::str utf8_text(const std::string& bytes) {
   return py::reinterpret_steal<py::str>(s);
 }
 
-IdsArgument::IdsArgument(const py::handle& obj, int64_t vocab, const char* what, int ndim) {
+Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim) {
   // Lists become int64 arrays; an array comes as it is (asarray copies nothing).
   const py::array arr = py::module_::import("numpy").attr("asarray")(obj);
   if (arr.size() == 0) throw Error(cat(what, " is empty (shape ", shape_text(arr), "): give at least one token id"));
@@ -41,43 +47,31 @@ IdsArgument::IdsArgument(const py::handle& obj, int64_t vocab, const char* what,
                         std::string(py::str(arr.dtype())), " values"));
   if (arr.ndim() != ndim)
     throw Error(cat(what, " must be ", ndim == 1 ? "1-D (T)" : "2-D (B, T)", ", got shape ", shape_text(arr)));
-  for (py::ssize_t d = 0; d < arr.ndim(); ++d) shape.push_back(arr.shape(d));
-  // What the model reads is int32: such an array, laid out row by row, is read in place
-  // (the array is held until this argument is gone); any other is converted once.
-  const bool in_place = py::array_t<int32_t, py::array::c_style>::check_(arr);
-  if (in_place) {
-    owner_ = arr;
-    data_ = static_cast<const int32_t*>(arr.data());
-  } else {
-    const auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
-    copy_.resize(size_t(ints.size()));
-    for (py::ssize_t i = 0; i < ints.size(); ++i) {
-      const int64_t id = ints.data()[i];
-      copy_[size_t(i)] = int32_t(id);
-      // uint64 values past INT64_MAX wrap to negatives here: still outside the range.
-      if (id < 0 || id >= vocab) out_of_range(what, i, id, vocab);
-    }
-    data_ = copy_.data();
+  Ids ids;
+  for (py::ssize_t d = 0; d < arr.ndim(); ++d) ids.shape.push_back(arr.shape(d));
+  ids.values.resize(size_t(arr.size()));
+  // Always a copy, checked after it is taken: the model reads the ids with the GIL
+  // released, while another Python thread could write into the caller's array, and an
+  // id changed after its check would index past a table. (Copying T ids costs nothing
+  // beside the forward pass that reads them.)
+  if (py::array_t<int32_t, py::array::c_style>::check_(arr)) {
+    std::memcpy(ids.values.data(), arr.data(), ids.values.size() * sizeof(int32_t));
+    for (size_t i = 0; i < ids.values.size(); ++i)
+      if (ids.values[i] < 0 || ids.values[i] >= vocab) out_of_range(what, int64_t(i), ids.values[i], vocab);
+    return ids;
   }
-  size_ = size_t(arr.size());
-  if (in_place)
-    for (size_t i = 0; i < size_; ++i)
-      if (data_[i] < 0 || data_[i] >= vocab) out_of_range(what, int64_t(i), data_[i], vocab);
-}
-
-IdsArgument::~IdsArgument() {
-  if (!owner_) return;
-  py::gil_scoped_acquire gil;  // a caller may drop it with the GIL released
-  owner_ = py::object();
-}
-
-void IdsArgument::out_of_range(const char* what, int64_t i, int64_t id, int64_t vocab) {
-  throw Error(cat(what, "[", i, "] is ", id, ", outside the vocabulary [0, ", vocab, ")"));
+  // Any other layout or width: read as int64 (an int64 cast to int32 could wrap into range).
+  const auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+  for (py::ssize_t i = 0; i < ints.size(); ++i) {
+    const int64_t id = ints.data()[i];  // uint64 past INT64_MAX wraps to a negative: still refused
+    if (id < 0 || id >= vocab) out_of_range(what, i, id, vocab);
+    ids.values[size_t(i)] = int32_t(id);
+  }
+  return ids;
 }
 
 std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what) {
-  const IdsArgument ids(obj, vocab, what);
-  return {ids.span().begin(), ids.span().end()};
+  return ids_array(obj, vocab, what, 1).values;
 }
 
 }  // namespace folio::python

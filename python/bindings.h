@@ -12,7 +12,6 @@
 
 #include <memory>
 #include <mutex>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,29 +53,14 @@ std::string text_argument(const py::handle& obj, const char* what);
 py::str utf8_text(const std::string& bytes);
 // Token ids from a list of ints or an integer array of `ndim` dimensions, each in
 // [0, vocab), named `what` in errors: TypeError for values that are not integers,
-// ValueError for a wrong shape, no ids, or an id outside the vocabulary. An int32 array
-// laid out row by row is read in place, without a copy (any other array or list is
-// converted): the argument holds it until it is destroyed, which may happen without
-// the GIL.
-class IdsArgument {
- public:
-  IdsArgument(const py::handle& obj, int64_t vocab, const char* what, int ndim = 1);
-  ~IdsArgument();
-  IdsArgument(const IdsArgument&) = delete;
-  IdsArgument& operator=(const IdsArgument&) = delete;
-  std::span<const int32_t> span() const { return {data_, size_}; }  // row-major
-  bool in_place() const { return bool(owner_); }
-  std::vector<int64_t> shape;  // (T) or (B, T)
-
- private:
-  [[noreturn]] static void out_of_range(const char* what, int64_t i, int64_t id, int64_t vocab);
-  py::object owner_;            // the array read in place, or none
-  std::vector<int32_t> copy_;   // or the converted ids
-  const int32_t* data_ = nullptr;
-  size_t size_ = 0;
+// ValueError for a wrong shape, no ids, or an id outside the vocabulary. Any integer
+// dtype and layout is taken (int64, unsigned, strided views).
+struct Ids {
+  std::vector<int32_t> values;  // row-major: a copy, so the caller's array may change meanwhile
+  std::vector<int64_t> shape;   // (T) or (B, T)
 };
-// The same, 1-D, as a vector (a copy).
-std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what);
+Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim);
+std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what);  // 1-D
 
 void bind_model(py::module_& m);
 void bind_generate(py::class_<Loaded, LoadedPtr>& model);

@@ -39,7 +39,7 @@ const nn::GPT& model_of(const Loaded& l) { return *l.ck.model; }
 // ids (T) -> logits (T, V)
 py::array_t<float> logits(const LoadedPtr& l, const py::handle& ids_obj) {
   const nn::GPTConfig& c = model_of(*l).config();
-  const IdsArgument ids(ids_obj, c.vocab_size, "[logits] ids");  // (T), read in place when int32
+  const Ids ids = ids_array(ids_obj, c.vocab_size, "[logits] ids", 1);  // (T)
   const int64_t T = ids.shape[0], V = c.vocab_size;
   if (T > c.block_size)
     throw Error(cat("[logits] ids has ", T, " tokens, more than the model's context (block_size ", c.block_size, ")"));
@@ -48,7 +48,7 @@ py::array_t<float> logits(const LoadedPtr& l, const py::handle& ids_obj) {
   py::gil_scoped_release nogil;
   std::lock_guard lock(l->busy);
   NoGradGuard no_grad;
-  const Tensor x = model_of(*l).forward(ids.span(), 1, T).logits;  // (1, T, V)
+  const Tensor x = model_of(*l).forward(ids.values, 1, T).logits;  // (1, T, V)
   std::memcpy(dst, x.data(), size_t(T * V) * sizeof(float));
   return out;
 }

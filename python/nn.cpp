@@ -6,7 +6,6 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <optional>
 
 #include "cli/common.h"
 #include "io/config_json.h"
@@ -226,29 +225,29 @@ void bind_gpt(py::module_& m) {
           "__call__",
           [](const nn::GPT& g, const py::handle& ids_obj, const py::handle& targets_obj) {
             const int64_t V = g.config().vocab_size;
-            const IdsArgument ids(ids_obj, V, "[GPT] ids", 2);  // (B, T)
+            const Ids ids = ids_array(ids_obj, V, "[GPT] ids", 2);  // (B, T)
             const int64_t B = ids.shape[0], T = ids.shape[1];
             if (T > g.config().block_size)
               throw Error(cat("[GPT] ids has ", T, " tokens a row, more than block_size ", g.config().block_size));
-            std::optional<IdsArgument> targets;
+            Ids targets;  // none: no loss
             if (!targets_obj.is_none()) {
-              targets.emplace(targets_obj, V, "[GPT] targets", 2);
-              if (targets->shape != ids.shape)
-                throw Error(cat("[GPT] targets must have ids' shape (", B, ", ", T, "), got (", targets->shape[0], ", ",
-                                targets->shape[1], ")"));
+              targets = ids_array(targets_obj, V, "[GPT] targets", 2);
+              if (targets.shape != ids.shape)
+                throw Error(cat("[GPT] targets must have ids' shape (", B, ", ", T, "), got (", targets.shape[0], ", ",
+                                targets.shape[1], ")"));
             }
             nn::GPT::Output out;
             {
               py::gil_scoped_release nogil;  // a large model's forward pass takes a while
-              out = g.forward(ids.span(), B, T, targets ? targets->span() : std::span<const int32_t>());
+              out = g.forward(ids.values, B, T, targets.values);
             }
-            return py::make_tuple(out.logits, targets ? py::cast(out.loss) : py::none());
+            return py::make_tuple(out.logits, targets.values.empty() ? py::none() : py::cast(out.loss));
           },
           py::arg("ids"), py::arg("targets") = py::none(),
           "ids (B, T) -> (logits (B, T, V), loss): loss is the mean cross-entropy against targets (B, T),\n"
-          "a 0-d Tensor, or None without targets. ids and targets: integer arrays (int32 is read in\n"
-          "place) or nested lists, each id below vocab_size; T <= block_size. One module should not run\n"
-          "in two threads at once while its dropout is on (they would share its mask generator).")
+          "a 0-d Tensor, or None without targets. ids and targets: integer arrays or nested lists, each\n"
+          "id below vocab_size; T <= block_size. One module should not run in two threads at once\n"
+          "while its dropout is on (they would share its mask generator).")
       .def_property_readonly(
           "config",
           [](const nn::GPT& g) { return py::module_::import("json").attr("loads")(to_json(g.config()).dump()); },

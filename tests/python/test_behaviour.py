@@ -53,8 +53,9 @@ def test_a_view_outlives_its_model(run):
 
 
 def test_ids_in_any_integer_layout(run):
-    # int32 laid out row by row is read in place; int64, unsigned, lists and strided
-    # views are converted. All give the same logits.
+    # Any integer dtype and layout: int32, int64, unsigned, big-endian, lists, strided
+    # views. All give the same logits; an int64 id that an int32 cast would wrap into the
+    # vocabulary is refused.
     model = folio.load(str(run))
     base = np.array([5, 1, 9, 3, 7, 2], dtype=np.int32)
     want = model.logits(base)
@@ -62,6 +63,8 @@ def test_ids_in_any_integer_layout(run):
                 base.astype(">i4")):
         np.testing.assert_array_equal(model.logits(ids), want)
     assert want.flags.owndata and want.flags.c_contiguous  # an array of its own, not a view of folio's buffers
+    with pytest.raises(ValueError, match=r"ids\[0\] is 4294967301, outside the vocabulary"):
+        model.logits(np.array([2**32 + 5], dtype=np.int64))
 
 
 def test_errors_are_python_exceptions(run, tmp_path):
