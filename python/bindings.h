@@ -2,10 +2,12 @@
 // What the Python module's files share (python/): a loaded model as Python holds it,
 // the errors Python sees, and each file's function that adds its part to the module.
 //   module.cpp    the module: errors, threads, and the parts below
+//   arguments.cpp text and token ids from Python arguments
 //   model.cpp     folio.load, Model (logits, loss, attention, parameters), Tokenizer
 //   generate.cpp  Model.generate and Model.stream
 //   train.cpp     folio.train (Run is Python, in folio/__init__.py)
 //   tensor.cpp    folio.tensor, Tensor and the functional ops: folio's autograd
+//   nn.cpp        folio.nn: the modules Linear, Head, MultiHead and GPT on those tensors
 #include <pybind11/pybind11.h>
 
 #include <memory>
@@ -35,22 +37,37 @@ struct FileMissing : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Raised as TypeError: an argument of the wrong kind (a float array for token ids).
+struct WrongType : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Raises KeyboardInterrupt (or whatever a signal handler raised) if a signal came:
 // long calls ask between steps, with the GIL taken for the moment of asking.
 void check_signals();
 
-// A Python object's text as UTF-8 (a str), or ValueError naming `what`.
+// A Python object's text as UTF-8 (a str), or TypeError naming `what`.
 std::string text_argument(const py::handle& obj, const char* what);
 // Bytes as a str; a byte that is not part of a UTF-8 character becomes U+FFFD (a token
 // may hold part of one).
 py::str utf8_text(const std::string& bytes);
-// Token ids from a list of ints or a 1-D integer array, each in [0, vocab); otherwise
-// ValueError naming `what` and what was expected.
-std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what);
+// Token ids from a list of ints or an integer array of `ndim` dimensions, each in
+// [0, vocab), named `what` in errors: TypeError for values that are not integers,
+// ValueError for a wrong shape, no ids, or an id outside the vocabulary. Any integer
+// dtype and layout is taken (int64, unsigned, strided views).
+struct Ids {
+  std::vector<int32_t> values;  // row-major: a copy, so the caller's array may change meanwhile
+  std::vector<int64_t> shape;   // (T) or (B, T)
+};
+Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim);
+std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what);  // 1-D
 
 void bind_model(py::module_& m);
 void bind_generate(py::class_<Loaded, LoadedPtr>& model);
 void bind_train(py::module_& m);
 void bind_tensor(py::module_& m);
+void bind_nn(py::module_& m);  // into the submodule folio.nn
+// A read-only (or writable) numpy array over the tensor's data, holding the tensor.
+py::object tensor_view(const Tensor& t, bool writable = false);
 
 }  // namespace folio::python

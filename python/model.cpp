@@ -13,31 +13,6 @@
 
 namespace folio::python {
 
-py::str utf8_text(const std::string& bytes) {
-  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), Py_ssize_t(bytes.size()), "replace");
-  if (!s) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(s);
-}
-
-std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what) {
-  const py::array arr = py::module_::import("numpy").attr("asarray")(obj);
-  std::string shape;
-  for (py::ssize_t d = 0; d < arr.ndim(); ++d) shape += cat(d ? ", " : "", arr.shape(d));
-  if (arr.ndim() != 1) throw Error(cat(what, " must be 1-D (T), got shape (", shape, ")"));
-  if (arr.size() == 0) throw Error(cat(what, " is empty: give at least one token id"));
-  const char kind = arr.dtype().kind();
-  if (kind != 'i' && kind != 'u')
-    throw Error(cat(what, " must be integers, got ", std::string(py::str(arr.dtype())), " values"));
-  const auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
-  std::vector<int32_t> ids(size_t(ints.size()));
-  for (py::ssize_t i = 0; i < ints.size(); ++i) {
-    const int64_t id = ints.at(i);
-    if (id < 0 || id >= vocab) throw Error(cat(what, "[", i, "] is ", id, ", outside the vocabulary [0, ", vocab, ")"));
-    ids[size_t(i)] = int32_t(id);
-  }
-  return ids;
-}
-
 namespace {
 
 // The tokenizer of a loaded model, shared with it.
@@ -64,8 +39,8 @@ const nn::GPT& model_of(const Loaded& l) { return *l.ck.model; }
 // ids (T) -> logits (T, V)
 py::array_t<float> logits(const LoadedPtr& l, const py::handle& ids_obj) {
   const nn::GPTConfig& c = model_of(*l).config();
-  const std::vector<int32_t> ids = ids_argument(ids_obj, c.vocab_size, "[logits] ids");
-  const int64_t T = int64_t(ids.size()), V = c.vocab_size;
+  const Ids ids = ids_array(ids_obj, c.vocab_size, "[logits] ids", 1);  // (T)
+  const int64_t T = ids.shape[0], V = c.vocab_size;
   if (T > c.block_size)
     throw Error(cat("[logits] ids has ", T, " tokens, more than the model's context (block_size ", c.block_size, ")"));
   py::array_t<float> out({T, V});  // (T, V)
@@ -73,7 +48,7 @@ py::array_t<float> logits(const LoadedPtr& l, const py::handle& ids_obj) {
   py::gil_scoped_release nogil;
   std::lock_guard lock(l->busy);
   NoGradGuard no_grad;
-  const Tensor x = model_of(*l).forward(ids, 1, T).logits;  // (1, T, V)
+  const Tensor x = model_of(*l).forward(ids.values, 1, T).logits;  // (1, T, V)
   std::memcpy(dst, x.data(), size_t(T * V) * sizeof(float));
   return out;
 }

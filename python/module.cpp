@@ -15,12 +15,6 @@ void check_signals() {
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
-std::string text_argument(const py::handle& obj, const char* what) {
-  if (!py::isinstance<py::str>(obj))
-    throw Error(cat(what, " must be a str, got ", std::string(py::str(py::type::of(obj).attr("__name__")))));
-  return obj.cast<std::string>();
-}
-
 }  // namespace folio::python
 
 PYBIND11_MODULE(_folio, m) {
@@ -29,13 +23,16 @@ PYBIND11_MODULE(_folio, m) {
   m.doc() = "folio: train and run small transformer language models on CPUs (the engine of the folio CLI).";
   m.attr("__version__") = FOLIO_VERSION;
   // folio's own errors are about what it was given (a file, an option, an argument):
-  // ValueError, with folio's message. A file that is not there: FileNotFoundError.
+  // ValueError, with folio's message. A file that is not there: FileNotFoundError; an
+  // argument of the wrong kind (floats for token ids, bytes for text): TypeError.
   // Anything else a C++ exception carries stays pybind11's (RuntimeError, MemoryError).
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const python::FileMissing& e) {
       PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    } catch (const python::WrongType& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
@@ -56,4 +53,6 @@ PYBIND11_MODULE(_folio, m) {
   python::bind_model(m);
   python::bind_train(m);
   python::bind_tensor(m);
+  py::module_ nn = m.def_submodule("nn", "folio's modules (Linear, Head, MultiHead, GPT) on folio.Tensor.");
+  python::bind_nn(nn);
 }

@@ -19,7 +19,7 @@ Tensor from_array(const py::handle& obj, bool requires_grad) {
   const py::array any = py::module_::import("numpy").attr("asarray")(obj);
   const char kind = any.dtype().kind();
   if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
-    throw Error(cat("[tensor] needs numbers, got an array of ", std::string(py::str(any.dtype()))));
+    throw WrongType(cat("[tensor] needs numbers, got an array of ", std::string(py::str(any.dtype()))));
   const auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(any);
   if (a.ndim() > Shape::kMaxDims)
     throw Error(cat("[tensor] folio's tensors have at most ", Shape::kMaxDims, " dimensions, got ", a.ndim()));
@@ -29,16 +29,6 @@ Tensor from_array(const py::handle& obj, bool requires_grad) {
   Tensor t = Tensor::from(shape, std::span<const float>(a.data(), size_t(a.size())));
   if (requires_grad) t.set_requires_grad(true);
   return t;
-}
-
-// A read-only numpy view of the tensor's data, which holds the tensor.
-py::array view(const Tensor& t) {
-  std::vector<py::ssize_t> shape;
-  for (int d = 0; d < t.ndim(); ++d) shape.push_back(t.size(d));
-  const py::capsule owner(new Tensor(t), [](void* p) { delete static_cast<Tensor*>(p); });
-  py::array_t<float> a(shape, t.data(), owner);
-  a.attr("setflags")(py::arg("write") = false);
-  return a;
 }
 
 // The other operand of an operator: a Tensor, or a number as a tensor of x's shape.
@@ -61,6 +51,17 @@ std::vector<int32_t> targets_of(const py::handle& obj, int64_t classes) {
 
 }  // namespace
 
+py::object tensor_view(const Tensor& t, bool writable) {
+  std::vector<py::ssize_t> shape;
+  for (int d = 0; d < t.ndim(); ++d) shape.push_back(t.size(d));
+  // The capsule's Tensor shares the storage: the array keeps it alive, also after every
+  // Python object of the tensor (or the module that owns it) is gone.
+  const py::capsule owner(new Tensor(t), [](void* p) { delete static_cast<Tensor*>(p); });
+  py::array_t<float> a(shape, t.data(), owner);
+  if (!writable) a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
 void bind_tensor(py::module_& m) {
   py::class_<Tensor> t(m, "Tensor", "A float32 tensor of folio's autograd: folio.tensor(array) makes one.");
   t.def_property_readonly("shape", [](const Tensor& x) {
@@ -73,8 +74,13 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly(
           "grad", [](const Tensor& x) -> py::object { return x.has_grad() ? py::cast(x.grad()) : py::none(); },
           "The gradient backward() left (a Tensor), or None.")
-      .def("numpy", &view, "The data as a read-only numpy array of float32 that shares the tensor's memory.")
-      .def("__array__", [](const Tensor& x, const py::object&) { return view(x); }, py::arg("dtype") = py::none())
+      .def("numpy", &tensor_view, py::arg("writable") = false,
+           "The data as a numpy array of float32 that shares the tensor's memory (no copy) and keeps it\n"
+           "alive.\n\n"
+           "Args:\n    writable: False (the default) gives a read-only array. True lets writes change the\n"
+           "        tensor in place, outside autograd (as torch's `with no_grad(): p += ...`): for setting\n"
+           "        a module's weights; not while a graph that read the tensor awaits backward().")
+      .def("__array__", [](const Tensor& x, const py::object&) { return tensor_view(x); }, py::arg("dtype") = py::none())
       .def("item", &Tensor::item, "The value of a one-element tensor, as a float.")
       .def(
           "backward",
@@ -117,7 +123,7 @@ void bind_tensor(py::module_& m) {
           py::arg("axis") = py::none(), py::arg("keepdim") = false, "The mean of all values, or along an axis.")
       .def("__repr__", [](const Tensor& x) {
         std::string r = cat("folio.Tensor(shape=", shape_text(x), x.requires_grad() ? ", requires_grad=True" : "", ",\n");
-        return r + std::string(py::str(view(x))) + ")";
+        return r + std::string(py::str(tensor_view(x))) + ")";
       });
 
   m.def("tensor", &from_array, py::arg("data"), py::arg("requires_grad") = false,

@@ -6,6 +6,7 @@
     logits = model.logits(model.tokenizer.encode("To be"))  # numpy (T, V)
     run = folio.train(out="runs/tiny", data="input.txt", n_layer=2, max_iters=200)
     print(run.log[-1]["val_loss"], run.best.generate("A", max_new_tokens=50))
+    head = folio.nn.Head(n_embd=32, head_size=16, block_size=8)  # the tutorials' modules
 
 The engine is folio's C++ library (folio._folio); docs/python.md is the reference.
 """
@@ -17,10 +18,11 @@ from ._folio import Model, Tokenizer, __version__, load, set_threads, threads
 from ._folio import (Tensor, causal_softmax, cross_entropy, dropout, exp, gelu, layer_norm, log, log_softmax, matmul,
                      relu, softmax, tanh, tensor)
 from . import _folio
+from . import nn
 
 __all__ = ["Model", "Tokenizer", "Run", "load", "train", "set_threads", "threads", "__version__",
            "Tensor", "tensor", "matmul", "softmax", "log_softmax", "causal_softmax", "relu", "gelu", "tanh", "exp", "log",
-           "layer_norm", "cross_entropy", "dropout"]
+           "layer_norm", "cross_entropy", "dropout", "nn"]
 
 
 class Run:

@@ -9,6 +9,13 @@ import subprocess
 
 import pytest
 
+import folio as folio_module
+
+# One thread for folio's computations in the tests' own thread: the tests' tensors are
+# tiny, and on a machine shared with other work a team of threads waiting for cores
+# turned a two-second gradient check into twenty.
+folio_module.set_threads(1)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FOLIO = os.environ.get("FOLIO_BINARY", str(ROOT / "build" / "folio"))
 # Two layers of two heads, 16 channels, a context of 16: trained for 30 steps in well

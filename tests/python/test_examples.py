@@ -26,3 +26,11 @@ def test_sweep_prints_three_val_losses(corpus, tmp_path):
     for r in rows:
         last, best = map(float, r.split()[1:])
         assert 0 < best <= last < 10
+
+
+def test_gpt_by_hand_learns(corpus):
+    # One thread: the model is tiny, and a team of threads on a busy machine only waits.
+    out = subprocess.run([sys.executable, str(EXAMPLES / "gpt_by_hand.py"), "--data", str(corpus), "--steps", "50"],
+                         check=True, stdout=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}).stdout
+    losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("step")]
+    assert len(losses) == 2 and losses[1] < losses[0] - 0.5, out

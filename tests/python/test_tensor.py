@@ -1,6 +1,6 @@
 """folio's autograd from Python: each op's forward against numpy, its gradient from
-.backward() against central differences of the same op, the numpy view, and the
-tutorials' tables (examples/python/)."""
+.backward() against central differences of the same op (tests/python/gradcheck.py),
+the numpy view, and the seed tutorials' printed tables (here and in examples/python/)."""
 import math
 import os
 import subprocess
@@ -11,6 +11,7 @@ import pytest
 
 import folio
 from conftest import ROOT
+from gradcheck import gradcheck
 
 rng = np.random.default_rng(7)
 
@@ -60,25 +61,17 @@ OPS = {
 def test_op_forward_and_gradient(name):
     op, reference, sample = OPS[name]
     x = (sample or (lambda s: rng.normal(size=s)))((3, 4))
-    out = op(folio.tensor(x))
-    np.testing.assert_allclose(out.numpy(), reference(x), rtol=1e-4, atol=1e-5)
-    R = rng.normal(size=out.shape)
+    t = folio.tensor(x, requires_grad=True)
+    np.testing.assert_allclose(op(t).numpy(), reference(x), rtol=1e-4, atol=1e-5)
+    assert gradcheck(lambda: op(t), [t]) == []
 
-    def f(values, grad=False):
-        t = folio.tensor(values, requires_grad=grad)
-        y = (op(t) * folio.tensor(R)).sum()
-        return t, y
 
-    t, y = f(x, grad=True)
-    y.backward()
-    eps = 1e-2
-    numeric = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        numeric[i] = (f(up)[1].item() - f(down)[1].item()) / (2 * eps)
-    np.testing.assert_allclose(t.grad.numpy(), numeric, rtol=1e-2, atol=2e-3)
+def test_dropout_gradient_with_a_fixed_mask():
+    # The same seed draws the same mask on every call, as the C++ check does it.
+    t = folio.tensor(rng.normal(size=(4, 8)), requires_grad=True)
+    assert gradcheck(lambda: folio.dropout(t, 0.3, seed=42), [t]) == []
+    kept = folio.dropout(t, 0.3, seed=42).numpy() != 0
+    np.testing.assert_allclose(folio.dropout(t, 0.3, seed=42).numpy()[kept], t.numpy()[kept] / 0.7, rtol=1e-6)
 
 
 def test_tensor_is_numpy_friendly():
@@ -90,10 +83,32 @@ def test_tensor_is_numpy_friendly():
     assert t.grad is None
     with pytest.raises(ValueError, match="shapes"):
         folio.tensor(np.ones((2, 3))) @ folio.tensor(np.ones((2, 3)))
-    with pytest.raises(ValueError, match="needs numbers"):
+    with pytest.raises(TypeError, match="needs numbers"):
         folio.tensor(np.array(["a"]))
     with pytest.raises(ValueError, match="at most 4 dimensions"):
         folio.tensor(np.zeros((1, 1, 1, 1, 1)))
+
+
+# "Your journey starts with one step" embedded in 3 dimensions, and what the seed
+# tutorials print for it (4 decimals): tests/test_seeds.cpp's vectors.
+INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10],
+          [0.05, 0.80, 0.55]]
+PRINTED_SCORES = [[0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310], [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865],
+                  [0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605], [0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565],
+                  [0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935], [0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450]]
+PRINTED_WEIGHTS = [[0.2098, 0.2006, 0.1981, 0.1242, 0.1220, 0.1452], [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581],
+                   [0.1390, 0.2369, 0.2326, 0.1242, 0.1108, 0.1565], [0.1435, 0.2074, 0.2046, 0.1462, 0.1263, 0.1720],
+                   [0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295], [0.1385, 0.2184, 0.2128, 0.1420, 0.0988, 0.1896]]
+PRINTED_CONTEXT = [[0.4421, 0.5931, 0.5790], [0.4419, 0.6515, 0.5683], [0.4431, 0.6496, 0.5671],
+                   [0.4304, 0.6298, 0.5510], [0.4671, 0.5910, 0.5266], [0.4177, 0.6503, 0.5645]]
+
+
+def test_simplified_self_attention_matches_the_printed_tables():
+    inputs = folio.tensor(INPUTS)
+    scores = inputs @ inputs.T
+    weights = folio.softmax(scores)
+    for t, printed in [(scores, PRINTED_SCORES), (weights, PRINTED_WEIGHTS), (weights @ inputs, PRINTED_CONTEXT)]:
+        np.testing.assert_allclose(t.numpy(), printed, rtol=0, atol=0.5e-4 + 1e-6)  # the printed precision
 
 
 @pytest.mark.parametrize("example", ["self_attention_from_scratch.py", "causal_head_with_dropout.py"])

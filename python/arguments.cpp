@@ -1,0 +1,77 @@
+// What the bindings make of their Python arguments: text as UTF-8 and back, and token
+// ids from lists or integer arrays. A wrong kind of value is a TypeError (WrongType), a
+// right kind with a wrong shape or range a ValueError (folio::Error); each message
+// names the argument and says what was expected.
+#include <pybind11/numpy.h>
+
+#include <cstring>
+
+#include "python/bindings.h"
+
+namespace folio::python {
+
+namespace {
+
+std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
+[[noreturn]] void out_of_range(const char* what, int64_t i, int64_t id, int64_t vocab) {
+  throw Error(cat(what, "[", i, "] is ", id, ", outside the vocabulary [0, ", vocab, ")"));
+}
+
+std::string shape_text(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) s += cat(d ? ", " : "", a.shape(d));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+std::string text_argument(const py::handle& obj, const char* what) {
+  if (!py::isinstance<py::str>(obj)) throw WrongType(cat(what, " must be a str, got ", type_name(obj)));
+  return obj.cast<std::string>();
+}
+
+py::str utf8_text(const std::string& bytes) {
+  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), Py_ssize_t(bytes.size()), "replace");
+  if (!s) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(s);
+}
+
+Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim) {
+  // Lists become int64 arrays; an array comes as it is (asarray copies nothing).
+  const py::array arr = py::module_::import("numpy").attr("asarray")(obj);
+  if (arr.size() == 0) throw Error(cat(what, " is empty (shape ", shape_text(arr), "): give at least one token id"));
+  const char kind = arr.dtype().kind();
+  if (kind != 'i' && kind != 'u')
+    throw WrongType(cat(what, " must be integers (an int32 or int64 array, or a list of ints), got ",
+                        std::string(py::str(arr.dtype())), " values"));
+  if (arr.ndim() != ndim)
+    throw Error(cat(what, " must be ", ndim == 1 ? "1-D (T)" : "2-D (B, T)", ", got shape ", shape_text(arr)));
+  Ids ids;
+  for (py::ssize_t d = 0; d < arr.ndim(); ++d) ids.shape.push_back(arr.shape(d));
+  ids.values.resize(size_t(arr.size()));
+  // Always a copy, checked after it is taken: the model reads the ids with the GIL
+  // released, while another Python thread could write into the caller's array, and an
+  // id changed after its check would index past a table. (Copying T ids costs nothing
+  // beside the forward pass that reads them.)
+  if (py::array_t<int32_t, py::array::c_style>::check_(arr)) {
+    std::memcpy(ids.values.data(), arr.data(), ids.values.size() * sizeof(int32_t));
+    for (size_t i = 0; i < ids.values.size(); ++i)
+      if (ids.values[i] < 0 || ids.values[i] >= vocab) out_of_range(what, int64_t(i), ids.values[i], vocab);
+    return ids;
+  }
+  // Any other layout or width: read as int64 (an int64 cast to int32 could wrap into range).
+  const auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+  for (py::ssize_t i = 0; i < ints.size(); ++i) {
+    const int64_t id = ints.data()[i];  // uint64 past INT64_MAX wraps to a negative: still refused
+    if (id < 0 || id >= vocab) out_of_range(what, i, id, vocab);
+    ids.values[size_t(i)] = int32_t(id);
+  }
+  return ids;
+}
+
+std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what) {
+  return ids_array(obj, vocab, what, 1).values;
+}
+
+}  // namespace folio::python
