@@ -1,5 +1,5 @@
 // model_from_gguf (io/gguf_model.h): a GGUF of an architecture folio exports (gpt2,
-// gptneox, llama), back into folio's model. Every key and tensor shape is checked
+// gptneox, llama, qwen3), back into folio's model. Every key and tensor shape is checked
 // against the config it implies before the model is built, so a file cannot make folio
 // allocate more than it holds.
 #include <cmath>
@@ -124,30 +124,34 @@ void layer_norm_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
   w.emplace_back("ln_f.bias", take("output_norm.bias", {C}));
 }
 
-// llama blocks: RMSNorm, q/k/v apart with q and k rows in llama's rope order, SwiGLU.
-// What folio's blocks cannot compute is refused naming its key.
+// llama blocks: RMSNorm, q/k/v apart with q and k rows in llama's rope order, SwiGLU;
+// qwen3's are the same with folio's rope order and a per-head q and k RMSNorm, whose
+// weights must be ones (folio's QK-norm has none). What folio's blocks cannot compute
+// is refused naming its key.
 void llama_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
+  const std::string arch = s.text("general.architecture");
   c.activation = nn::Activation::swiglu;
   c.norm = nn::Norm::rms;
+  c.qk_norm = arch == "qwen3";
   const int64_t C = c.n_embd, HS = C / c.n_head, H = nn::feed_forward_hidden(C, c.activation);
-  const std::string kv_key = "llama.attention.head_count_kv";
+  const std::string kv_key = arch + ".attention.head_count_kv";
   if (const int64_t kv = s.f.find(kv_key) ? s.integer(kv_key, kMaxEmbd) : c.n_head; kv != c.n_head)
     fail("gguf", s.where, ": key ", kv_key, " is ", kv, ", head_count ", c.n_head,
          ": grouped-query attention, which folio's attention does not have (every head its own k and v)");
-  for (const std::string length : {"llama.attention.key_length", "llama.attention.value_length"})
+  for (const std::string& length : {arch + ".attention.key_length", arch + ".attention.value_length"})
     if (s.f.find(length) && s.integer(length, kMaxEmbd) != HS)
       fail("gguf", s.where, ": key ", length, " must be the head size ", HS, " (embedding_length / head_count)");
-  if (s.f.find("llama.expert_count") && s.integer("llama.expert_count", 1 << 20) > 0)
-    fail("gguf", s.where, ": key llama.expert_count: a mixture of experts, which folio's blocks do not have");
-  if (const GgufValue* scaling = s.f.find("llama.rope.scaling.type");
+  if (s.f.find(arch + ".expert_count") && s.integer(arch + ".expert_count", 1 << 20) > 0)
+    fail("gguf", s.where, ": key ", arch, ".expert_count: a mixture of experts, which folio's blocks do not have");
+  if (const GgufValue* scaling = s.f.find(arch + ".rope.scaling.type");
       scaling && !(std::holds_alternative<std::string>(scaling->value) && std::get<std::string>(scaling->value) == "none"))
-    fail("gguf", s.where, ": key llama.rope.scaling.type: folio's rope has no scaling");
-  expect_real(s, "llama.rope.scaling.factor", 1.0, "folio's rope has no scaling");
-  if (!s.f.find("llama.attention.layer_norm_rms_epsilon"))
-    fail("gguf", s.where, ": key llama.attention.layer_norm_rms_epsilon is missing");
-  expect_real(s, "llama.attention.layer_norm_rms_epsilon", nn::kModelRmsNormEps, "folio's RMSNorm epsilon");
-  if (const int64_t ff = s.integer("llama.feed_forward_length", 4 * kMaxEmbd); ff != H)
-    fail("gguf", s.where, ": key llama.feed_forward_length is ", ff, "; folio's SwiGLU hidden size for ", C, " is ", H,
+    fail("gguf", s.where, ": key ", arch, ".rope.scaling.type: folio's rope has no scaling");
+  expect_real(s, arch + ".rope.scaling.factor", 1.0, "folio's rope has no scaling");
+  const std::string eps = arch + ".attention.layer_norm_rms_epsilon";
+  if (!s.f.find(eps)) fail("gguf", s.where, ": key ", eps, " is missing");
+  expect_real(s, eps, nn::kModelRmsNormEps, "folio's RMSNorm epsilon");
+  if (const int64_t ff = s.integer(arch + ".feed_forward_length", 4 * kMaxEmbd); ff != H)
+    fail("gguf", s.where, ": key ", arch, ".feed_forward_length is ", ff, "; folio's SwiGLU hidden size for ", C, " is ", H,
          " (int(8C / 3) rounded up to a multiple of 32)");
   auto take = [&](const std::string& name, std::vector<int64_t> shape) { return gguf_floats(s.tensor(name, shape)); };
   for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -158,13 +162,22 @@ void llama_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
     const std::vector<float> v = take(b + "attn_v.weight", {C, C});  // (C, C)
     for (int64_t h = 0; h < c.n_head; ++h) {
       std::vector<float> qh(size_t(HS * C)), kh(size_t(HS * C));  // (HS, C) each, back in folio's rope order
-      gguf_rope_rows(q.data() + h * HS * C, qh.data(), HS, C, false);
-      gguf_rope_rows(k.data() + h * HS * C, kh.data(), HS, C, false);
+      if (c.qk_norm) {  // qwen3's rope is folio's
+        std::copy_n(q.data() + h * HS * C, HS * C, qh.data());
+        std::copy_n(k.data() + h * HS * C, HS * C, kh.data());
+      } else {
+        gguf_rope_rows(q.data() + h * HS * C, qh.data(), HS, C, false);
+        gguf_rope_rows(k.data() + h * HS * C, kh.data(), HS, C, false);
+      }
       w.emplace_back(cat(m, "attn.heads.", h, ".query.weight"), std::move(qh));
       w.emplace_back(cat(m, "attn.heads.", h, ".key.weight"), std::move(kh));
       w.emplace_back(cat(m, "attn.heads.", h, ".value.weight"),
                      std::vector<float>(v.begin() + h * HS * C, v.begin() + (h + 1) * HS * C));
     }
+    if (c.qk_norm)
+      for (const std::string& norm : {b + "attn_q_norm.weight", b + "attn_k_norm.weight"})
+        for (const float x : take(norm, {HS}))
+          if (x != 1.0f) fail("gguf", s.where, ": tensor ", norm, " is not all ones: folio's QK-norm has no weight");
     w.emplace_back(m + "attn.proj.weight", take(b + "attn_output.weight", {C, C}));
     w.emplace_back(m + "ln2.weight", take(b + "ffn_norm.weight", {C}));
     std::vector<float> fc = take(b + "ffn_gate.weight", {H, C});  // (2H, C) once up follows: [gate; up]
@@ -181,8 +194,9 @@ void llama_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
 ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
   const Source s{f, where};
   const std::string arch = s.text("general.architecture");
-  if (arch != "gpt2" && arch != "gptneox" && arch != "llama")
-    fail("gguf", where, ": architecture ", arch, " is not one folio imports (gpt2, gptneox, llama)");
+  const bool llama = arch == "llama" || arch == "qwen3";  // the llama family: qwen3 adds QK-norm
+  if (arch != "gpt2" && arch != "gptneox" && !llama)
+    fail("gguf", where, ": architecture ", arch, " is not one folio imports (gpt2, gptneox, llama, qwen3)");
   TokenizerMetadata meta;
   for (const auto& [k, v] : f.kv)
     if (k.rfind("folio.tokenizer.", 0) == 0 && !v.is_array && std::holds_alternative<std::string>(v.value))
@@ -222,7 +236,7 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
   const std::vector<float> embd = take("token_embd.weight", {Vg, C});
   w.emplace_back("token_embedding.weight", std::vector<float>(embd.begin(), embd.begin() + c.vocab_size * C));
   if (arch == "gpt2") w.emplace_back("position_embedding.weight", take("position_embd.weight", {c.block_size, C}));
-  if (arch == "llama")
+  if (llama)
     llama_blocks(s, c, w);
   else
     layer_norm_blocks(s, c, w);
@@ -232,7 +246,8 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
   c.tie_weights = head == embd;
   if (!c.tie_weights) w.emplace_back("lm_head.weight", std::vector<float>(head.begin(), head.begin() + c.vocab_size * C));
   // Tensors outside the blocks (embeddings, final norm, output) and in each block.
-  const size_t outside = arch == "gpt2" ? 5 : arch == "gptneox" ? 4 : 3, per_block = arch == "llama" ? 9 : 12;
+  const size_t outside = arch == "gpt2" ? 5 : arch == "gptneox" ? 4 : 3;
+  const size_t per_block = arch == "llama" ? 9 : arch == "qwen3" ? 11 : 12;
   const size_t expected = outside + size_t(c.n_layer) * per_block - (output ? 0 : 1);
   if (f.tensors.size() != expected)
     fail("gguf", where, ": ", f.tensors.size(), " tensors, not the ", expected, " a ", arch, " model of ", c.n_layer,

@@ -135,9 +135,12 @@ void layer_norm_block(GgufFile& f, const Params& p, const GPTConfig& c, const st
 }
 
 // llama: RMSNorm weights, q, k and v apart (q and k rows in llama's rope order), and
-// folio's fused [gate; up] feed-forward matrix cut in two.
+// folio's fused [gate; up] feed-forward matrix cut in two. qwen3 (--qk-norm): the same
+// but for its rope, which is folio's (rows as they are), and its per-head q and k
+// RMSNorm weights, ones for folio's QK-norm without a weight.
 void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::string& b, const std::string& m,
                  GgufDtype dtype) {
+  const bool reorder = !c.qk_norm;  // llama's rope turns adjacent pairs, qwen3's folio's
   const int64_t C = c.n_embd, HS = C / c.n_head, H = nn::feed_forward_hidden(C, c.activation);
   add_copy(f, p, b + "attn_norm.weight", m + "ln1.weight", dtype);
   for (const auto& [gguf, part] : {std::pair{"attn_q", "query"}, {"attn_k", "key"}, {"attn_v", "value"}}) {
@@ -145,12 +148,17 @@ void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::st
     for (int64_t h = 0; h < c.n_head; ++h) {
       const Tensor& head = param(p, cat(m, "attn.heads.", h, ".", part, ".weight"));  // (HS, C)
       float* out = w.data() + h * HS * C;
-      if (std::string(part) == "value")
+      if (std::string(part) == "value" || !reorder)
         std::copy(head.data(), head.data() + HS * C, out);
       else
         gguf_rope_rows(head.data(), out, HS, C, true);
     }
     f.tensors.push_back(tensor(b + gguf + ".weight", {C, C}, w.data(), dtype));
+  }
+  if (c.qk_norm) {
+    const std::vector<float> ones(size_t(HS), 1.0f);  // (HS)
+    for (const char* norm : {"attn_q_norm.weight", "attn_k_norm.weight"})
+      f.tensors.push_back(tensor(b + norm, {HS}, ones.data(), dtype));
   }
   add_copy(f, p, b + "attn_output.weight", m + "attn.proj.weight", dtype);
   add_copy(f, p, b + "ffn_norm.weight", m + "ln2.weight", dtype);
@@ -162,7 +170,7 @@ void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::st
 }  // namespace
 
 std::string gguf_architecture(const GPTConfig& c) {
-  if (c.norm == nn::Norm::rms || c.activation == nn::Activation::swiglu) return "llama";
+  if (c.norm == nn::Norm::rms || c.activation == nn::Activation::swiglu) return c.qk_norm ? "qwen3" : "llama";
   return c.pos == nn::Positions::learned ? "gpt2" : "gptneox";
 }
 
@@ -171,7 +179,8 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
   auto refuse = [&](bool on, const std::string& line) {
     if (on) why.push_back(line);
   };
-  if (gguf_architecture(c) == "llama") {
+  const std::string arch = gguf_architecture(c);
+  if (arch == "llama" || arch == "qwen3") {
     // Chosen by --norm rms or --activation swiglu: the other two must follow.
     refuse(c.activation != nn::Activation::swiglu,
            cat("--activation ", to_string(c.activation), ": llama.cpp's llama graph (the one for --norm rms) uses "
@@ -189,8 +198,9 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
   }
   refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): no graph adds one "
                  "to the logits; train with --no-bias");
-  refuse(c.qk_norm, "--qk-norm: none of the gpt2, gptneox and llama graphs normalises queries and keys; train "
-                    "without --qk-norm");
+  refuse(c.qk_norm && arch != "qwen3", "--qk-norm: the gpt2 and gptneox graphs do not normalise queries and keys; "
+                                       "train without --qk-norm, or with --norm rms --activation swiglu --pos rope "
+                                       "(qwen3)");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
                                      ": neither graph caps the logits; train with --logit-softcap 0"));
   refuse(c.bigram, "--bigram: llama.cpp has no bigram table; train without --bigram");
@@ -231,7 +241,7 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
   }
   const Vocabulary v = std::string(tokenizer.kind()) == "char" ? char_vocabulary(tokenizer) : spm_vocabulary(tokenizer);
   const std::string arch = gguf_architecture(c);
-  const bool llama = arch == "llama";
+  const bool llama = arch == "llama" || arch == "qwen3";  // the llama family: qwen3 adds QK-norm
   const int64_t C = c.n_embd, HS = C / c.n_head, V = c.vocab_size, Vg = int64_t(v.tokens.size());
   const int64_t H = nn::feed_forward_hidden(C, c.activation);
   const int64_t file_type = dtype == GgufDtype::f32 ? 0 : dtype == GgufDtype::f16 ? 1 : 7;  // llama_ftype
@@ -248,6 +258,9 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
   key(arch + ".attention.head_count", GgufValue::u32(uint32_t(c.n_head)));
   if (llama) {
     key(arch + ".attention.head_count_kv", GgufValue::u32(uint32_t(c.n_head)));  // every head its own k and v
+    // qwen3 normalises q and k with this epsilon too, folio's QK-norm with kRmsNormEps
+    // (1e-6): their scales differ by a factor 1 - 4.5e-6 / mean(q^2), far below what the
+    // scores resolve.
     key(arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(nn::kModelRmsNormEps));
   } else {
     key(arch + ".attention.layer_norm_epsilon", GgufValue::f32(kLayerNormEps));

@@ -9,8 +9,10 @@
 // (and none at all with --no-bias), so zeros are written there. RMSNorm + SwiGLU + rope
 // is `llama`: no biases, separate q, k, v, gate and up matrices, and a rope that rotates
 // adjacent pairs (2i, 2i + 1), so each head's query and key rows are reordered
-// (gguf_rope_rows). Anything those graphs cannot compute is refused by name, with the
-// flag that makes a model exportable.
+// (gguf_rope_rows). With --qk-norm it is `qwen3` instead: llama's graph with folio's
+// rope order and a per-head q and k RMSNorm, written with weights of ones. Anything
+// those graphs cannot compute is refused by name, with the flag that makes a model
+// exportable.
 //
 // Tokenizers become llama.cpp's SentencePiece-style `llama` vocabulary:
 //   char   a token per character (a space as U+2581), and after them the special
@@ -33,7 +35,8 @@
 namespace folio {
 
 // The llama.cpp architecture a model of this config exports to: "llama" for --norm rms or
-// --activation swiglu, else "gpt2" (learned positions) or "gptneox" (rope).
+// --activation swiglu ("qwen3" with --qk-norm), else "gpt2" (learned positions) or
+// "gptneox" (rope).
 std::string gguf_architecture(const nn::GPTConfig& config);
 
 // One head's query or key weight rows reordered between folio's rope, which rotates the
@@ -57,7 +60,7 @@ struct ImportedModel {
   std::unique_ptr<nn::GPT> model;
   std::unique_ptr<Tokenizer> tokenizer;
 };
-// A GGUF of an architecture folio exports (gpt2, gptneox, llama) with its folio.tokenizer.*
+// A GGUF of an architecture folio exports (gpt2, gptneox, llama, qwen3) with its folio.tokenizer.*
 // entries back into folio's model; everything else is refused by name. `where` names
 // the file in errors.
 ImportedModel model_from_gguf(const GgufFile& file, const std::string& where);

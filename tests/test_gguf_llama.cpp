@@ -1,6 +1,6 @@
 // GGUF's llama architecture (io/gguf_model.h): RMSNorm + SwiGLU + rope models export as
-// `llama`, with each head's query and key rows reordered for llama's adjacent-pair rope,
-// and import back bit for bit; what folio's blocks cannot compute is refused naming its
+// `llama`, with each head's query and key rows reordered for llama's adjacent-pair rope
+// (as `qwen3` with --qk-norm), and import back bit for bit; what folio's blocks cannot compute is refused naming its
 // key. That llama.cpp computes folio's model from these files is
 // tests/test_gguf_llamacpp.cpp.
 #include <cmath>
@@ -142,7 +142,6 @@ TEST(GgufLlama, EachMissingPartOfTheLlamaGraphIsRefusedNamingItsFlag) {
       {[](nn::GPTConfig& c) { c.norm = nn::Norm::layer; }, {"--norm rms"}},
       {[](nn::GPTConfig& c) { c.pos = nn::Positions::learned; }, {"--pos rope"}},
       {[](nn::GPTConfig& c) { c.norm = nn::Norm::layer, c.pos = nn::Positions::learned; }, {"--norm rms", "--pos rope"}},
-      {[](nn::GPTConfig& c) { c.qk_norm = true; }, {"without --qk-norm"}},
       {[](nn::GPTConfig& c) { c.bias = true; }, {"--no-bias"}},
   };
   for (const Row& row : rows) {
@@ -152,6 +151,34 @@ TEST(GgufLlama, EachMissingPartOfTheLlamaGraphIsRefusedNamingItsFlag) {
     ASSERT_EQ(why.size(), row.flags.size()) << row.flags[0];
     for (size_t i = 0; i < why.size(); ++i) EXPECT_NE(why[i].find(row.flags[i]), std::string::npos) << why[i];
   }
+}
+
+// --qk-norm makes it qwen3: llama's graph with a per-head q and k RMSNorm (weights of
+// ones) and folio's own rope order, so the rows are written as they are.
+TEST(GgufLlama, QkNormExportsAsQwen3AndImportsBitForBit) {
+  const auto tok = chars();
+  nn::GPTConfig c = llama_config(*tok, false);
+  c.qk_norm = true;
+  EXPECT_TRUE(gguf_refusals(c, *tok).empty());
+  const nn::GPT model(c);
+  const GgufFile f = parse_gguf(gguf_bytes(model_to_gguf(model, *tok, GgufDtype::f32, "t")), "t.gguf");
+  EXPECT_EQ(std::get<std::string>(f.find("general.architecture")->value), "qwen3");
+  EXPECT_EQ(integer(f, "qwen3.feed_forward_length"), 96);
+  EXPECT_EQ(gguf_floats(*f.tensor("blk.1.attn_k_norm.weight")), std::vector<float>(16, 1.0f));
+  const std::vector<float> q = gguf_floats(*f.tensor("blk.0.attn_q.weight"));  // (C, C)
+  const Tensor& head1 = model.blocks[0]->attn->heads[1]->query->weight;        // (HS, C)
+  EXPECT_EQ(std::memcmp(q.data() + 16 * 32, head1.data(), 16 * 32 * 4), 0);
+  const ImportedModel back = model_from_gguf(f, "t.gguf");
+  EXPECT_TRUE(back.model->config().qk_norm);
+  expect_same_weights(model, *back.model);
+  // A norm weight other than ones is a model folio's QK-norm cannot compute.
+  GgufFile weighted = f;
+  for (auto& t : weighted.tensors)
+    if (t.name == "blk.0.attn_q_norm.weight") {
+      const std::vector<float> twos(16, 2.0f);
+      t.data = gguf_encode(GgufDtype::f32, twos.data(), 16);
+    }
+  expect_error([&] { model_from_gguf(weighted, "w.gguf"); }, {"w.gguf", "blk.0.attn_q_norm.weight", "not all ones"});
 }
 
 // What a llama file may say that folio's blocks cannot compute: refused through

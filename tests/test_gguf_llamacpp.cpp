@@ -1,7 +1,8 @@
 // The GGUF export proven in llama.cpp: for each architecture folio exports (gpt2 for
-// learned positions, gptneox for rope, llama for RMSNorm + SwiGLU + rope) and each
-// tokenizer kind (char, SentencePiece BPE), a tiny trained model is exported, llama.cpp (node-llama-cpp, installed by this
-// test into the build tree) loads it and continues 5 prompts greedily for 64 tokens:
+// learned positions, gptneox for rope, llama for RMSNorm + SwiGLU + rope, qwen3 for
+// that with QK-norm) and each tokenizer kind (char, SentencePiece BPE; qwen3 char only),
+// a tiny trained model is exported, llama.cpp (node-llama-cpp, installed by this test
+// into the build tree) loads it and continues 5 prompts greedily for 64 tokens:
 // the text must equal `folio generate --greedy`, the next-token probabilities folio's
 // within 2e-3 at every step, and llama.cpp's own tokenization of each prompt folio's.
 // Skipped (never failed) where node or npm is absent or the npm registry unreachable.
@@ -33,6 +34,7 @@ const Case kCases[] = {
     {"bpe_gptneox", "--pos rope --activation gelu --tokenizer bpe --vocab-size 400", "gptneox"},
     {"char_llama", "--pos rope --norm rms --activation swiglu --tie-weights", "llama"},
     {"bpe_llama", "--pos rope --norm rms --activation swiglu --tokenizer bpe --vocab-size 400", "llama"},
+    {"char_qwen3", "--pos rope --norm rms --activation swiglu --qk-norm", "qwen3"},
 };
 // The cases also exported as f16 and q8_0, for those layouts in llama.cpp's own reader.
 const size_t kRoundedCases[] = {3, 5};
