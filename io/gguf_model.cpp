@@ -167,6 +167,7 @@ void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::st
   f.tensors.push_back(tensor(b + "ffn_up.weight", {H, C}, fc + H * C, dtype));
   add_copy(f, p, b + "ffn_down.weight", m + "ffwd.proj.weight", dtype);
 }
+
 }  // namespace
 
 std::string gguf_architecture(const GPTConfig& c) {
@@ -202,7 +203,7 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
                                        "train without --qk-norm, or with --norm rms --activation swiglu --pos rope "
                                        "(qwen3)");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
-                                     ": neither graph caps the logits; train with --logit-softcap 0"));
+                                     ": no llama.cpp graph caps the logits; train with --logit-softcap 0"));
   refuse(c.bigram, "--bigram: llama.cpp has no bigram table; train without --bigram");
   refuse(c.x0_shortcut, "--x0-shortcut: llama.cpp's blocks take only the previous block's output; train without "
                         "--x0-shortcut");
