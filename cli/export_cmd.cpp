@@ -59,7 +59,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.cpp",
                          "folio export [--format gguf] [--dtype f32|f16|q8_0] RUN|CKPT OUT.gguf\n\n"
-                         "Writes the model and its tokenizer as GGUF v3: learned positions as llama.cpp's gpt2,\n"
+                         "Writes the model and its tokenizer as GGUF v3: --norm rms --activation swiglu --pos rope\n"
+                         "as llama.cpp's llama (qwen3 with --qk-norm); GELU with learned positions as gpt2, with\n"
                          "--pos rope as gptneox. Options no llama.cpp graph computes are refused, each with the\n"
                          "flag that makes a model exportable (docs/export.md).",
                          declare, prepare, "paths"};

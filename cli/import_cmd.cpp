@@ -41,9 +41,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 const Command kImport = {"import", "read a GGUF file folio exported into a run directory",
                          "folio import OUT_RUN --from MODEL.gguf\n\n"
-                         "Reads a gpt2 or gptneox GGUF that folio export wrote (f32, f16 or q8_0, dequantized)\n"
-                         "and writes OUT_RUN/model.safetensors, which generate, eval, serve and train\n"
-                         "--init-from use.",
+                         "Reads a gpt2, gptneox, llama or qwen3 GGUF that folio export wrote (f32, f16 or q8_0,\n"
+                         "dequantized) and writes OUT_RUN/model.safetensors, which generate, eval, serve and\n"
+                         "train --init-from use.",
                          declare, prepare, "out"};
 
 }  // namespace folio::cli

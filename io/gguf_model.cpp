@@ -95,23 +95,115 @@ const Tensor& param(const Params& p, const std::string& name) {
   return it->second;
 }
 
+
+void add_copy(GgufFile& f, const Params& p, const std::string& gguf, const std::string& folio, GgufDtype dtype) {
+  const Tensor& t = param(p, folio);
+  std::vector<int64_t> shape(t.shape().dims.begin(), t.shape().dims.begin() + t.shape().ndim);
+  f.tensors.push_back(tensor(gguf, shape, t.data(), dtype));
+}
+
+void add_zeros(GgufFile& f, const std::string& gguf, int64_t n) {
+  const std::vector<float> z(size_t(n), 0.0f);  // (n)
+  f.tensors.push_back(tensor(gguf, {n}, z.data(), GgufDtype::f32));
+}
+
+// gpt2 and gptneox: LayerNorms with biases, one fused q/k/v matrix, zero biases where
+// folio has none.
+void layer_norm_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::string& b, const std::string& m,
+                      GgufDtype dtype) {
+  const int64_t C = c.n_embd, HS = C / c.n_head;
+  add_copy(f, p, b + "attn_norm.weight", m + "ln1.weight", dtype);
+  add_copy(f, p, b + "attn_norm.bias", m + "ln1.bias", dtype);
+  // llama.cpp's fused projection: all heads' queries, then their keys, then values.
+  std::vector<float> qkv;  // (3C, C)
+  qkv.reserve(size_t(3 * C * C));
+  for (const char* part : {"query", "key", "value"})
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const Tensor& w = param(p, cat(m, "attn.heads.", h, ".", part, ".weight"));  // (HS, C)
+      qkv.insert(qkv.end(), w.data(), w.data() + HS * C);
+    }
+  f.tensors.push_back(tensor(b + "attn_qkv.weight", {3 * C, C}, qkv.data(), dtype));
+  add_zeros(f, b + "attn_qkv.bias", 3 * C);
+  add_copy(f, p, b + "attn_output.weight", m + "attn.proj.weight", dtype);
+  add_zeros(f, b + "attn_output.bias", C);
+  add_copy(f, p, b + "ffn_norm.weight", m + "ln2.weight", dtype);
+  add_copy(f, p, b + "ffn_norm.bias", m + "ln2.bias", dtype);
+  add_copy(f, p, b + "ffn_up.weight", m + "ffwd.fc.weight", dtype);
+  add_zeros(f, b + "ffn_up.bias", 4 * C);
+  add_copy(f, p, b + "ffn_down.weight", m + "ffwd.proj.weight", dtype);
+  add_zeros(f, b + "ffn_down.bias", C);
+}
+
+// llama: RMSNorm weights, q, k and v apart (q and k rows in llama's rope order), and
+// folio's fused [gate; up] feed-forward matrix cut in two. qwen3 (--qk-norm): the same
+// but for its rope, which is folio's (rows as they are), and its per-head q and k
+// RMSNorm weights, ones for folio's QK-norm without a weight.
+void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::string& b, const std::string& m,
+                 GgufDtype dtype) {
+  const bool reorder = !c.qk_norm;  // llama's rope turns adjacent pairs, qwen3's folio's
+  const int64_t C = c.n_embd, HS = C / c.n_head, H = nn::feed_forward_hidden(C, c.activation);
+  add_copy(f, p, b + "attn_norm.weight", m + "ln1.weight", dtype);
+  for (const auto& [gguf, part] : {std::pair{"attn_q", "query"}, {"attn_k", "key"}, {"attn_v", "value"}}) {
+    std::vector<float> w(size_t(C * C));  // (C, C): head h's rows at h * HS
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const Tensor& head = param(p, cat(m, "attn.heads.", h, ".", part, ".weight"));  // (HS, C)
+      float* out = w.data() + h * HS * C;
+      if (std::string(part) == "value" || !reorder)
+        std::copy(head.data(), head.data() + HS * C, out);
+      else
+        gguf_rope_rows(head.data(), out, HS, C, true);
+    }
+    f.tensors.push_back(tensor(b + gguf + ".weight", {C, C}, w.data(), dtype));
+  }
+  if (c.qk_norm) {
+    const std::vector<float> ones(size_t(HS), 1.0f);  // (HS)
+    for (const char* norm : {"attn_q_norm.weight", "attn_k_norm.weight"})
+      f.tensors.push_back(tensor(b + norm, {HS}, ones.data(), dtype));
+  }
+  add_copy(f, p, b + "attn_output.weight", m + "attn.proj.weight", dtype);
+  add_copy(f, p, b + "ffn_norm.weight", m + "ln2.weight", dtype);
+  const float* fc = param(p, m + "ffwd.fc.weight").data();  // (2H, C): [gate; up]
+  f.tensors.push_back(tensor(b + "ffn_gate.weight", {H, C}, fc, dtype));
+  f.tensors.push_back(tensor(b + "ffn_up.weight", {H, C}, fc + H * C, dtype));
+  add_copy(f, p, b + "ffn_down.weight", m + "ffwd.proj.weight", dtype);
+}
+
 }  // namespace
+
+std::string gguf_architecture(const GPTConfig& c) {
+  if (c.norm == nn::Norm::rms || c.activation == nn::Activation::swiglu) return c.qk_norm ? "qwen3" : "llama";
+  return c.pos == nn::Positions::learned ? "gpt2" : "gptneox";
+}
 
 std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& tokenizer) {
   std::vector<std::string> why;
   auto refuse = [&](bool on, const std::string& line) {
     if (on) why.push_back(line);
   };
-  // llama.cpp's GELU is the tanh form: gelu-tanh is what it computes, gelu within 1e-3 of it.
-  refuse(c.activation != nn::Activation::gelu && c.activation != nn::Activation::gelu_tanh,
-         cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU; train with "
-             "--activation gelu-tanh or gelu"));
-  refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): neither graph adds one to the "
-                 "logits; train with --no-bias");
-  refuse(c.norm == nn::Norm::rms, "--norm rms: the gpt2 and gptneox graphs use LayerNorm with a bias; train with --norm layer");
-  refuse(c.qk_norm, "--qk-norm: neither graph normalises queries and keys; train without --qk-norm");
+  const std::string arch = gguf_architecture(c);
+  if (arch == "llama" || arch == "qwen3") {
+    // Chosen by --norm rms or --activation swiglu: the other two must follow.
+    refuse(c.activation != nn::Activation::swiglu,
+           cat("--activation ", to_string(c.activation), ": llama.cpp's llama graph (the one for --norm rms) uses "
+               "SwiGLU; train with --activation swiglu"));
+    refuse(c.norm != nn::Norm::rms, "--norm layer: llama.cpp's llama graph (the one for --activation swiglu) uses "
+                                    "RMSNorm; train with --norm rms");
+    refuse(c.pos != nn::Positions::rope, "--pos learned: llama.cpp's llama graph has no position table; train with "
+                                         "--pos rope");
+  } else {
+    // llama.cpp's GELU is the tanh form: gelu-tanh is what it computes, gelu within 1e-3 of it.
+    refuse(c.activation != nn::Activation::gelu && c.activation != nn::Activation::gelu_tanh,
+           cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU, its llama "
+               "graph SwiGLU; train with --activation gelu-tanh or gelu, or with --activation swiglu --norm rms "
+               "--pos rope (llama)"));
+  }
+  refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): no graph adds one "
+                 "to the logits; train with --no-bias");
+  refuse(c.qk_norm && arch != "qwen3", "--qk-norm: the gpt2 and gptneox graphs do not normalise queries and keys; "
+                                       "train without --qk-norm, or with --norm rms --activation swiglu --pos rope "
+                                       "(qwen3)");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
-                                     ": neither graph caps the logits; train with --logit-softcap 0"));
+                                     ": no llama.cpp graph caps the logits; train with --logit-softcap 0"));
   refuse(c.bigram, "--bigram: llama.cpp has no bigram table; train without --bigram");
   refuse(c.x0_shortcut, "--x0-shortcut: llama.cpp's blocks take only the previous block's output; train without "
                         "--x0-shortcut");
@@ -132,6 +224,15 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
   return why;
 }
 
+void gguf_rope_rows(const float* in, float* out, int64_t HS, int64_t C, bool to_adjacent) {
+  for (int64_t i = 0; i < HS / 2; ++i)
+    for (const int64_t half : {int64_t(0), int64_t(1)}) {
+      const int64_t adjacent = 2 * i + half, split = i + half * HS / 2;  // the same row in either order
+      const float* from = in + (to_adjacent ? split : adjacent) * C;
+      std::copy(from, from + C, out + (to_adjacent ? adjacent : split) * C);
+    }
+}
+
 GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDtype dtype, const std::string& name) {
   const GPTConfig& c = model.config();
   if (const auto why = gguf_refusals(c, tokenizer); !why.empty()) {
@@ -140,8 +241,10 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
     fail("gguf", "this model maps to no llama.cpp architecture:", lines);
   }
   const Vocabulary v = std::string(tokenizer.kind()) == "char" ? char_vocabulary(tokenizer) : spm_vocabulary(tokenizer);
-  const std::string arch = c.pos == nn::Positions::learned ? "gpt2" : "gptneox";
+  const std::string arch = gguf_architecture(c);
+  const bool llama = arch == "llama" || arch == "qwen3";  // the llama family: qwen3 adds QK-norm
   const int64_t C = c.n_embd, HS = C / c.n_head, V = c.vocab_size, Vg = int64_t(v.tokens.size());
+  const int64_t H = nn::feed_forward_hidden(C, c.activation);
   const int64_t file_type = dtype == GgufDtype::f32 ? 0 : dtype == GgufDtype::f16 ? 1 : 7;  // llama_ftype
 
   GgufFile f;
@@ -152,14 +255,24 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
   key(arch + ".context_length", GgufValue::u32(uint32_t(c.block_size)));
   key(arch + ".embedding_length", GgufValue::u32(uint32_t(C)));
   key(arch + ".block_count", GgufValue::u32(uint32_t(c.n_layer)));
-  key(arch + ".feed_forward_length", GgufValue::u32(uint32_t(4 * C)));
+  key(arch + ".feed_forward_length", GgufValue::u32(uint32_t(H)));
   key(arch + ".attention.head_count", GgufValue::u32(uint32_t(c.n_head)));
-  key(arch + ".attention.layer_norm_epsilon", GgufValue::f32(kLayerNormEps));
-  if (arch == "gptneox") {
+  if (llama) {
+    key(arch + ".attention.head_count_kv", GgufValue::u32(uint32_t(c.n_head)));  // every head its own k and v
+    // qwen3 normalises q and k with this epsilon too, folio's QK-norm with kRmsNormEps
+    // (1e-6): their scales differ by a factor 1 - 4.5e-6 / mean(q^2), far below what the
+    // scores resolve.
+    key(arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(nn::kModelRmsNormEps));
+  } else {
+    key(arch + ".attention.layer_norm_epsilon", GgufValue::f32(kLayerNormEps));
+  }
+  if (c.pos == nn::Positions::rope) {
     key(arch + ".rope.dimension_count", GgufValue::u32(uint32_t(HS)));
     key(arch + ".rope.freq_base", GgufValue::f32(kRopeBase));
-    key(arch + ".use_parallel_residual", GgufValue::flag(false));  // folio's blocks are sequential
   }
+  if (arch == "gptneox") key(arch + ".use_parallel_residual", GgufValue::flag(false));  // folio's blocks are sequential
+  // llama.cpp's GELU is the tanh form; which of the two this model computes, for import.
+  if (!llama) key("folio.activation", GgufValue::text(to_string(c.activation)));
   key("tokenizer.ggml.model", GgufValue::text("llama"));
   key("tokenizer.ggml.tokens", GgufValue::texts(v.tokens));
   key("tokenizer.ggml.scores", GgufValue::f32s(v.scores));
@@ -175,15 +288,7 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
 
   Params p;
   for (const auto& [n, t] : model.named_parameters()) p.emplace(n, t);
-  auto copy = [&](const std::string& gguf, const std::string& folio) {
-    const Tensor& t = param(p, folio);
-    std::vector<int64_t> shape(t.shape().dims.begin(), t.shape().dims.begin() + t.shape().ndim);
-    f.tensors.push_back(tensor(gguf, shape, t.data(), dtype));
-  };
-  auto zeros = [&](const std::string& gguf, int64_t n) {
-    const std::vector<float> z(size_t(n), 0.0f);
-    f.tensors.push_back(tensor(gguf, {n}, z.data(), dtype));
-  };
+  auto copy = [&](const std::string& gguf, const std::string& folio) { add_copy(f, p, gguf, folio, dtype); };
   // (V, C) matrices with zero rows for the special tokens the model lacks: (Vg, C).
   auto vocab_rows = [&](const std::string& gguf, const Tensor& w) {
     std::vector<float> rows(size_t(Vg * C), 0.0f);  // (Vg, C)
@@ -194,31 +299,17 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
   if (arch == "gpt2") copy("position_embd.weight", "position_embedding.weight");
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string b = cat("blk.", l, "."), m = cat("blocks.", l, ".");
-    copy(b + "attn_norm.weight", m + "ln1.weight");
-    copy(b + "attn_norm.bias", m + "ln1.bias");
-    // llama.cpp's fused projection: all heads' queries, then their keys, then values.
-    std::vector<float> qkv;  // (3C, C)
-    qkv.reserve(size_t(3 * C * C));
-    for (const char* part : {"query", "key", "value"})
-      for (int64_t h = 0; h < c.n_head; ++h) {
-        const Tensor& w = param(p, cat(m, "attn.heads.", h, ".", part, ".weight"));  // (HS, C)
-        qkv.insert(qkv.end(), w.data(), w.data() + HS * C);
-      }
-    f.tensors.push_back(tensor(b + "attn_qkv.weight", {3 * C, C}, qkv.data(), dtype));
-    zeros(b + "attn_qkv.bias", 3 * C);
-    copy(b + "attn_output.weight", m + "attn.proj.weight");
-    zeros(b + "attn_output.bias", C);
-    copy(b + "ffn_norm.weight", m + "ln2.weight");
-    copy(b + "ffn_norm.bias", m + "ln2.bias");
-    copy(b + "ffn_up.weight", m + "ffwd.fc.weight");
-    zeros(b + "ffn_up.bias", 4 * C);
-    copy(b + "ffn_down.weight", m + "ffwd.proj.weight");
-    zeros(b + "ffn_down.bias", C);
+    if (llama)
+      llama_block(f, p, c, b, m, dtype);
+    else
+      layer_norm_block(f, p, c, b, m, dtype);
   }
   copy("output_norm.weight", "ln_f.weight");
-  copy("output_norm.bias", "ln_f.bias");
-  // gptneox requires an output matrix; a tied model writes its embedding again.
-  vocab_rows("output.weight", c.tie_weights ? param(p, "token_embedding.weight") : param(p, "lm_head.weight"));
+  if (!llama) copy("output_norm.bias", "ln_f.bias");
+  // gptneox requires an output matrix, so a tied model writes its embedding again; llama
+  // reads a missing one as tied.
+  if (!(llama && c.tie_weights))
+    vocab_rows("output.weight", c.tie_weights ? param(p, "token_embedding.weight") : param(p, "lm_head.weight"));
   return f;
 }
 

@@ -6,8 +6,13 @@
 // Architectures: learned positions are llama.cpp's `gpt2`, rope (rotate-half pairs
 // (i, i + HS/2), GPT-NeoX's) is `gptneox` with a sequential residual. Both graphs are
 // pre-LayerNorm blocks with GELU and a bias on every Linear; folio has none on q, k, v
-// (and none at all with --no-bias), so zeros are written there. Anything those graphs
-// cannot compute is refused by name, with the flag that makes a model exportable.
+// (and none at all with --no-bias), so zeros are written there. RMSNorm + SwiGLU + rope
+// is `llama`: no biases, separate q, k, v, gate and up matrices, and a rope that rotates
+// adjacent pairs (2i, 2i + 1), so each head's query and key rows are reordered
+// (gguf_rope_rows). With --qk-norm it is `qwen3` instead: llama's graph with folio's
+// rope order and a per-head q and k RMSNorm, written with weights of ones. Anything
+// those graphs cannot compute is refused by name, with the flag that makes a model
+// exportable.
 //
 // Tokenizers become llama.cpp's SentencePiece-style `llama` vocabulary:
 //   char   a token per character (a space as U+2581), and after them the special
@@ -29,6 +34,19 @@
 
 namespace folio {
 
+// The llama.cpp architecture a model of this config exports to: "llama" for --norm rms or
+// --activation swiglu ("qwen3" with --qk-norm), else "gpt2" (learned positions) or
+// "gptneox" (rope).
+std::string gguf_architecture(const nn::GPTConfig& config);
+
+// One head's query or key weight rows reordered between folio's rope, which rotates the
+// pairs (i, i + HS/2), and llama's, which rotates (2i, 2i + 1) by the same angle
+// theta_i: to_adjacent, row 2i takes row i and row 2i + 1 row i + HS/2; otherwise the
+// inverse. Rotating adjacent pairs of the reordered q equals rotate-half of the
+// original, reordered; q . k is unchanged, as both sides move alike.
+//   in, out (HS, C), HS even
+void gguf_rope_rows(const float* in, float* out, int64_t HS, int64_t C, bool to_adjacent);
+
 // Why this model cannot be exported, one line per reason, each naming the option and
 // the flag that would make it exportable; empty when it can.
 std::vector<std::string> gguf_refusals(const nn::GPTConfig& config, const Tokenizer& tokenizer);
@@ -42,7 +60,7 @@ struct ImportedModel {
   std::unique_ptr<nn::GPT> model;
   std::unique_ptr<Tokenizer> tokenizer;
 };
-// A GGUF of an architecture folio exports (gpt2, gptneox) with its folio.tokenizer.*
+// A GGUF of an architecture folio exports (gpt2, gptneox, llama, qwen3) with its folio.tokenizer.*
 // entries back into folio's model; everything else is refused by name. `where` names
 // the file in errors.
 ImportedModel model_from_gguf(const GgufFile& file, const std::string& where);

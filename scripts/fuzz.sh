@@ -56,7 +56,7 @@ if [ ! -s "$seeds/a-state.safetensors" ]; then
   done
 fi
 # GGUF seeds: an exportable model (GELU, no biases) as gpt2 in f16 and gptneox in q8_0,
-# each under -max_len.
+# and a llama one in q8_0, each under -max_len.
 gguf_seeds=$build/seeds-gguf
 if [ ! -s "$gguf_seeds/rope-q8.gguf" ]; then
   mkdir -p "$gguf_seeds"
@@ -67,6 +67,12 @@ if [ ! -s "$gguf_seeds/rope-q8.gguf" ]; then
   done
   "$folio" export --dtype f16 "$build/seed-runs/gguf-learned" "$gguf_seeds/learned-f16.gguf"
   "$folio" export --dtype q8_0 "$build/seed-runs/gguf-rope" "$gguf_seeds/rope-q8.gguf"
+fi
+if [ ! -s "$gguf_seeds/llama-q8.gguf" ]; then  # RMSNorm + SwiGLU + rope: llama's graph
+  "$folio" train --data "$build/seed-runs/corpus.txt" --n-layer 1 --block-size 4 --batch-size 2 --max-iters 2 \
+    --eval-interval 2 --eval-iters 1 --threads 1 --quiet --n-head 1 --n-embd 32 --no-bias --pos rope --norm rms \
+    --activation swiglu --out "$build/seed-runs/gguf-llama"
+  "$folio" export --dtype q8_0 "$build/seed-runs/gguf-llama" "$gguf_seeds/llama-q8.gguf"
 fi
 
 mkdir -p "$build/corpus" "$build/artifacts"

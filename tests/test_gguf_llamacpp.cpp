@@ -1,7 +1,8 @@
 // The GGUF export proven in llama.cpp: for each architecture folio exports (gpt2 for
-// learned positions, gptneox for rope) and each tokenizer kind (char, SentencePiece
-// BPE), a tiny trained model is exported, llama.cpp (node-llama-cpp, installed by this
-// test into the build tree) loads it and continues 5 prompts greedily for 64 tokens:
+// learned positions, gptneox for rope, llama for RMSNorm + SwiGLU + rope, qwen3 for
+// that with QK-norm) and each tokenizer kind (char, SentencePiece BPE; qwen3 char only),
+// a tiny trained model is exported, llama.cpp (node-llama-cpp, installed by this test
+// into the build tree) loads it and continues 5 prompts greedily for 64 tokens:
 // the text must equal `folio generate --greedy`, the next-token probabilities folio's
 // within 2e-3 at every step, and llama.cpp's own tokenization of each prompt folio's.
 // Skipped (never failed) where node or npm is absent or the npm registry unreachable.
@@ -27,11 +28,16 @@ struct Case {
   const char* arch;   // what the file must say
 };
 const Case kCases[] = {
-    {"char_gpt2", "--pos learned", "gpt2"},
-    {"char_gptneox", "--pos rope", "gptneox"},
-    {"bpe_gpt2", "--pos learned --tokenizer bpe --vocab-size 400", "gpt2"},
-    {"bpe_gptneox", "--pos rope --tokenizer bpe --vocab-size 400", "gptneox"},
+    {"char_gpt2", "--pos learned --activation gelu", "gpt2"},
+    {"char_gptneox", "--pos rope --activation gelu", "gptneox"},
+    {"bpe_gpt2", "--pos learned --activation gelu --tokenizer bpe --vocab-size 400", "gpt2"},
+    {"bpe_gptneox", "--pos rope --activation gelu --tokenizer bpe --vocab-size 400", "gptneox"},
+    {"char_llama", "--pos rope --norm rms --activation swiglu --tie-weights", "llama"},
+    {"bpe_llama", "--pos rope --norm rms --activation swiglu --tokenizer bpe --vocab-size 400", "llama"},
+    {"char_qwen3", "--pos rope --norm rms --activation swiglu --qk-norm", "qwen3"},
 };
+// The cases also exported as f16 and q8_0, for those layouts in llama.cpp's own reader.
+const size_t kRoundedCases[] = {3, 5};
 
 // node-llama-cpp in the build tree (one install for every run of the suite), or "" when
 // it cannot be had here.
@@ -77,12 +83,12 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
   TempDir dir("gguf_llamacpp");
   write_small_corpus(dir.path / "text.txt", 30000);
 
-  // The four trainings are single-threaded and independent: side by side.
+  // The trainings are single-threaded and independent: side by side.
   std::vector<Child> training;
   for (const Case& c : kCases)
     training.push_back(spawn_folio(
         words(cat("train --data ", dir / "text.txt", " --out ", dir / c.name, " ", c.flags,
-                  " --activation gelu --no-bias --n-layer 2 --n-head 2 --n-embd 32 --block-size 128 --batch-size 8 "
+                  " --no-bias --n-layer 2 --n-head 2 --n-embd 32 --block-size 128 --batch-size 8 "
                   "--max-iters 150 --warmup-iters 10 --lr 3e-3 --eval-interval 150 --eval-iters 1 --threads 1 --quiet")),
         dir / (std::string(c.name) + ".out"), dir / (std::string(c.name) + ".err"), {}, dir.path));
   for (size_t m = 0; m < training.size(); ++m)
@@ -104,16 +110,19 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
     }
     jobs.emplace_back(Json::Object{{"model", dir / (std::string(c.name) + ".gguf")}, {"prompts", std::move(prompts)}});
   }
-  // f16 and q8_0 files of the last model, for their layout in llama.cpp's own reader:
-  // the same prompts, compared with a tolerance for their rounding (below).
-  for (const char* dtype : {"f16", "q8_0"}) {
-    const std::string file = dir / cat(kCases[3].name, "-", dtype, ".gguf");
-    const Result exported = run_folio({"export", "--dtype", dtype, dir / kCases[3].name, file}, dir.path);
-    ASSERT_EQ(exported.code, 0) << exported.err;
-    Json copy = jobs.back();
-    copy.as_object()[0].second = file;
-    jobs.push_back(std::move(copy));
-  }
+  // f16 and q8_0 files of some models: the same prompts, compared with a tolerance for
+  // their rounding (below).
+  std::vector<std::pair<size_t, const char*>> rounded;  // (case, dtype) of the jobs after the f32 ones
+  for (const size_t m : kRoundedCases)
+    for (const char* dtype : {"f16", "q8_0"}) {
+      const std::string file = dir / cat(kCases[m].name, "-", dtype, ".gguf");
+      const Result exported = run_folio({"export", "--dtype", dtype, dir / kCases[m].name, file}, dir.path);
+      ASSERT_EQ(exported.code, 0) << exported.err;
+      Json copy = jobs.at(m);
+      copy.as_object()[0].second = file;
+      jobs.push_back(std::move(copy));
+      rounded.emplace_back(m, dtype);
+    }
   {
     std::ofstream(dir / "jobs.json") << Json(jobs).dump();
   }
@@ -123,15 +132,15 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
   ASSERT_EQ(std::system(node.c_str()), 0) << slurp(dir / "llama.err");
   const Json results = Json::parse(slurp(dir / "llama.json"));
 
-  // The four f32 files, then the last model as f16 and as q8_0.
-  for (size_t job = 0; job < std::size(kCases) + 2; ++job) {
-    const size_t m = std::min(job, std::size(kCases) - 1);
-    const Case& c = kCases[m];
-    const char* dtype = job < std::size(kCases) ? "f32" : job == std::size(kCases) ? "f16" : "q8_0";
+  // The f32 files, then the rounded ones.
+  for (size_t job = 0; job < std::size(kCases) + rounded.size(); ++job) {
     const bool exact = job < std::size(kCases);
+    const size_t m = exact ? job : rounded[job - std::size(kCases)].first;
+    const Case& c = kCases[m];
+    const std::string dtype = exact ? "f32" : rounded[job - std::size(kCases)].second;
     // f16 rounds each weight by up to 2^-11 of itself, q8_0 by up to 1/254 of its block's
     // largest: the model itself changes, so its text may part from folio's at a near tie.
-    const double tolerance = exact ? kMaxProbabilityGap : job == std::size(kCases) ? 1e-3 : 1e-2;
+    const double tolerance = exact ? kMaxProbabilityGap : dtype == "f16" ? 1e-3 : 1e-2;
     SCOPED_TRACE(cat(c.name, " ", dtype));
     const Json& r = results.as_array().at(job);
     const nn::GPT& gpt = *models[m].model;
@@ -182,7 +191,7 @@ TEST(GgufLlamaCpp, GreedyTextAndProbabilitiesMatchFolio) {
       }
       EXPECT_LE(worst, tolerance) << "the largest next-token probability difference";
       std::printf("[gguf] %s %s prompt %zu: %d greedy tokens, %d not folio's choice, largest probability "
-                  "difference %.2e\n", c.name, dtype, p, kSteps, parted, worst);
+                  "difference %.2e\n", c.name, dtype.c_str(), p, kSteps, parted, worst);
       if (!exact) continue;
 
       // And the text folio generate writes.

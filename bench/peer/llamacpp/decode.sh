@@ -2,10 +2,11 @@
 # folio generate against llama.cpp on the same model, prompt and threads: single-stream
 # greedy decode speed (tokens/s). The model is exported with folio export (f32 GGUF;
 # --dtype f16 or q8_0 also gives llama.cpp's speed on those), llama.cpp runs through
-# node-llama-cpp 3.22.1, installed into build/bench-llamacpp-npm on first use.
+# node-llama-cpp 3.22.1: the install tests/test_gguf_llamacpp.cpp made ($FOLIO_GGUF_NPM_DIR or
+# build/tests/gguf-npm), else installed there on first use.
 #
 #   bash bench/peer/llamacpp/decode.sh RUN [N] [THREADS] [DTYPE]
-#     RUN      an exportable run (folio train --activation gelu --no-bias ...)
+#     RUN      an exportable run (folio train --no-bias --pos rope --norm rms --activation swiglu ...)
 #     N        tokens to decode (default 256; at most the model's block_size minus the prompt
 #              for learned positions)
 #     THREADS  threads for both (default 1: on a busy 2-core machine llama.cpp's threads
@@ -19,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../../.." && pwd)
 run=$1 n=${2:-256} threads=${3:-1} dtype=${4:-f32}
 folio=${FOLIO:-$here/build/folio}
-npm_dir=${LLAMACPP_NPM_DIR:-$here/build/bench-llamacpp-npm}
+npm_dir=${LLAMACPP_NPM_DIR:-${FOLIO_GGUF_NPM_DIR:-$here/build/tests/gguf-npm}}
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-decode.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
