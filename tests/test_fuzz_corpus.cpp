@@ -59,8 +59,12 @@ TEST(FuzzCorpus, EveryGgufInputImportsOrIsAFolioError) {
     const std::string bytes = slurp(e.path()), name = e.path().filename().string();
     int n = -1;
     EXPECT_NO_THROW(n = fuzz::load_gguf_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) << name;
-    if (name.starts_with("accept-")) EXPECT_EQ(n, 1) << name << " must import";
-    if (name.starts_with("reject-")) EXPECT_EQ(n, 0) << name << " must be refused";
+    if (name.starts_with("accept-")) {
+      EXPECT_EQ(n, 1) << name << " must import";
+    }
+    if (name.starts_with("reject-")) {
+      EXPECT_EQ(n, 0) << name << " must be refused";
+    }
     accepted += n > 0, ++seen;
   }
   EXPECT_GE(seen, 5);
