@@ -7,8 +7,10 @@
 #     the reference's (HF's layout), to 1e-9: every tensor landed where it belongs;
 #   - folio export --format hf writes the same tensors back, bit for bit, and importing
 #     that gives the same checkpoint;
-#   - folio train --init-from starts at the import's folio eval loss, and the loss falls;
-#   - bad directories are refused with exit 2, naming what is wrong.
+#   - folio train --init-from starts at the import's folio eval loss, the loss falls, and
+#     a resumed fine-tuning ends bit for bit where an uninterrupted one does;
+#   - bad directories are refused with exit 2, naming what is wrong, and a model
+#     GPT-2 cannot hold is refused by export, naming the flag.
 #   test_hf_gpt2.sh FOLIO_BINARY
 set -euo pipefail
 folio=$1
@@ -82,6 +84,14 @@ first=$(grep -m1 -o 'val loss [0-9.]*' "$work/train.log" | awk '{print $3}')
 last=$(grep -o 'val loss [0-9.]*' "$work/train.log" | tail -n 1 | awk '{print $3}')
 near "$first" "$before" 1e-4 || fail "the first val loss $first is not folio eval's $before"
 awk -v a="$last" -v b="$first" 'BEGIN { exit !(a < b - 0.1) }' || fail "the val loss did not fall: $first -> $last"
+# Resume is exact: 15 steps, then a resume to 30, end where 30 straight steps do (one
+# cosine for both).
+tune=(--init-from "$work/run" --data "$work/corpus.txt" --val-fraction 0.01 --batch-size 4 --eval-interval 15
+      --eval-iters 1 --lr 1e-2 --warmup-iters 0 --lr-decay-iters 30 --threads 1 --quiet)
+"$folio" train "${tune[@]}" --max-iters 30 --out "$work/straight"
+"$folio" train "${tune[@]}" --max-iters 15 --out "$work/cut"
+"$folio" train --resume --max-iters 30 --out "$work/cut" --quiet
+"$python" "$here/tests/compare_weights.py" "$work/straight" "$work/cut" || fail "the resumed fine-tuning differs"
 
 # Bad directories: exit 2 and the name of what is wrong.
 refused() {  # refused DIR FRAGMENT...
