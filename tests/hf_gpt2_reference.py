@@ -5,6 +5,9 @@ tests/test_hf_gpt2.sh. Nothing here reads folio's code or files.
 
     hf_gpt2_reference.py write DIR          a random 2-layer GPT-2: config.json,
                                             model.safetensors, vocab.json, merges.txt
+    hf_gpt2_reference.py write-bare DIR     the same, its tensors named as GPT2Model saves
+                                            them (no "transformer." prefix), with the
+                                            older files' 0-d attn.masked_bias buffers
     hf_gpt2_reference.py loss DIR TEXT      the mean cross-entropy over TEXT's
                                             non-overlapping windows of n_positions tokens
     hf_gpt2_reference.py logits DIR IDS OUT the logits (T, V) of the ids, as float64 .npy
@@ -72,7 +75,7 @@ def load_safetensors(path):
             for k, v in header.items()}
 
 
-def write(d):
+def write(d, bare=False):
     V, C, T = len(vocabulary()), N_EMBD, N_POSITIONS
     rng = np.random.default_rng(2019)
     r = lambda *shape, s=0.3: (s * rng.standard_normal(shape)).astype(np.float32)
@@ -87,6 +90,9 @@ def write(d):
                   p + "mlp.c_fc.weight": r(C, 4 * C), p + "mlp.c_fc.bias": r(4 * C, s=0.1),
                   p + "mlp.c_proj.weight": r(4 * C, C, s=0.15), p + "mlp.c_proj.bias": r(C, s=0.1)})
     W.update({"transformer.ln_f.weight": 1 + r(C, s=0.1), "transformer.ln_f.bias": r(C, s=0.1)})
+    if bare:
+        W = {k.removeprefix("transformer."): v for k, v in W.items()}
+        W.update({f"h.{l}.attn.masked_bias": np.array(-1e4, np.float32) for l in range(N_LAYER)})
     save_safetensors(f"{d}/model.safetensors", W)
     config = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
               "bos_token_id": V - 1, "eos_token_id": V - 1, "embd_pdrop": 0.1, "initializer_range": 0.02,
@@ -140,8 +146,8 @@ def encode(text):
 
 
 def main():
-    if sys.argv[1] == "write":
-        write(sys.argv[2])
+    if sys.argv[1] in ("write", "write-bare"):
+        write(sys.argv[2], bare=sys.argv[1] == "write-bare")
     elif sys.argv[1] == "loss":  # as folio eval --split all: windows of T tokens, each predicting the next
         ids = np.array(encode(open(sys.argv[3], encoding="utf-8").read()))
         T = N_POSITIONS

@@ -6,7 +6,7 @@
 #   - scripts/folio_numpy.py's logits of the imported checkpoint (folio's layout) equal
 #     the reference's (HF's layout), to 1e-9: every tensor landed where it belongs;
 #   - folio export --format hf writes the same tensors back, bit for bit, and importing
-#     that gives the same checkpoint;
+#     that gives the same checkpoint; so does the directory with unprefixed names;
 #   - folio train --init-from starts at the import's folio eval loss, the loss falls, and
 #     a resumed fine-tuning ends bit for bit where an uninterrupted one does;
 #   - bad directories are refused with exit 2, naming what is wrong, and a model
@@ -72,6 +72,11 @@ print(f"export: {len(a)} tensors bit-exact, the same vocab.json and merges.txt")
 EOF
 "$folio" import "$work/run2" --from-hf "$work/out"
 "$python" "$here/tests/compare_weights.py" "$work/run" "$work/run2"
+# The same tensors named without "transformer." and with 0-d masked_bias buffers: the same model.
+mkdir "$work/bare"
+"$python" "$ref" write-bare "$work/bare"
+"$folio" import "$work/run-bare" --from-hf "$work/bare"
+"$python" "$here/tests/compare_weights.py" "$work/run" "$work/run-bare"
 
 # Fine-tuning: the first evaluation of the one val window is folio eval's of the import.
 before=$("$folio" eval --checkpoint "$work/run" --data "$work/corpus.txt" --val-fraction 0.01 --json --threads 1 |
