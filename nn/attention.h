@@ -20,10 +20,11 @@ struct RotaryTables {
 };
 
 // The options GPTConfig hands its blocks (it says what each is for). Only qkv_bias adds
-// a parameter (MultiHead's qkv_bias); the others leave parameter_count() as it is. QK-norm is RMSNorm without a weight:
-// no tensor for a checkpoint to carry, and no centring, which for q and k would only
-// remove one arbitrary direction (the all-ones one) from the dot products. The scores
-// keep the head_size^-0.5 scale, so they stay within +-sqrt(head_size).
+// a parameter (MultiHead's qkv_bias); the others leave parameter_count() as it is.
+// QK-norm is RMSNorm without a weight: no tensor for a checkpoint to carry, and no
+// centring, which for q and k would only remove one arbitrary direction (the all-ones
+// one) from the dot products. The scores keep the head_size^-0.5 scale, so they stay
+// within +-sqrt(head_size).
 struct BlockOptions {
   bool qk_norm = false;                                  // rms_norm() on q and k, per head, before the scores
   std::shared_ptr<const RotaryTables> rotary = nullptr;  // set: q and k are rotated by position
