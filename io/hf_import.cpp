@@ -3,7 +3,6 @@
 // file cannot make folio allocate more than it holds.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -114,18 +113,6 @@ struct Tensors {
   }
 };
 
-// (in, out) -> (out, in): a Conv1D weight as a Linear's.
-std::vector<float> transposed(const Tensor& w) {
-  const int64_t in = w.size(0), out = w.size(1);
-  std::vector<float> t(size_t(in * out));
-  const float* p = w.data();
-  for (int64_t i = 0; i < in; ++i)
-    for (int64_t o = 0; o < out; ++o) t[size_t(o * in + i)] = p[i * out + o];
-  return t;
-}
-
-std::vector<float> values(const Tensor& t) { return {t.data(), t.data() + t.numel()}; }
-
 }  // namespace
 
 ImportedModel model_from_hf(const std::string& dir) {
@@ -159,55 +146,69 @@ ImportedModel model_from_hf(const std::string& dir) {
     if (!s.by_name.emplace(name, &t.tensor).second) fail("hf", f.path, ": tensor ", name, " appears twice");
   }
   const int64_t C = c.n_embd, V = c.vocab_size, HS = C / c.n_head;
-  std::vector<std::pair<std::string, std::vector<float>>> w;  // folio name -> values
   const Tensor& wte = s.take("wte.weight", {V, C});
-  w.emplace_back("token_embedding.weight", values(wte));
-  w.emplace_back("position_embedding.weight", values(s.take("wpe.weight", {c.block_size, C})));
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const std::string h = cat("h.", l, "."), m = cat("blocks.", l, ".");
-    w.emplace_back(m + "ln1.weight", values(s.take(h + "ln_1.weight", {C})));
-    w.emplace_back(m + "ln1.bias", values(s.take(h + "ln_1.bias", {C})));
-    const std::vector<float> qkv = transposed(s.take(h + "attn.c_attn.weight", {C, 3 * C}));  // (3C, C): q, k, v rows
-    const float* qkv_b = s.take(h + "attn.c_attn.bias", {3 * C}).data();                  // (3C): q, k, v
-    const int part_of[3] = {1, 0, 2};  // folio's per-head order k, q, v in HF's q, k, v
-    const char* names[3] = {"key", "query", "value"};
-    std::vector<float> bias(size_t(3 * C));  // (n_head * 3 * HS): per head [k; q; v]
-    for (int64_t head = 0; head < c.n_head; ++head)
-      for (int j = 0; j < 3; ++j) {
-        const int64_t row = part_of[j] * C + head * HS;
-        w.emplace_back(cat(m, "attn.heads.", head, ".", names[j], ".weight"),
-                       std::vector<float>(qkv.begin() + row * C, qkv.begin() + (row + HS) * C));
-        std::copy_n(qkv_b + row, HS, bias.begin() + (head * 3 + j) * HS);
-      }
-    w.emplace_back(m + "attn.qkv_bias", bias);
-    w.emplace_back(m + "attn.proj.weight", transposed(s.take(h + "attn.c_proj.weight", {C, C})));
-    w.emplace_back(m + "attn.proj.bias", values(s.take(h + "attn.c_proj.bias", {C})));
-    w.emplace_back(m + "ln2.weight", values(s.take(h + "ln_2.weight", {C})));
-    w.emplace_back(m + "ln2.bias", values(s.take(h + "ln_2.bias", {C})));
-    w.emplace_back(m + "ffwd.fc.weight", transposed(s.take(h + "mlp.c_fc.weight", {C, 4 * C})));
-    w.emplace_back(m + "ffwd.fc.bias", values(s.take(h + "mlp.c_fc.bias", {4 * C})));
-    w.emplace_back(m + "ffwd.proj.weight", transposed(s.take(h + "mlp.c_proj.weight", {4 * C, C})));
-    w.emplace_back(m + "ffwd.proj.bias", values(s.take(h + "mlp.c_proj.bias", {C})));
-    for (const char* buffer : {"attn.bias", "attn.masked_bias"}) s.taken.insert(h + buffer);  // the mask, not weights
-  }
-  w.emplace_back("ln_f.weight", values(s.take("ln_f.weight", {C})));
-  w.emplace_back("ln_f.bias", values(s.take("ln_f.bias", {C})));
   if (s.find("lm_head.weight")) {  // usually the tied wte itself, saved twice
     const Tensor& head = s.take("lm_head.weight", {V, C});
     c.tie_weights = std::equal(head.data(), head.data() + head.numel(), wte.data());
-    if (!c.tie_weights) w.emplace_back("lm_head.weight", values(head));
   }
-  for (const auto& [name, t] : s.by_name)
-    if (!s.taken.contains(name)) fail("hf", f.path, ": tensor ", name, " is not one of GPT-2's (", c.n_layer, " blocks)");
-
   c.validate();
   out.model = std::make_unique<nn::GPT>(c);
-  for (const auto& [name, p] : out.model->named_parameters()) {
-    const auto it = std::find_if(w.begin(), w.end(), [&](const auto& e) { return e.first == name; });
-    if (it == w.end() || int64_t(it->second.size()) != p.numel()) fail("hf", f.path, ": no weights for folio's ", name);
-    for (const float x : it->second)
-      if (!std::isfinite(x)) fail("hf", f.path, ": the weights for folio's ", name, " are not all finite");
-    std::memcpy(p.data(), it->second.data(), it->second.size() * sizeof(float));
+  // Each of folio's parameters is written once, straight from the file's tensors: no
+  // third copy of the weights at GPT-2's size.
+  std::map<std::string, Tensor> params;
+  for (const auto& [name, p] : out.model->named_parameters()) params.emplace(name, p);
+  std::set<std::string> written;
+  auto param = [&](const std::string& name) -> float* {  // folio's parameter `name`, to be written
+    const auto it = params.find(name);
+    if (it == params.end()) fail("hf", "folio's model has no parameter ", name);
+    written.insert(name);
+    return it->second.data();
+  };
+  auto copy = [&](const std::string& name, const Tensor& t) { std::copy_n(t.data(), t.numel(), param(name)); };
+  auto transpose = [&](const std::string& name, const Tensor& w) {  // (in, out) -> (out, in)
+    const int64_t in = w.size(0), o = w.size(1);
+    float* to = param(name);
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t j = 0; j < o; ++j) to[j * in + i] = w.data()[i * o + j];
+  };
+  copy("token_embedding.weight", wte);
+  copy("position_embedding.weight", s.take("wpe.weight", {c.block_size, C}));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string h = cat("h.", l, "."), m = cat("blocks.", l, ".");
+    copy(m + "ln1.weight", s.take(h + "ln_1.weight", {C}));
+    copy(m + "ln1.bias", s.take(h + "ln_1.bias", {C}));
+    const Tensor& qkv = s.take(h + "attn.c_attn.weight", {C, 3 * C});  // (C, 3C): columns q, k, v
+    const float* qkv_b = s.take(h + "attn.c_attn.bias", {3 * C}).data();  // (3C): q, k, v
+    const int part_of[3] = {1, 0, 2};  // folio's per-head order k, q, v in HF's q, k, v
+    const char* names[3] = {"key", "query", "value"};
+    float* bias = param(m + "attn.qkv_bias");  // (n_head * 3 * HS): per head [k; q; v]
+    for (int64_t head = 0; head < c.n_head; ++head)
+      for (int j = 0; j < 3; ++j) {
+        const int64_t col = part_of[j] * C + head * HS;  // the head's first column in c_attn
+        float* to = param(cat(m, "attn.heads.", head, ".", names[j], ".weight"));  // (HS, C)
+        for (int64_t i = 0; i < HS; ++i)
+          for (int64_t k = 0; k < C; ++k) to[i * C + k] = qkv.data()[k * 3 * C + col + i];
+        std::copy_n(qkv_b + col, HS, bias + (head * 3 + j) * HS);
+      }
+    transpose(m + "attn.proj.weight", s.take(h + "attn.c_proj.weight", {C, C}));
+    copy(m + "attn.proj.bias", s.take(h + "attn.c_proj.bias", {C}));
+    copy(m + "ln2.weight", s.take(h + "ln_2.weight", {C}));
+    copy(m + "ln2.bias", s.take(h + "ln_2.bias", {C}));
+    transpose(m + "ffwd.fc.weight", s.take(h + "mlp.c_fc.weight", {C, 4 * C}));
+    copy(m + "ffwd.fc.bias", s.take(h + "mlp.c_fc.bias", {4 * C}));
+    transpose(m + "ffwd.proj.weight", s.take(h + "mlp.c_proj.weight", {4 * C, C}));
+    copy(m + "ffwd.proj.bias", s.take(h + "mlp.c_proj.bias", {C}));
+    for (const char* buffer : {"attn.bias", "attn.masked_bias"}) s.taken.insert(h + buffer);  // the mask, not weights
+  }
+  copy("ln_f.weight", s.take("ln_f.weight", {C}));
+  copy("ln_f.bias", s.take("ln_f.bias", {C}));
+  if (!c.tie_weights) copy("lm_head.weight", *s.find("lm_head.weight"));
+  for (const auto& [name, t] : s.by_name)
+    if (!s.taken.contains(name)) fail("hf", f.path, ": tensor ", name, " is not one of GPT-2's (", c.n_layer, " blocks)");
+  for (const auto& [name, p] : params) {
+    if (!written.contains(name)) fail("hf", f.path, ": no weights for folio's ", name);
+    for (int64_t i = 0; i < p.numel(); ++i)
+      if (!std::isfinite(p.data()[i])) fail("hf", f.path, ": the weights for folio's ", name, " are not all finite");
     p.mark_modified();
   }
   return out;

@@ -77,6 +77,27 @@ mkdir "$work/bare"
 "$python" "$ref" write-bare "$work/bare"
 "$folio" import "$work/run-bare" --from-hf "$work/bare"
 "$python" "$here/tests/compare_weights.py" "$work/run" "$work/run-bare"
+# An lm_head.weight that is not wte: an untied output layer, which export writes back.
+cp -r "$work/hf" "$work/untied"
+"$python" - "$work/untied" "$ref" <<'EOF'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("ref", sys.argv[2])
+ref = importlib.util.module_from_spec(spec); spec.loader.exec_module(ref)
+W = ref.load_safetensors(sys.argv[1] + "/model.safetensors")
+ref.save_safetensors(sys.argv[1] + "/model.safetensors", dict(W, **{"lm_head.weight": -0.5 * W["transformer.wte.weight"]}))
+EOF
+"$folio" import "$work/run-untied" --from-hf "$work/untied"
+"$folio" info --checkpoint "$work/run-untied" | grep options | grep -vq -- --tie-weights || fail "the untied import is tied"
+"$folio" export --format hf "$work/run-untied" "$work/untied-out"
+"$python" - "$work/untied" "$work/untied-out" "$ref" <<'EOF'
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("ref", sys.argv[3])
+ref = importlib.util.module_from_spec(spec); spec.loader.exec_module(ref)
+a, b = (ref.load_safetensors(d + "/model.safetensors")["lm_head.weight"] for d in sys.argv[1:3])
+assert a.tobytes() == b.tobytes(), "lm_head.weight"
+assert json.load(open(sys.argv[2] + "/config.json"))["tie_word_embeddings"] is False
+print("untied: lm_head.weight back bit for bit, tie_word_embeddings false")
+EOF
 
 # Fine-tuning: the first evaluation of the one val window is folio eval's of the import.
 before=$("$folio" eval --checkpoint "$work/run" --data "$work/corpus.txt" --val-fraction 0.01 --json --threads 1 |
