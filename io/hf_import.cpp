@@ -88,7 +88,10 @@ nn::GPTConfig read_config(const std::string& path) {
   c.must_be("add_cross_attention", Json(false), "folio's blocks have no cross-attention");
   g.pos = nn::Positions::learned;
   g.norm = nn::Norm::layer;
-  g.bias = true, g.gpt2_biases = true, g.tie_weights = true;
+  g.bias = true, g.gpt2_biases = true;
+  const Json* tie = c.get("tie_word_embeddings");  // HF's default: tied
+  if (tie && !tie->is_bool()) fail("hf", path, ": tie_word_embeddings must be true or false, got ", tie->dump());
+  g.tie_weights = !tie || tie->as_bool();
   g.dropout = 0.0f;
   return g;
 }
@@ -147,9 +150,15 @@ ImportedModel model_from_hf(const std::string& dir) {
   }
   const int64_t C = c.n_embd, V = c.vocab_size, HS = C / c.n_head;
   const Tensor& wte = s.take("wte.weight", {V, C});
-  if (s.find("lm_head.weight")) {  // usually the tied wte itself, saved twice
+  // Tied (HF's default), HF's model reads wte for its output whatever lm_head.weight
+  // holds: one that differs is refused rather than silently dropped. Untied, it is needed.
+  if (s.find("lm_head.weight")) {
     const Tensor& head = s.take("lm_head.weight", {V, C});
-    c.tie_weights = std::equal(head.data(), head.data() + head.numel(), wte.data());
+    if (c.tie_weights && !std::equal(head.data(), head.data() + head.numel(), wte.data()))
+      fail("hf", f.path, ": lm_head.weight differs from wte, but config.json ties them (tie_word_embeddings is "
+           "true or absent), so HF's model would not use it");
+  } else if (!c.tie_weights) {
+    fail("hf", f.path, ": tensor lm_head.weight is missing, and config.json's tie_word_embeddings is false");
   }
   c.validate();
   out.model = std::make_unique<nn::GPT>(c);

@@ -23,6 +23,17 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
 
+refused() {  # refused DIR FRAGMENT...
+  local dir=$1 out status=0
+  shift
+  out=$("$folio" import "$work/bad-run" --from-hf "$dir" 2>&1) || status=$?
+  [ "$status" = 2 ] || fail "import of $dir exited $status, not 2: $out"
+  for fragment in "$@"; do
+    [[ "$out" == *"$fragment"* ]] || fail "import of $dir: no '$fragment' in: $out"
+  done
+  [ ! -e "$work/bad-run" ] || fail "a refused import wrote $work/bad-run"
+  echo "refused: $out"
+}
 mkdir "$work/hf"
 "$python" "$ref" write "$work/hf"
 "$folio" import "$work/run" --from-hf "$work/hf"
@@ -86,6 +97,8 @@ ref = importlib.util.module_from_spec(spec); spec.loader.exec_module(ref)
 W = ref.load_safetensors(sys.argv[1] + "/model.safetensors")
 ref.save_safetensors(sys.argv[1] + "/model.safetensors", dict(W, **{"lm_head.weight": -0.5 * W["transformer.wte.weight"]}))
 EOF
+refused "$work/untied" lm_head.weight differs wte tie_word_embeddings
+sed -i 's/"vocab_size": 260/"vocab_size": 260, "tie_word_embeddings": false/' "$work/untied/config.json"
 "$folio" import "$work/run-untied" --from-hf "$work/untied"
 "$folio" info --checkpoint "$work/run-untied" | grep options | grep -vq -- --tie-weights || fail "the untied import is tied"
 "$folio" export --format hf "$work/run-untied" "$work/untied-out"
@@ -120,17 +133,6 @@ tune=(--init-from "$work/run" --data "$work/corpus.txt" --val-fraction 0.01 --ba
 "$python" "$here/tests/compare_weights.py" "$work/straight" "$work/cut" || fail "the resumed fine-tuning differs"
 
 # Bad directories: exit 2 and the name of what is wrong.
-refused() {  # refused DIR FRAGMENT...
-  local dir=$1 out status=0
-  shift
-  out=$("$folio" import "$work/bad-run" --from-hf "$dir" 2>&1) || status=$?
-  [ "$status" = 2 ] || fail "import of $dir exited $status, not 2: $out"
-  for fragment in "$@"; do
-    [[ "$out" == *"$fragment"* ]] || fail "import of $dir: no '$fragment' in: $out"
-  done
-  [ ! -e "$work/bad-run" ] || fail "a refused import wrote $work/bad-run"
-  echo "refused: $out"
-}
 variant() { rm -rf "$work/v"; cp -r "$work/hf" "$work/v"; }
 variant; rm "$work/v/model.safetensors"; touch "$work/v/pytorch_model.bin"
 refused "$work/v" model.safetensors pytorch_model.bin safetensors
@@ -150,6 +152,8 @@ variant; sed -i 's/"vocab_size": 260/"vocab_size": 261/' "$work/v/config.json"
 refused "$work/v" vocab.json 260 261
 variant; printf '#version: 0.2\nq z\nz q\n' >"$work/v/merges.txt"
 refused "$work/v" merges.txt '"z q"' "belong together"
+variant; sed -i 's/"vocab_size": 260/"vocab_size": 260, "tie_word_embeddings": false/' "$work/v/config.json"
+refused "$work/v" lm_head.weight missing tie_word_embeddings
 # What GPT2LMHeadModel cannot hold is refused by export, naming the flag.
 "$folio" train --data "$work/corpus.txt" --out "$work/rope" --n-layer 1 --n-embd 16 --n-head 2 --block-size 16 \
   --pos rope --max-iters 1 --eval-iters 1 --quiet --threads 1
