@@ -1,21 +1,22 @@
-// folio export: a checkpoint as a file another program runs; today GGUF, llama.cpp's
-// (io/gguf_model.h says what maps; docs/export.md).
+// folio export: a checkpoint as files another program runs: GGUF, llama.cpp's
+// (io/gguf_model.h), or HF's GPT-2 directory (io/hf_gpt2.h); docs/export.md.
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/common.h"
 #include "io/checkpoint.h"
 #include "io/gguf_model.h"
+#include "io/hf_gpt2.h"
 
 namespace folio::cli {
 namespace {
 
 void declare(po::options_description& opts) {
-  opts.add_options()("format", with_default<std::string>("gguf"), "the file format: gguf (llama.cpp's)")
+  opts.add_options()("format", with_default<std::string>("gguf"), "the format: gguf (llama.cpp's file) or hf (HF's GPT-2 directory)")
       ("dtype", with_default<std::string>("f32"),
        "the matrices' type: f32, f16 or q8_0 (blocks of 32 int8 with an f16 scale; a matrix whose rows are not "
        "whole blocks is written f16); norms and biases stay f32")
-      ("paths", po::value<std::vector<std::string>>()->composing(), "RUN (its model.safetensors) or a .safetensors checkpoint, then OUT.gguf");
+      ("paths", po::value<std::vector<std::string>>()->composing(), "RUN (its model.safetensors) or a .safetensors checkpoint, then OUT.gguf (or OUT_DIR with --format hf)");
 }
 
 GgufDtype dtype_of(const std::string& text) {
@@ -25,9 +26,39 @@ GgufDtype dtype_of(const std::string& text) {
   throw UsageError(cat("--dtype must be f32, f16 or q8_0, got '", text, "'"));
 }
 
+// --format hf: RUN OUT_DIR, HF's GPT-2 directory.
+std::function<int()> prepare_hf(const po::variables_map& vm) {
+  if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
+  const auto paths = vm.count("paths") ? vm["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (paths.size() != 2)
+    throw UsageError(cat("expected two paths, the checkpoint (a run directory or a .safetensors file) and the "
+                         "directory to write; got ", paths.size()));
+  const std::string& out = paths[1];
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
+    throw UsageError(cat(out, ": exists and is not a directory"));
+  if (std::filesystem::exists(std::filesystem::path(out) / "model.safetensors", ec))
+    throw UsageError(cat(out, " already holds a model.safetensors; export into a new directory"));
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(paths[0]));
+  if (const auto why = hf_refusals(ck->model->config()); !why.empty()) {
+    std::string lines;
+    for (const auto& w : why) lines += "\n  " + w;
+    throw UsageError(cat(ck->path, " maps to no HF GPT2LMHeadModel:", lines));
+  }
+  return [=] {
+    for (const std::string& file : write_hf(*ck->model, *ck->tokenizer, out)) std::fprintf(stderr, "wrote %s\n", file.c_str());
+    if (std::string(ck->tokenizer->kind()) != "bytebpe")
+      std::fprintf(stderr, "note: the %s tokenizer has no vocab.json/merges.txt form: none written\n", ck->tokenizer->kind());
+    if (ck->model->config().mtp > 0.0f)
+      std::fprintf(stderr, "note: the multi-token head (--mtp) is not written: generation never uses it\n");
+    return 0;
+  };
+}
+
 std::function<int()> prepare(const po::variables_map& vm) {
   const std::string format = vm["format"].as<std::string>();
-  if (format != "gguf") throw UsageError(cat("--format must be gguf, got '", format, "'"));
+  if (format != "gguf" && format != "hf") throw UsageError(cat("--format must be gguf or hf, got '", format, "'"));
+  if (format == "hf") return prepare_hf(vm);
   const GgufDtype dtype = dtype_of(vm["dtype"].as<std::string>());
   const auto paths = vm.count("paths") ? vm["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (paths.size() != 2)
@@ -57,12 +88,15 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 }  // namespace
 
-const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.cpp",
-                         "folio export [--format gguf] [--dtype f32|f16|q8_0] RUN|CKPT OUT.gguf\n\n"
+const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.cpp or as HF's GPT-2",
+                         "folio export [--format gguf] [--dtype f32|f16|q8_0] RUN|CKPT OUT.gguf\n"
+                         "folio export --format hf RUN|CKPT OUT_DIR\n\n"
                          "Writes the model and its tokenizer as GGUF v3: --norm rms --activation swiglu --pos rope\n"
                          "as llama.cpp's llama (qwen3 with --qk-norm); GELU with learned positions as gpt2, with\n"
                          "--pos rope as gptneox. Options no llama.cpp graph computes are refused, each with the\n"
-                         "flag that makes a model exportable (docs/export.md).",
+                         "flag that makes a model exportable (docs/export.md). --format hf writes HF's GPT-2\n"
+                         "directory (config.json, model.safetensors, and vocab.json + merges.txt for a bytebpe\n"
+                         "tokenizer) for a model trained with --gpt2-biases, learned positions and LayerNorm.",
                          declare, prepare, "paths"};
 
 }  // namespace folio::cli

@@ -1,11 +1,13 @@
-// folio import: a GGUF file folio exported back into a run directory that generate,
-// eval, serve and train --init-from read (io/gguf_model.h).
+// folio import: a GGUF file folio exported (io/gguf_model.h), or an HF GPT-2 directory
+// (io/hf_gpt2.h), into a run directory that generate, eval, serve and train
+// --init-from read.
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/common.h"
 #include "io/checkpoint.h"
 #include "io/gguf_model.h"
+#include "io/hf_gpt2.h"
 #include "nn/model_options.h"
 
 namespace folio::cli {
@@ -13,20 +15,23 @@ namespace {
 
 void declare(po::options_description& opts) {
   opts.add_options()("from", po::value<std::string>(), "the GGUF file to read")
+      ("from-hf", po::value<std::string>(), "an HF GPT-2 directory to read (config.json, model.safetensors, vocab.json, merges.txt)")
       ("out", po::value<std::vector<std::string>>()->composing(), "the run directory to write (its model.safetensors)");
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
-  if (!vm.count("from")) throw UsageError("--from FILE.gguf is required: the GGUF file to import");
+  if (vm.count("from") == vm.count("from-hf"))
+    throw UsageError("give one of --from FILE.gguf (a GGUF file folio exported) and --from-hf DIR (HF's GPT-2 directory)");
   const auto outs = vm.count("out") ? vm["out"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (outs.size() != 1) throw UsageError(cat("expected one run directory to write, got ", outs.size()));
-  const std::string from = vm["from"].as<std::string>(), dir = outs[0];
+  const bool hf = vm.count("from-hf");
+  const std::string from = vm[hf ? "from-hf" : "from"].as<std::string>(), dir = outs[0];
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError(cat(dir, ": exists and is not a directory"));
   if (fs::exists(fs::path(dir) / "model.safetensors", ec))
     throw UsageError(cat(dir, " already holds a model.safetensors; import into a new directory"));
-  auto imported = std::make_shared<ImportedModel>(model_from_gguf(read_gguf(from), from));
+  auto imported = std::make_shared<ImportedModel>(hf ? model_from_hf(from) : model_from_gguf(read_gguf(from), from));
   return [=] {
     fs::create_directories(dir);
     const std::string file = model_file(dir);
@@ -39,11 +44,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 }  // namespace
 
-const Command kImport = {"import", "read a GGUF file folio exported into a run directory",
-                         "folio import OUT_RUN --from MODEL.gguf\n\n"
+const Command kImport = {"import", "read a GGUF file folio exported, or HF's GPT-2, into a run directory",
+                         "folio import OUT_RUN --from MODEL.gguf\n"
+                         "folio import OUT_RUN --from-hf HF_GPT2_DIR\n\n"
                          "Reads a gpt2, gptneox, llama or qwen3 GGUF that folio export wrote (f32, f16 or q8_0,\n"
-                         "dequantized) and writes OUT_RUN/model.safetensors, which generate, eval, serve and\n"
-                         "train --init-from use.",
+                         "dequantized), or an HF GPT-2 directory (config.json, model.safetensors in F32, vocab.json\n"
+                         "and merges.txt; docs/gpt2.md), and writes OUT_RUN/model.safetensors, which generate,\n"
+                         "eval, serve and train --init-from use.",
                          declare, prepare, "out"};
 
 }  // namespace folio::cli

@@ -197,8 +197,10 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
                "graph SwiGLU; train with --activation gelu-tanh or gelu, or with --activation swiglu --norm rms "
                "--pos rope (llama)"));
   }
-  refuse(c.bias, "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): no graph adds one "
-                 "to the logits; train with --no-bias");
+  refuse(c.output_bias(), "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): no "
+                          "graph adds one to the logits; train with --no-bias");
+  refuse(c.gpt2_biases, "--gpt2-biases: the export writes no Linear biases; train with --no-bias, or export GPT-2's "
+                        "layout with --format hf");
   refuse(c.qk_norm && arch != "qwen3", "--qk-norm: the gpt2 and gptneox graphs do not normalise queries and keys; "
                                        "train without --qk-norm, or with --norm rms --activation swiglu --pos rope "
                                        "(qwen3)");

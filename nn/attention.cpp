@@ -44,11 +44,16 @@ Head::Head(int64_t n_embd, int64_t head_size, int64_t block_size, float dropout,
     : Head(n_embd, head_size, block_size, dropout, Arena(parameter_count(n_embd, head_size), init),
            std::move(dropout_rng), std::move(options)) {}
 
-Tensor Head::forward(const Tensor& x, Tensor* weights) const {
+Tensor Head::forward(const Tensor& x, Tensor* weights, const Tensor& bias) const {
   if (x.ndim() != 3 || x.size(1) > block_size)
     fail("head", "input ", x.shape(), " must be (B, T, C) with T <= block_size ", block_size);
-  const Tensor k = position_query_key(key->forward(x), options_);  // (B, T, hs)
-  const Tensor q = position_query_key(query->forward(x), options_), v = value->forward(x);
+  if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != 3 * head_size))
+    fail("head", "bias ", bias.shape(), " must be (3 * head_size) = (", 3 * head_size, ")");
+  std::vector<Tensor> b(3);  // k, q, v biases (hs) each, or undefined
+  if (bias.defined()) b = split(bias, {head_size, head_size, head_size});
+  const Tensor k = position_query_key(linear(x, key->weight, b[0], precision()), options_);  // (B, T, hs)
+  const Tensor q = position_query_key(linear(x, query->weight, b[1], precision()), options_);
+  const Tensor v = linear(x, value->weight, b[2], precision());
   Tensor wei = matmul(q, k, false, true, precision());  // (B, T, T)
   wei = causal_softmax(wei, 1.0f / std::sqrt(float(head_size)));
   if (weights) *weights = wei;
@@ -70,6 +75,7 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
   }
   // The heads took their key, query and value weights one after another: one matrix.
   qkv_weight_ = arena.since(qkv_begin, {n_head * 3 * head_size, n_embd});
+  if (options_.qkv_bias) qkv_bias_ = register_parameter("qkv_bias", arena.full({n_head * 3 * head_size}, 0.0f));
   proj = register_module("proj", std::make_shared<Linear>(n_head * head_size, n_embd, bias, arena,
                                                           options_.zero_init_proj ? 0.0f : kInitStd));
   attn_dropout_ = register_module("attn_dropout",
@@ -79,7 +85,7 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
 MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
                      bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
     : MultiHead(n_embd, n_head, head_size, block_size, dropout, bias,
-                Arena(parameter_count(n_embd, n_head, head_size, bias), init), std::move(dropout_rng),
+                Arena(parameter_count(n_embd, n_head, head_size, bias, options.qkv_bias), init), std::move(dropout_rng),
                 std::move(options)) {}
 
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weights) const {
@@ -101,7 +107,7 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weight
 }
 
 Tensor MultiHead::project(const Tensor& x, const Tensor& values) const {
-  const Tensor qkv = linear(x, qkv_weight_, {}, precision());  // (B, T, nh * 3 * hs)
+  const Tensor qkv = linear(x, qkv_weight_, qkv_bias_, precision());  // (B, T, nh * 3 * hs)
   return values.defined() ? add_into_heads(qkv, values, n_head, head_size, 2 * head_size, 3 * head_size) : qkv;
 }
 
@@ -112,8 +118,9 @@ Tensor MultiHead::forward(const Tensor& x, Tensor* weights, const Tensor& values
 }
 
 Tensor MultiHead::forward_heads(const Tensor& x) const {
-  std::vector<Tensor> outs;
-  for (const auto& h : heads) outs.push_back(h->forward(x));
+  std::vector<Tensor> outs, biases(heads.size());  // biases: (3 * hs) a head, or undefined
+  if (qkv_bias_.defined()) biases = split(qkv_bias_, std::vector<int64_t>(size_t(n_head), 3 * head_size));
+  for (size_t h = 0; h < heads.size(); ++h) outs.push_back(heads[h]->forward(x, nullptr, biases[h]));
   return resid_dropout_->forward(proj->forward(concat(outs)));
 }
 

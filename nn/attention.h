@@ -19,11 +19,12 @@ struct RotaryTables {
   Tensor cos, sin;  // (block_size, head_size / 2)
 };
 
-// The options GPTConfig hands its blocks (it says what each is for). None adds a
-// parameter, so none changes parameter_count(). QK-norm is RMSNorm without a weight:
-// no tensor for a checkpoint to carry, and no centring, which for q and k would only
-// remove one arbitrary direction (the all-ones one) from the dot products. The scores
-// keep the head_size^-0.5 scale, so they stay within +-sqrt(head_size).
+// The options GPTConfig hands its blocks (it says what each is for). Only qkv_bias adds
+// a parameter (MultiHead's qkv_bias); the others leave parameter_count() as it is.
+// QK-norm is RMSNorm without a weight: no tensor for a checkpoint to carry, and no
+// centring, which for q and k would only remove one arbitrary direction (the all-ones
+// one) from the dot products. The scores keep the head_size^-0.5 scale, so they stay
+// within +-sqrt(head_size).
 struct BlockOptions {
   bool qk_norm = false;                                  // rms_norm() on q and k, per head, before the scores
   std::shared_ptr<const RotaryTables> rotary = nullptr;  // set: q and k are rotated by position
@@ -31,6 +32,7 @@ struct BlockOptions {
   float drop_path = 0.0f;  // Block: the probability that a sequence skips a branch in training (DropPath)
   std::optional<float> weights_dropout = std::nullopt;  // the attention weights' dropout; unset: the dropout given beside
   bool rms_norm = false;  // Block: ln1 and ln2 are RMSNorms (nn::LayerNorm's rms)
+  bool qkv_bias = false;  // MultiHead: key, query and value get a bias (GPT-2's c_attn has one)
 };
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),
@@ -48,9 +50,11 @@ class Head : public Module {
   static int64_t parameter_count(int64_t n_embd, int64_t head_size) {
     return 3 * Linear::parameter_count(n_embd, head_size, false);
   }
-  Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
+  // bias: (3 * head_size) [k; q; v] added to the three projections (MultiHead's slice
+  // of its qkv_bias); undefined: none.
+  Tensor forward(const Tensor& x, Tensor* weights = nullptr, const Tensor& bias = {}) const;
 
-  std::shared_ptr<Linear> key, query, value;  // registered in this order, no bias
+  std::shared_ptr<Linear> key, query, value;  // registered in this order, no bias of their own
   int64_t head_size, block_size;
 
  private:
@@ -75,8 +79,10 @@ class MultiHead : public Module {
   MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t block_size, float dropout,
             bool bias, Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0),
             BlockOptions options = {});
-  static int64_t parameter_count(int64_t n_embd, int64_t n_head, int64_t head_size, bool bias) {
-    return n_head * Head::parameter_count(n_embd, head_size) + Linear::parameter_count(n_head * head_size, n_embd, bias);
+  static int64_t parameter_count(int64_t n_embd, int64_t n_head, int64_t head_size, bool bias,
+                                 bool qkv_bias = false) {
+    return n_head * Head::parameter_count(n_embd, head_size) + (qkv_bias ? n_head * 3 * head_size : 0) +
+           Linear::parameter_count(n_head * head_size, n_embd, bias);
   }
   // With `weights`, also hands out the attention weights (B, n_head, T, T) after the
   // softmax and before dropout. With `values` (B, T, n_head * head_size), each head's
@@ -87,6 +93,10 @@ class MultiHead : public Module {
   // The heads' key, query and value weights as one (n_head * 3 * head_size, C) matrix,
   // per head [k; q; v]: a view of the heads' parameters.
   const Tensor& qkv_weight() const { return qkv_weight_; }
+  // With options.qkv_bias, their biases (n_head * 3 * head_size) in the same order, a
+  // parameter of its own (taken after the heads' weights, named "qkv_bias"), so that
+  // the weights stay one matrix; undefined without.
+  const Tensor& qkv_bias() const { return qkv_bias_; }
   const BlockOptions& options() const { return options_; }
 
   std::vector<std::shared_ptr<Head>> heads;
@@ -95,7 +105,8 @@ class MultiHead : public Module {
 
  private:
   BlockOptions options_;
-  Tensor qkv_weight_;
+  Tensor qkv_weight_;  // (n_head * 3 * head_size, C)
+  Tensor qkv_bias_;    // (n_head * 3 * head_size) or undefined
   Tensor attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weights) const;
   // x (B, T, C) -> the packed projection (B, T, n_head * 3 * head_size), its values
   // plus `values` when given.

@@ -12,10 +12,10 @@
 namespace folio::nn {
 namespace {
 
-// A block's products in Layer's order (qkv, proj, fc, fc2): weight and bias (none for qkv).
+// A block's products in Layer's order (qkv, proj, fc, fc2): weight and bias (qkv's
+// only with gpt2_biases; an undefined tensor is none).
 std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Block& b) {
-  static const Tensor kNoBias;
-  return {{{&b.attn->qkv_weight(), &kNoBias},
+  return {{{&b.attn->qkv_weight(), &b.attn->qkv_bias()},
            {&b.attn->proj->weight, &b.attn->proj->bias},
            {&b.ffwd->fc->weight, &b.ffwd->fc->bias},
            {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};

@@ -70,6 +70,10 @@ const std::vector<ModelOption>& model_options() {
        "multi-token prediction: a second output layer predicts the token two ahead, and W times its "
        "cross-entropy is added to the per-step training loss, not to evaluations; 0: off",
        Number{&GPTConfig::mtp, 0.0f, "0: off"}},
+      {"gpt2-biases", "gpt2_biases",
+       "biases where GPT-2 has them: key, query and value get one too, and the output layer none (its weight is "
+       "then usually the tied token embedding); needs the Linears' biases (not --no-bias)",
+       Toggle{&GPTConfig::gpt2_biases}},
   };
   return table;
 }

@@ -85,7 +85,8 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
 }
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
              Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
-    : Block(n_embd, n_head, block_size, dropout, bias, act, Arena(parameter_count(n_embd, n_head, bias, act, options.rms_norm), init),
+    : Block(n_embd, n_head, block_size, dropout, bias, act,
+            Arena(parameter_count(n_embd, n_head, bias, act, options.rms_norm, options.qkv_bias), init),
             std::move(dropout_rng), std::move(options)) {}
 
 Tensor Block::forward(const Tensor& x, Tensor* attention, const Tensor& values) const {
@@ -110,6 +111,9 @@ void GPTConfig::validate() const {
   if (unet_skips && n_layer < 2)
     fail("config", "unet_skips pairs the first n_layer / 2 blocks with the last: n_layer ", n_layer,
          " must be at least 2");
+  if (gpt2_biases && !bias)
+    fail("config", "gpt2_biases puts a bias on key, query and value besides every other Linear in the blocks: it "
+                   "needs bias (drop --no-bias)");
   if (bigram && vocab_size > kMaxBigramVocab)
     fail("config", "bigram keeps a row per pair of tokens, (vocab_size + 1) * vocab_size of them: vocab_size ",
          vocab_size, " exceeds ", kMaxBigramVocab, " (it is meant for characters, not subwords)");
@@ -118,13 +122,14 @@ void GPTConfig::validate() const {
 int64_t GPTConfig::parameter_count() const {
   const int64_t C = n_embd;
   const int64_t positions = pos == Positions::learned ? Embedding::parameter_count(block_size, C) : 0;
-  const int64_t head = tie_weights ? (bias ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, bias);
-  return Embedding::parameter_count(vocab_size, C) + positions + n_layer * Block::parameter_count(C, n_head, bias, activation, norm == Norm::rms) +
+  const int64_t head = tie_weights ? (output_bias() ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, output_bias());
+  return Embedding::parameter_count(vocab_size, C) + positions +
+         n_layer * Block::parameter_count(C, n_head, bias, activation, norm == Norm::rms, gpt2_biases) +
          LayerNorm::parameter_count(C, norm == Norm::rms) + head + Embedding::parameter_count(bigram_rows(), C) +
          (value_embed ? n_layer * Embedding::parameter_count(vocab_size, C) : 0) +
          (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0) +
          (unet_skips ? Gates::parameter_count(skip_pairs(), C) : 0) +
-         (mtp > 0.0f ? Linear::parameter_count(C, vocab_size, bias) : 0);
+         (mtp > 0.0f ? Linear::parameter_count(C, vocab_size, output_bias()) : 0);
 }
 
 std::optional<GPTConfig::Skip> GPTConfig::skip_into(int64_t layer) const {
@@ -154,6 +159,7 @@ void GPT::build(Arena arena) {
   token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, C, arena));
   BlockOptions options{.qk_norm = config.qk_norm, .rotary = nullptr, .zero_init_proj = config.zero_init_proj};
   options.rms_norm = config.norm == Norm::rms;
+  options.qkv_bias = config.gpt2_biases;
   if (config.pos == Positions::learned)
     position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
   else  // one table for every layer and head
@@ -172,8 +178,8 @@ void GPT::build(Arena arena) {
   }
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena, options.rms_norm));
   lm_head = register_module("lm_head", config.tie_weights
-                                           ? std::make_shared<Linear>(token_embedding->weight, config.bias, arena)
-                                           : std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
+                                           ? std::make_shared<Linear>(token_embedding->weight, config.output_bias(), arena)
+                                           : std::make_shared<Linear>(C, config.vocab_size, config.output_bias(), arena));
   if (config.bigram)
     bigram_embedding = register_module("bigram_embedding", std::make_shared<Embedding>(config.bigram_rows(), C, arena));
   if (config.value_embed)
@@ -184,7 +190,7 @@ void GPT::build(Arena arena) {
   if (config.unet_skips)  // at 1, each paired block starts by reading its encoder twin's output whole
     skip_gates = register_module("skip_gates", std::make_shared<Gates>(config.skip_pairs(), C, arena, 1.0f));
   if (config.mtp > 0.0f)
-    mtp_head = register_module("mtp_head", std::make_shared<Linear>(C, config.vocab_size, config.bias, arena));
+    mtp_head = register_module("mtp_head", std::make_shared<Linear>(C, config.vocab_size, config.output_bias(), arena));
   if (arena.taken() != arena.flat().numel())
     fail("gpt", "the modules took ", arena.taken(), " of the ", arena.flat().numel(), " parameters counted");
   flat_ = arena.flat();

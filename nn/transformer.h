@@ -77,9 +77,9 @@ class Block : public Module {
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
         Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   static int64_t parameter_count(int64_t n_embd, int64_t n_head, bool bias, Activation act = Activation::relu,
-                                 bool rms = false) {  // n_head >= 1
+                                 bool rms = false, bool qkv_bias = false) {  // n_head >= 1
     return 2 * LayerNorm::parameter_count(n_embd, rms) +
-           MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias) +
+           MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias, qkv_bias) +
            FeedForward::parameter_count(n_embd, bias, act);
   }
   // attention and values (B, T, C): see MultiHead.
@@ -97,7 +97,7 @@ struct GPTConfig {
   int64_t n_head = 4;
   int64_t n_embd = 128;
   float dropout = 0.0f;
-  bool bias = true;  // on every Linear but key/query/value (LayerNorms always have one)
+  bool bias = true;  // on every Linear but key/query/value (LayerNorms always have one); see gpt2_biases
   // ReLU by default: on tiny Shakespeare (config S, 2000 steps) it reached val loss
   // 1.771 / 1.779 (seeds 1337 / 42) against GELU's 1.854 / 1.850.
   Activation activation = Activation::relu;
@@ -144,6 +144,14 @@ struct GPTConfig {
   // positions that have one (all but the last). Outside training the loss is the
   // next-token loss alone, and generation never runs the head. 0: off.
   float mtp = 0.0f;
+  // Biases where GPT-2 has them: key, query and value gain one (every Linear in the
+  // blocks has one), and the output layers (lm_head, mtp_head) have none, GPT-2's
+  // being its tied token embedding alone. Needs bias. One switch rather than two,
+  // because neither half alone is a model anyone has asked for, and the other
+  // half's default ("the output layer has a bias") is not "off".
+  bool gpt2_biases = false;
+  // Whether lm_head (and mtp_head) has a bias.
+  bool output_bias() const { return bias && !gpt2_biases; }
   static constexpr int64_t kMaxBigramVocab = 1024;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   int64_t skip_pairs() const { return unet_skips ? n_layer / 2 : 0; }  // encoder blocks that keep their output

@@ -132,6 +132,9 @@ def forward(W, config, ids):
         heads = []
         for i in range(n_head):
             k, q, v = (linear(h, W, f"{p}attn.heads.{i}.{name}") for name in ("key", "query", "value"))
+            if config.get("gpt2_biases", False):  # qkv_bias: per head [k; q; v], hs each
+                b = W[p + "attn.qkv_bias"][i * 3 * hs:(i + 1) * 3 * hs]
+                k, q, v = k + b[:hs], q + b[hs:2 * hs], v + b[2 * hs:]
             if config.get("value_embed", False):  # the token's vector, head i's slice of it
                 v = v + W[f"value_embeddings.{l}.weight"][ids][..., i * hs:(i + 1) * hs]
             if qk_norm:

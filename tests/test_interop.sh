@@ -26,6 +26,8 @@ declare -A options=(
   # GPT-2's GELU. Its tanh form parts from the erf one by 1e-3 at most: on this model the
   # loss moves by 1e-6 (measured), so this row proves numpy reads the name, not the form.
   [gelu-tanh]="--n-head 2 --max-iters 20 --activation gelu-tanh"
+  # GPT-2's architecture whole: q/k/v biases, no output bias, tied weights.
+  [gpt2]="--n-head 2 --max-iters 40 --lr 1e-2 --activation gelu-tanh --tie-weights --gpt2-biases"
   [all-options]="--n-head 1 --max-iters 60 --lr 1e-2 --pos rope --qk-norm --activation relu2 --zero-init-proj
                  --logit-softcap 1 --tie-weights --bigram --x0-shortcut --value-embed --unet-skips --mtp 0.5"
   # llama's norm and feed-forward; trained hard enough that LayerNorm for RMSNorm or
@@ -38,7 +40,7 @@ declare -A options=(
   [unet]="--n-head 2 --max-iters 200 --lr 2e-2 --unet-skips --x0-shortcut"
 )
 declare -A layers=([unet]=5)
-for model in relu gelu gelu-tanh all-options llama bpe unet; do
+for model in relu gelu gelu-tanh gpt2 all-options llama bpe unet; do
   # shellcheck disable=SC2086  # the options are words
   "$folio" train --data "$work/corpus.txt" --out "$work/$model" --n-layer "${layers[$model]:-2}" --n-embd 16 \
     --block-size 16 --batch-size 4 --eval-interval 10 --eval-iters 2 ${options[$model]} --quiet --threads 1

@@ -36,6 +36,7 @@ GPTConfig tiny() {  // head size 4: even, as rope needs
 GPTConfig all_options(GPTConfig c = tiny()) {
   c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2, c.zero_init_proj = true;
   c.logit_softcap = 2.0f, c.tie_weights = true, c.x0_shortcut = true, c.value_embed = true, c.mtp = 0.5f;
+  c.gpt2_biases = true;
   c.unet_skips = true, c.n_layer = std::max<int64_t>(c.n_layer, 2);  // a pair needs two blocks
   return c;
 }
@@ -59,6 +60,7 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("x0_shortcut", [](GPTConfig& c) { c.x0_shortcut = true; });
   with("value_embed", [](GPTConfig& c) { c.value_embed = true; });
   with("mtp", [](GPTConfig& c) { c.mtp = 0.7f; });
+  with("gpt2_biases", [](GPTConfig& c) { c.gpt2_biases = true, c.tie_weights = true; });
   with("unet_skips", [](GPTConfig& c) {  // three blocks: the last takes the first's output, the middle none
     c.unet_skips = true;
     c.n_layer = 3;
@@ -342,7 +344,7 @@ TEST(ModelOptions, ValueEmbeddingsReachTheirTokenAndWhatAttendsToIt) {
 }
 
 TEST(ModelOptions, ParameterCountOfEveryCombination) {
-  for (int bits = 0; bits < 2048; ++bits) {
+  for (int bits = 0; bits < 4096; ++bits) {
     GPTConfig c = tiny();
     c.pos = bits & 1 ? Positions::rope : Positions::learned;
     c.qk_norm = bits & 2, c.zero_init_proj = bits & 4, c.tie_weights = bits & 8, c.bias = !(bits & 16);
@@ -350,6 +352,7 @@ TEST(ModelOptions, ParameterCountOfEveryCombination) {
     c.bigram = bits & 64, c.x0_shortcut = bits & 128, c.value_embed = bits & 256;
     if (bits & 512) c.unet_skips = true, c.n_layer = 5;  // two pairs around a middle block
     c.mtp = bits & 1024 ? 0.5f : 0.0f;
+    c.gpt2_biases = (bits & 2048) && c.bias;  // it needs bias
     const GPT gpt(c);
     EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
     EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;

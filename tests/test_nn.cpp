@@ -45,10 +45,16 @@ void expect_all_near(const V& a, const V& b) {
 TEST(MultiHead, FastPathEqualsHeadByHead) {
   const auto rotary = std::make_shared<const RotaryTables>(16, 4);
   for (const BlockOptions& options : {BlockOptions{}, BlockOptions{.qk_norm = true}, BlockOptions{.rotary = rotary},
-                                      BlockOptions{.qk_norm = true, .rotary = rotary}}) {
-    SCOPED_TRACE(::testing::Message() << "qk_norm " << options.qk_norm << " rope " << bool(options.rotary));
+                                      BlockOptions{.qk_norm = true, .rotary = rotary},
+                                      BlockOptions{.qk_norm = true, .rotary = rotary, .qkv_bias = true}}) {
+    SCOPED_TRACE(::testing::Message() << "qk_norm " << options.qk_norm << " rope " << bool(options.rotary)
+                                      << " qkv_bias " << options.qkv_bias);
     Rng init(7);
     MultiHead mh(12, 3, 4, 16, 0.0f, true, init, std::make_shared<Rng>(0), options);
+    if (options.qkv_bias) {  // (3 * 3 * 4): each head's k, q and v biases told apart
+      Rng br(10);
+      for (int64_t i = 0; i < mh.qkv_bias().numel(); ++i) mh.qkv_bias().data()[i] = br.normal();
+    }
     Rng xr(8);
     const Tensor x0 = Tensor::randn({3, 10, 12}, xr);
     expect_all_near(output_and_grads(mh, x0, [&](const Tensor& x) { return mh.forward(x); }),
