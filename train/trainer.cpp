@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/size_text.h"
+#include "autograd/anomaly.h"
 #include "autograd/parallel.h"
 #include "train/size_warmups.h"
 #include "train/config_json.h"
@@ -259,12 +260,6 @@ void Trainer::announce(Progress& progress) const {
                      " weights), AdamW on the other ", optimizer_->adamw().size()));
 }
 
-std::string Trainer::kept() const {
-  return saved_step_ < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
-                         : cat("the checkpoint of step ", saved_step_, " (the last that evaluated sound) is kept in ",
-                               opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
-}
-
 bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it) {
   last_ = evaluate();
   // A diverged evaluation is not logged: its NaN would end every plot of the log. A loss
@@ -297,6 +292,7 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   const int64_t B = batch_size_at(step_, tc.batch_size, tc.batch_warmup);
   const auto [b0, b1] = dist::share_of(B);
   const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
+  const Fault* armed = arm_op_fault(opt_.faults, step_, first_time);
   for (int64_t k = 0; k < tc.grad_accum; ++k) {
     // Every rank draws the same windows and reads its own rows of them.
     const auto draw_start = std::chrono::steady_clock::now();
@@ -305,6 +301,8 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
     const LossParts micro = forward_backward(batch, k + 1 == tc.grad_accum);
     part.loss += micro.loss, part.next_token += micro.next_token;
   }
+  disarm_op_fault(armed);
+  if (opt_.detect_anomaly && anomaly_stops()) return;
   double parts[2] = {part.loss, part.next_token};
   dist::sum(std::span(parts, 2));
   float loss = float(parts[0]);
@@ -351,6 +349,7 @@ Trainer::Losses Trainer::run() {
   const PipeSignal pipe_signal;
   if (dist::is_root()) run_dir_.create(!opt_.resume);
   Progress progress(progress_options(), opt_.resume);
+  const anomaly::Detecting detecting(opt_.detect_anomaly);
   announce(progress);
   const Schedule schedule = schedule_of(tc);
   const std::vector<Tensor> params = model_->parameters();

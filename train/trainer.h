@@ -43,6 +43,9 @@ struct TrainOptions {
   bool dropout_given = false;
   // Faults the run suffers on purpose, for tests of the divergence guards (train/fault_inject.h).
   std::vector<Fault> faults;
+  // Every op's output and every gradient checked for non-finite values (slow; for
+  // debugging): the first op to produce one, and its module, stop the run (exit 3).
+  bool detect_anomaly = false;
 };
 
 class Trainer {
@@ -109,6 +112,9 @@ class Trainer {
   // `can_skip`: its update is not made yet), the run rolled back, or stopped.
   void diverged(Progress& progress, const std::string& why, bool can_skip);
   void roll_back(Progress& progress, const std::string& why);
+  // --detect-anomaly: true when an op of this step produced a non-finite value on some
+  // rank; the run then stops (nothing updated, nothing new saved) saying which op.
+  bool anomaly_stops();
   // A fresh run keeps its start in memory until its first save: the checkpoint a
   // rollback goes back to before there is one on disk.
   void keep_start();
