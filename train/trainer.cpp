@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>  // SIGTERM
 #include <optional>
+#include <utility>
 
 #include "base/error.h"
 #include "base/size_text.h"
@@ -105,6 +106,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   }
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
   guard_ = DivergenceGuard(opt_.train, std::move(guards));
+  update_ratio_ = UpdateRatio(model_->named_parameters(), model_->flat_parameters());
   if (opt_.train.ema > 0) {
     average_ = std::make_unique<WeightAverage>(*model_, opt_.train.ema);
     if (opt_.resume) average_->restore(saved_average);
@@ -275,8 +277,10 @@ bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bo
   for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n && why.empty(); ++i)
     if (!std::isfinite(w[i])) why = cat("a weight became ", w[i]);
   if (!why.empty()) return diverged(progress, why, false), false;
+  Health health = guard_.take_health();
+  health.update_ratio = std::exchange(last_update_, Health().update_ratio);
   progress.evaluated(step_, last_.train, last_.val, schedule.at(step_, train_seconds_) * guard_.lr_scale(),
-                     train_seconds_, guard_.take_health());
+                     train_seconds_, health);
   check_ranks_agree();
   if (save_it) save(last_), saved_step_ = step_, start_.reset();
   return true;
@@ -314,7 +318,10 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   if (!std::isfinite(norm)) why += cat(" (first in the gradient of ", first_non_finite(model_->named_parameters()), ")");
   if (why.empty()) {
     guard_.accepted(loss, norm, tc.grad_clip > 0 && norm > tc.grad_clip);
+    const bool logged = (step_ + 1) % tc.eval_interval == 0 || step_ + 1 == tc.max_iters;  // its row is next
+    if (logged) update_ratio_.before(flat);
     optimizer_->step(lr, step_);
+    if (logged) last_update_ = update_ratio_.after(flat);
     if (average_) average_->update(*model_, step_);
   }
   model_->zero_grad();

@@ -18,6 +18,7 @@
 #include "train/progress.h"
 #include "train/run_state.h"
 #include "train/gradient_buckets.h"
+#include "train/update_ratio.h"
 #include "train/weight_average.h"
 
 namespace folio {
@@ -140,6 +141,8 @@ class Trainer {
   double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
   DivergenceGuard guard_;
+  UpdateRatio update_ratio_;  // measured on the step before each evaluation, for its log row
+  UpdateRatios last_update_ = Health().update_ratio;
   std::string stop_reason_;   // the guards stopped the run: why, and what is kept
   int64_t no_eval_at_ = -1;   // the step of the checkpoint the run resumed or rolled back to: evaluated already
   struct Start {
