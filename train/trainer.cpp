@@ -311,7 +311,8 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   dist::sum(std::span(parts, 2));
   float loss = float(parts[0]);
   const Tensor& flat = model_->flat_parameters();
-  inject_faults(opt_.faults, step_, first_time, guard_.mean_loss(), loss, {flat.grad_data(), size_t(flat.numel())});
+  if (!opt_.faults.empty())  // the window's mean is a loop over it: not on every step of every run
+    inject_faults(opt_.faults, step_, first_time, guard_.mean_loss(), loss, {flat.grad_data(), size_t(flat.numel())});
   // The guards: every rank has the same loss (summed) and gradient, so the same verdict.
   const float norm = std::isfinite(loss) ? clip_grad_norm(params, tc.grad_clip) : 0.0f;
   std::string why = guard_.verdict(loss, norm);
