@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "autograd/anomaly.h"
 #include "autograd/parallel.h"
 #include "autograd/tensor.h"
 
@@ -86,6 +87,7 @@ void run_backward(const std::vector<NodePtr>& order, const Tensor::LeafReady* on
       g->shape = node.shape;
       g->data = std::move(node.grad);
       fn(Tensor(std::move(g)), InputGrads(node));
+      if (anomaly::hooks_on()) anomaly::after_backward(node);  // --detect-anomaly: off, one branch
     }
     node.inputs.clear();  // the graph below is no longer reachable from here
     node.n_saved = 0;     // the saved data went with the closure

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "autograd/anomaly.h"
 #include "autograd/pool.h"
 
 namespace folio {
@@ -163,6 +164,7 @@ template <class Inputs, class Get>
 void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, BackwardFn backward,
                   std::initializer_list<const Tensor*> saved) {
   if (!g_grad_enabled) return;
+  if (anomaly::hooks_on()) anomaly::after_forward(out, op);  // --detect-anomaly: off, one branch
   auto node = std::make_shared<Node>();
   bool any = false;
   for (const auto& in : inputs) {
@@ -176,6 +178,7 @@ void record_edges(Tensor& out, const char* op, const Inputs& inputs, Get get, Ba
     node->saved[node->n_saved++] = {t->impl()->data.get(), t->version()};
   }
   node->op = op;
+  node->module = anomaly::current_module();
   node->backward = std::move(backward);
   node->shape = out.shape();
   out.impl()->requires_grad = true;

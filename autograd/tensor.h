@@ -173,6 +173,7 @@ struct SavedVersion {
 struct Node {
   static constexpr int kMaxSaved = 3;
   const char* op;
+  const char* module = "";        // the module the op ran in (autograd/anomaly.h), for messages
   std::vector<Edge> inputs;
   BackwardFn backward;            // released once run: a graph is used once
   std::shared_ptr<Storage> grad;  // gradient of the output, accumulated from its consumers

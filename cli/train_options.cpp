@@ -233,7 +233,11 @@ const std::vector<TrainOption>& train_options() {
           },
           faults_text,
           "for tests of the divergence guards only: faults the run suffers on purpose, e.g. nan-grad@30 (a NaN in a "
-          "gradient at step 30), inf-loss@40, spike@50 (a loss 10x the recent mean); comma-separated"),
+          "gradient at step 30), inf-loss@40, spike@50 (a loss 10x the recent mean), nan-forward:gelu@60 (a NaN in "
+          "the first gelu's output), nan-backward:gelu@70 (in its input's gradient); comma-separated"),
+      flag_switch("detect-anomaly", always, AT(detect_anomaly), true,
+                  "slow, for debugging: check every op's output and gradient, and stop (exit 3) at the first op that "
+                  "produces a NaN or an infinity, naming it, its module and its shape"),
     });
     return rows;
   }();

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/parse_name.h"
+#include "autograd/anomaly.h"
 
 namespace folio::nn {
 
@@ -89,9 +90,33 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
             Arena(parameter_count(n_embd, n_head, bias, act, options.rms_norm, options.qkv_bias), init),
             std::move(dropout_rng), std::move(options)) {}
 
+void Block::name_scopes(const std::string& name) {
+  scopes_ = {anomaly::intern(name), anomaly::intern(name + ".ln1"), anomaly::intern(name + ".attn"),
+             anomaly::intern(name + ".ln2"), anomaly::intern(name + ".ffwd")};
+}
+
 Tensor Block::forward(const Tensor& x, Tensor* attention, const Tensor& values) const {
-  const Tensor h = add(x, drop_path->forward(attn->forward(ln1->forward(x), attention, values)));
-  return add(h, drop_path->forward(ffwd->forward(ln2->forward(h))));
+  using anomaly::ModuleScope;
+  const ModuleScope block(scopes_.block);  // the residual adds and the branches' drop_path
+  Tensor a;                                // (B, T, C) each
+  {
+    const ModuleScope scope(scopes_.ln1);
+    a = ln1->forward(x);
+  }
+  {
+    const ModuleScope scope(scopes_.attn);
+    a = attn->forward(a, attention, values);
+  }
+  const Tensor h = add(x, drop_path->forward(a));
+  {
+    const ModuleScope scope(scopes_.ln2);
+    a = ln2->forward(h);
+  }
+  {
+    const ModuleScope scope(scopes_.ffwd);
+    a = ffwd->forward(a);
+  }
+  return add(h, drop_path->forward(a));
 }
 
 void GPTConfig::validate() const {
@@ -175,6 +200,7 @@ void GPT::build(Arena arena) {
         "blocks." + std::to_string(l), std::make_shared<Block>(C, config.n_head, config.block_size, branches,
                                                                config.bias, config.activation, arena, dropout_rng_,
                                                                options)));
+    blocks.back()->name_scopes("blocks." + std::to_string(l));
   }
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C, arena, options.rms_norm));
   lm_head = register_module("lm_head", config.tie_weights
@@ -224,8 +250,17 @@ Tensor GPT::softcap(const Tensor& logits) const {
 }
 
 Tensor GPT::head(const Tensor& x, Tensor* two_ahead) const {
-  const Tensor h = ln_f->forward(x);  // (B, T, C)
-  if (two_ahead) *two_ahead = softcap(mtp_head->forward(h));
+  using anomaly::ModuleScope;
+  Tensor h;  // (B, T, C)
+  {
+    const ModuleScope scope("ln_f");
+    h = ln_f->forward(x);
+  }
+  if (two_ahead) {
+    const ModuleScope scope("mtp_head");
+    *two_ahead = softcap(mtp_head->forward(h));
+  }
+  const ModuleScope scope("lm_head");
   return softcap(lm_head->forward(h));  // (B, T, V)
 }
 
@@ -242,12 +277,26 @@ Tensor GPT::values(std::span<const int32_t> ids, int64_t B, int64_t T, size_t la
 
 GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std::span<const int32_t> targets,
                          std::vector<Tensor>* attention) const {
-  const Tensor x0 = embed(ids, B, T);  // (B, T, C)
+  using anomaly::ModuleScope;
+  Tensor x0;  // (B, T, C)
+  {
+    const ModuleScope scope("embeddings");  // token, bigram and position tables, their dropout
+    x0 = embed(ids, B, T);
+  }
   Tensor x = x0;
   std::vector<Tensor> kept;  // (B, T, C) each: the encoder blocks' outputs, with U-net skips
   if (attention) attention->assign(blocks.size(), Tensor{});
   for (size_t l = 0; l < blocks.size(); ++l) {
-    x = blocks[l]->forward(block_input(x, x0, kept, l), attention ? &(*attention)[l] : nullptr, values(ids, B, T, l));
+    Tensor in, v;  // (B, T, C) each
+    {
+      const ModuleScope scope("gates");  // the x0 shortcut's and the U-net skips'
+      in = block_input(x, x0, kept, l);
+    }
+    {
+      const ModuleScope scope("value_embeddings");
+      v = values(ids, B, T, l);
+    }
+    x = blocks[l]->forward(in, attention ? &(*attention)[l] : nullptr, v);
     if (int64_t(l) < config_.skip_pairs()) kept.push_back(x);
   }
   Output out;
@@ -255,6 +304,7 @@ GPT::Output GPT::forward(std::span<const int32_t> ids, int64_t B, int64_t T, std
   Tensor two_ahead;  // (B, T, V) with multi-token prediction
   out.logits = head(x, multi_token ? &two_ahead : nullptr);  // (B, T, V)
   if (targets.empty()) return out;
+  const ModuleScope scope("loss");
   out.loss = out.next_token_loss = cross_entropy(out.logits, targets);
   if (multi_token) {
     // The token two ahead of position t is the target of position t + 1; the last

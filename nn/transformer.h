@@ -88,6 +88,14 @@ class Block : public Module {
   std::shared_ptr<MultiHead> attn;
   std::shared_ptr<FeedForward> ffwd;
   std::shared_ptr<DropPath> drop_path;  // p 0 (no draws) without stochastic depth
+  // Names the modules its ops run in after `name` ("blocks.1": "blocks.1.attn", ...), for
+  // --detect-anomaly's messages (autograd/anomaly.h); the GPT names each by its place.
+  void name_scopes(const std::string& name);
+
+ private:
+  struct Scopes {
+    const char *block = "block", *ln1 = "ln1", *attn = "attn", *ln2 = "ln2", *ffwd = "ffwd";
+  } scopes_;
 };
 
 struct GPTConfig {

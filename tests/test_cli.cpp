@@ -64,7 +64,8 @@ TEST_F(Cli, TrainGenerateEvalInfo) {
   std::getline(log, first);
   while (std::getline(log, line)) last = line;
   EXPECT_EQ(header, "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb,grad_norm,clipped,"
-                    "skipped,rollbacks");
+                    "skipped,rollbacks,update_ratio_embeddings,update_ratio_attention,update_ratio_feed_forward,"
+                    "update_ratio_norms,update_ratio_output");
   auto val_loss = [](const std::string& row) { return log_cell(row, 2); };
   EXPECT_LT(val_loss(last), val_loss(first) - 0.3);
   EXPECT_NEAR(log_cell(last, 6), val_loss(last) / std::log(2.0), 1e-4);  // bits per character

@@ -93,8 +93,13 @@ TEST(FaultInject, ParsesWhatTestsWriteAndRefusesTheRest) {
   EXPECT_EQ(parse_faults("nan-grad@30,inf-loss@0,spike@7"),
             (std::vector<Fault>{{FaultKind::nan_grad, 30}, {FaultKind::inf_loss, 0}, {FaultKind::spike, 7}}));
   EXPECT_EQ(faults_text(parse_faults("nan-grad@30,spike@7")), "nan-grad@30,spike@7");
-  for (const char* bad : {"nan@3", "spike", "spike@", "spike@-1", "spike@3x", "spike@3,,inf-loss@4"})
+  for (const char* bad : {"nan@3", "spike", "spike@", "spike@-1", "spike@3x", "spike@3,,inf-loss@4", "nan-forward@3",
+                          "nan-forward:@3", "nan-grad:gelu@3", "nan-backward:Gelu@3"})
     expect_error([&] { parse_faults(bad); }, {"fault_inject", "nan-grad@30", "got"});
+  EXPECT_EQ(parse_faults("nan-forward:gelu@3,nan-backward:matmul@4"),
+            (std::vector<Fault>{{FaultKind::nan_forward, 3, "gelu"}, {FaultKind::nan_backward, 4, "matmul"}}));
+  EXPECT_EQ(faults_text(parse_faults("nan-backward:layer_norm@4,spike@4")), "nan-backward:layer_norm@4,spike@4");
+  expect_error([] { parse_faults("nan-forward:gelu@3,nan-backward:gelu@3"); }, {"two op faults at step 3"});
 }
 
 // A tiny model that evaluates and saves every 10 steps; one thread, so runs repeat to
@@ -208,6 +213,39 @@ TEST(Divergence, ALearningRateThatDivergesStopsAfterMaxRollbacks) {
                           "rollbacks: --max-rollbacks 3); the checkpoint of step "});
   expect_finite_run(d / "run");
   EXPECT_EQ(last_row(d / "run").at("rollbacks"), 3);
+}
+
+// --detect-anomaly names the op that put a NaN into its output (forward) or into its
+// input's gradient (backward), with its module and shape, and stops the run (exit 3)
+// with the checkpoint before it kept; the fault hits the first gelu of the forward pass
+// (block 0's) and the first of the backward pass (block 1's). Without it, the guards
+// catch the same faults from the loss and the gradient norm and roll back.
+TEST(Divergence, DetectAnomalyNamesTheOpAndItsModule) {
+  TempDir d("diverge_anomaly");
+  const std::string model = " --n-layer 2 --activation gelu --eval-interval 5";
+  for (const auto& [fault, says] : std::vector<std::pair<std::string, std::string>>{
+           {"nan-forward:gelu@7", "--detect-anomaly at step 7: forward: op gelu in blocks.0.ffwd produced nan in its "
+                                  "output (4, 16, 64); the run stops; the checkpoint of step 5"},
+           {"nan-backward:gelu@7", "--detect-anomaly at step 7: backward: op gelu in blocks.1.ffwd produced a "
+                                   "non-finite gradient (nan) for its input 0 (4, 16, 64); the run stops; the "
+                                   "checkpoint of step 5"}}) {
+    const Result r = run_folio(with(tiny(d, "run", 20), model + " --overwrite --detect-anomaly --fault-inject " + fault),
+                               d.path);
+    EXPECT_EQ(r.code, 3) << r.err;
+    expect_contains(r.err, {says});
+    EXPECT_EQ(expect_finite_run(d / "run"), 5) << fault;
+  }
+  for (const auto& [fault, says] : std::vector<std::pair<std::string, std::string>>{
+           {"nan-forward:gelu@7", "the loss became nan at step 7: rolled back to step 5"},
+           {"nan-backward:gelu@7", "the gradient norm became nan (first in the gradient of "}}) {
+    const Result r = run_folio(with(tiny(d, "run", 20), model + " --overwrite --fault-inject " + fault), d.path);
+    EXPECT_EQ(r.code, 0) << r.err;
+    expect_contains(r.err, {says, "rolled back to step 5 (rollback 1 of --max-rollbacks 3)"});
+    EXPECT_EQ(expect_finite_run(d / "run"), 20) << fault;
+  }
+  const Result r = run_folio(with(tiny(d, "run", 20), model + " --overwrite --fault-inject nan-forward:gelo@7"), d.path);
+  EXPECT_EQ(r.code, 1) << r.err;
+  expect_contains(r.err, {"--fault-inject nan-forward:gelo@7: no op named 'gelo' ran in the forward pass of step 7"});
 }
 
 // What the guards are given is checked before anything runs (exit 2).

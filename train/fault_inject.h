@@ -5,6 +5,11 @@
 //   nan-grad@K   one gradient value (the first of the first parameter) becomes NaN at step K
 //   inf-loss@K   the step's loss becomes +inf at step K (its gradients stay as they are)
 //   spike@K      the step's loss becomes 10x the mean of the guard's window at step K
+//   nan-forward:OP@K   the first op named OP (autograd/ops.h: gelu, matmul, linear, ...) in
+//                      step K's forward pass puts a NaN into its output
+//   nan-backward:OP@K  the first op named OP in step K's backward pass puts a NaN into
+//                      its first input's gradient
+// (the last two for --detect-anomaly, which must name that op; autograd/anomaly.h).
 // Faults are comma-separated ("nan-grad@30,spike@50"). Each fires the first time the run
 // reaches its step: not when a rollback makes the run take that step again, nor on a
 // resume past it.
@@ -16,16 +21,18 @@
 
 namespace folio {
 
-enum class FaultKind { nan_grad, inf_loss, spike };
-const char* to_string(FaultKind k);  // "nan-grad", "inf-loss", "spike"
+enum class FaultKind { nan_grad, inf_loss, spike, nan_forward, nan_backward };
+const char* to_string(FaultKind k);  // "nan-grad", "inf-loss", "spike", "nan-forward", "nan-backward"
 
 struct Fault {
   FaultKind kind;
   int64_t step;
+  std::string op = {};  // nan-forward and nan-backward's
   bool operator==(const Fault&) const = default;
 };
 
-// fail("config", ...) naming the text and what is expected.
+// fail("config", ...) naming the text and what is expected (and refusing two op faults
+// at one step: one op is armed at a time).
 std::vector<Fault> parse_faults(std::string_view text);
 std::string faults_text(const std::vector<Fault>& faults);  // parse_faults' input
 
@@ -33,5 +40,11 @@ std::string faults_text(const std::vector<Fault>& faults);  // parse_faults' inp
 // and on the flat gradient grad (P,). window_mean: the mean loss of the guard's window.
 void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, float window_mean, float& loss,
                    std::span<float> grad);
+
+// The op fault (nan-forward, nan-backward) of `step`, armed when the run reaches it for
+// the first time; nullptr if there is none. disarm_op_fault() ends it after the step's
+// backward: a fault whose op never ran fails naming it (the op's name was wrong).
+const Fault* arm_op_fault(const std::vector<Fault>& faults, int64_t step, bool first_time);
+void disarm_op_fault(const Fault* armed);
 
 }  // namespace folio

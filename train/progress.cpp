@@ -126,23 +126,62 @@ Progress::Progress(Options options, bool resume)
       curve_.points.clear();  // a damaged log only costs the plot its history
     }
   }
-  if (resume) {  // a log begun before a column existed goes on without it
+  const std::vector<std::string> columns = log_columns();
+  columns_ = columns.size();
+  if (resume) {  // a log begun before a column existed goes on without it: its header's first columns are ours
     std::ifstream in(o_.log_file);
-    std::string header;
-    if (std::getline(in, header))
-      columns_ = header.find(",rollbacks") != std::string::npos ? 13
-                 : header.find(",val_bpb") != std::string::npos   ? 9
-                 : header.find(",train_s") != std::string::npos ? 8
-                 : header.find(",val_bpc") != std::string::npos ? 7
-                                                                 : 6;
+    std::string header, name;
+    if (std::getline(in, header)) {
+      std::istringstream names(header);
+      for (columns_ = 0; std::getline(names, name, ',') && columns_ < columns.size() && name == columns[columns_];)
+        ++columns_;
+    }
   }
   log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
-  if (!resume) log_ << "step,train_loss,val_loss,lr,tokens_per_sec,elapsed_s,val_bpc,train_s,val_bpb,grad_norm,clipped,skipped,"
-                       "rollbacks\n" << std::flush;
+  if (!resume) {
+    for (size_t i = 0; i < columns.size(); ++i) log_ << (i ? "," : "") << columns[i];
+    log_ << '\n' << std::flush;
+  }
 }
 
 double Progress::elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+namespace {
+
+// An evaluation's row: log.csv's columns, in order, with their values. log_columns(),
+// each row of the file and the on_eval hook's figures all come from here.
+struct EvalRow {
+  int64_t step = 0;
+  float train = 0, val = 0, lr = 0;
+  double tokens_per_sec = 0, elapsed = 0, bits_per_char = 0, train_seconds = 0, bits_per_byte = 0;
+  Health health;
+};
+ProgressHooks::Figures figures(const EvalRow& r) {
+  const Health& h = r.health;
+  ProgressHooks::Figures f = {{"step", double(r.step)}, {"train_loss", r.train}, {"val_loss", r.val}, {"lr", r.lr},
+                              {"tokens_per_sec", r.tokens_per_sec}, {"elapsed_s", r.elapsed},
+                              {"val_bpc", r.bits_per_char}, {"train_s", r.train_seconds},
+                              {"val_bpb", r.bits_per_byte}, {"grad_norm", h.grad_norm}, {"clipped", h.clipped},
+                              {"skipped", double(h.skipped)}, {"rollbacks", double(h.rollbacks)}};
+  for (int g = 0; g < kParamGroups; ++g) f.push_back({column_name(ParamGroup(g)), h.update_ratio[size_t(g)]});
+  return f;
+}
+
+// A cell of log.csv: a count as an integer (step 1000000, not 1e+06), anything else
+// with 6 significant digits.
+void write_cell(std::ostream& out, double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) out << int64_t(v);
+  else out << v;
+}
+
+}  // namespace
+
+std::vector<std::string> log_columns() {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : figures({})) names.push_back(name);
+  return names;
+}
 
 namespace {
 thread_local ProgressHooks t_hooks;  // this thread's runs' listeners (ScopedProgressHooks)
@@ -213,20 +252,15 @@ void Progress::evaluated(int64_t step, float train, float val, float lr, double 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double bits_per_byte = o_.val_tokens_per_byte > 0 ? val * o_.val_tokens_per_byte / std::log(2.0) : nan;
   const double bits_per_char = o_.val_tokens_per_char > 0 ? val * o_.val_tokens_per_char / std::log(2.0) : nan;
-  if (t_hooks.on_eval)
-    t_hooks.on_eval({{"step", double(step)}, {"train_loss", train}, {"val_loss", val}, {"lr", lr},
-                     {"tokens_per_sec", tokens_per_sec_}, {"elapsed_s", elapsed_before_ + elapsed()},
-                     {"val_bpc", bits_per_char}, {"train_s", train_seconds}, {"val_bpb", bits_per_byte},
-                     {"grad_norm", health.grad_norm}, {"clipped", health.clipped}, {"skipped", double(health.skipped)},
-                     {"rollbacks", double(health.rollbacks)}});
+  const double t = elapsed_before_ + elapsed();
+  const ProgressHooks::Figures row = figures({step, train, val, lr, tokens_per_sec_, t, bits_per_char, train_seconds,
+                                              bits_per_byte, health});
+  if (t_hooks.on_eval) t_hooks.on_eval(row);
   if (log_.is_open()) {
-    const double t = elapsed_before_ + elapsed();
-    log_ << step << ',' << train << ',' << val << ',' << lr << ',' << tokens_per_sec_ << ',' << t;
-    if (columns_ >= 7) log_ << ',' << bits_per_char;
-    if (columns_ >= 8) log_ << ',' << train_seconds;
-    if (columns_ >= 9) log_ << ',' << bits_per_byte;
-    if (columns_ >= 13)
-      log_ << ',' << health.grad_norm << ',' << health.clipped << ',' << health.skipped << ',' << health.rollbacks;
+    for (size_t i = 0; i < columns_ && i < row.size(); ++i) {
+      if (i) log_ << ',';
+      write_cell(log_, row[i].second);
+    }
     log_ << '\n' << std::flush;
     curve_.points.push_back({step, train, val, t});
     write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));

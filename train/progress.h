@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "train/param_groups.h"
 #include "viz/loss_plot.h"
 
 namespace folio {
@@ -78,12 +79,16 @@ class ScopedProgressHooks {
 
 // The run's health since the last evaluation (train/divergence_guard.h): the accepted
 // steps' mean global gradient norm (before the clip) and the fraction the clip scaled
-// (NaN: no step since), and the run's dropped updates and rollbacks so far. log.csv
-// has a column for each; the progress line shows the norm, and the counts once not 0.
+// (NaN: no step since), the run's dropped updates and rollbacks so far, and the last
+// step's update/weight ratio per parameter group (train/update_ratio.h; NaN: that step
+// made no update). log.csv has a column for each; the progress line shows the norm,
+// and the counts once not 0.
 struct Health {
-  double grad_norm = std::numeric_limits<double>::quiet_NaN();
-  double clipped = std::numeric_limits<double>::quiet_NaN();
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  double grad_norm = kNaN;
+  double clipped = kNaN;
   int64_t skipped = 0, rollbacks = 0;
+  UpdateRatios update_ratio = {kNaN, kNaN, kNaN, kNaN, kNaN};
 };
 
 class Progress {
@@ -123,9 +128,9 @@ class Progress {
   EtaEstimate eta_;
   bool evaluated_since_step_ = false;
   bool live_;  // a terminal: redraw one line
-  // Of log.csv: a log begun before val_bpc (7), train_s (8), val_bpb (9) or the health
-  // columns (13) goes on without.
-  int columns_ = 13;
+  // Of log.csv's columns (log_columns()), how many this log has: a log begun before
+  // val_bpc, train_s, val_bpb, the health or the update-ratio columns goes on without.
+  size_t columns_;
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_;
@@ -134,6 +139,11 @@ class Progress {
   double tokens_per_sec_ = 0;
   float best_val_;
 };
+
+// log.csv's columns, in order: "step", "train_loss", ..., "rollbacks",
+// "update_ratio_embeddings", ... (the names of an evaluation's figures; one list for the
+// file and the Python on_eval hook).
+std::vector<std::string> log_columns();
 
 // A line for a phase that prints nothing of its own while it runs (a tokenizer's
 // training, before the run's first line): at its start, then with the seconds so far,

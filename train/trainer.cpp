@@ -8,9 +8,11 @@
 #include <cmath>
 #include <csignal>  // SIGTERM
 #include <optional>
+#include <utility>
 
 #include "base/error.h"
 #include "base/size_text.h"
+#include "autograd/anomaly.h"
 #include "autograd/parallel.h"
 #include "train/size_warmups.h"
 #include "train/config_json.h"
@@ -104,6 +106,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   }
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
   guard_ = DivergenceGuard(opt_.train, std::move(guards));
+  update_ratio_ = UpdateRatio(model_->named_parameters(), model_->flat_parameters());
   if (opt_.train.ema > 0) {
     average_ = std::make_unique<WeightAverage>(*model_, opt_.train.ema);
     if (opt_.resume) average_->restore(saved_average);
@@ -259,12 +262,6 @@ void Trainer::announce(Progress& progress) const {
                      " weights), AdamW on the other ", optimizer_->adamw().size()));
 }
 
-std::string Trainer::kept() const {
-  return saved_step_ < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
-                         : cat("the checkpoint of step ", saved_step_, " (the last that evaluated sound) is kept in ",
-                               opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
-}
-
 bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it) {
   last_ = evaluate();
   // A diverged evaluation is not logged: its NaN would end every plot of the log. A loss
@@ -280,8 +277,10 @@ bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bo
   for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n && why.empty(); ++i)
     if (!std::isfinite(w[i])) why = cat("a weight became ", w[i]);
   if (!why.empty()) return diverged(progress, why, false), false;
+  Health health = guard_.take_health();
+  health.update_ratio = std::exchange(last_update_, Health().update_ratio);
   progress.evaluated(step_, last_.train, last_.val, schedule.at(step_, train_seconds_) * guard_.lr_scale(),
-                     train_seconds_, guard_.take_health());
+                     train_seconds_, health);
   check_ranks_agree();
   if (save_it) save(last_), saved_step_ = step_, start_.reset();
   return true;
@@ -297,6 +296,7 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   const int64_t B = batch_size_at(step_, tc.batch_size, tc.batch_warmup);
   const auto [b0, b1] = dist::share_of(B);
   const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
+  const Fault* armed = arm_op_fault(opt_.faults, step_, first_time);
   for (int64_t k = 0; k < tc.grad_accum; ++k) {
     // Every rank draws the same windows and reads its own rows of them.
     const auto draw_start = std::chrono::steady_clock::now();
@@ -305,18 +305,24 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
     const LossParts micro = forward_backward(batch, k + 1 == tc.grad_accum);
     part.loss += micro.loss, part.next_token += micro.next_token;
   }
+  disarm_op_fault(armed);
+  if (opt_.detect_anomaly && anomaly_stops()) return;
   double parts[2] = {part.loss, part.next_token};
   dist::sum(std::span(parts, 2));
   float loss = float(parts[0]);
   const Tensor& flat = model_->flat_parameters();
-  inject_faults(opt_.faults, step_, first_time, guard_.mean_loss(), loss, {flat.grad_data(), size_t(flat.numel())});
+  if (!opt_.faults.empty())  // the window's mean is a loop over it: not on every step of every run
+    inject_faults(opt_.faults, step_, first_time, guard_.mean_loss(), loss, {flat.grad_data(), size_t(flat.numel())});
   // The guards: every rank has the same loss (summed) and gradient, so the same verdict.
   const float norm = std::isfinite(loss) ? clip_grad_norm(params, tc.grad_clip) : 0.0f;
   std::string why = guard_.verdict(loss, norm);
   if (!std::isfinite(norm)) why += cat(" (first in the gradient of ", first_non_finite(model_->named_parameters()), ")");
   if (why.empty()) {
     guard_.accepted(loss, norm, tc.grad_clip > 0 && norm > tc.grad_clip);
+    const bool logged = (step_ + 1) % tc.eval_interval == 0 || step_ + 1 == tc.max_iters;  // its row is next
+    if (logged) update_ratio_.before(flat);
     optimizer_->step(lr, step_);
+    if (logged) last_update_ = update_ratio_.after(flat);
     if (average_) average_->update(*model_, step_);
   }
   model_->zero_grad();
@@ -351,6 +357,7 @@ Trainer::Losses Trainer::run() {
   const PipeSignal pipe_signal;
   if (dist::is_root()) run_dir_.create(!opt_.resume);
   Progress progress(progress_options(), opt_.resume);
+  const anomaly::Detecting detecting(opt_.detect_anomaly);
   announce(progress);
   const Schedule schedule = schedule_of(tc);
   const std::vector<Tensor> params = model_->parameters();

@@ -18,6 +18,7 @@
 #include "train/progress.h"
 #include "train/run_state.h"
 #include "train/gradient_buckets.h"
+#include "train/update_ratio.h"
 #include "train/weight_average.h"
 
 namespace folio {
@@ -43,6 +44,9 @@ struct TrainOptions {
   bool dropout_given = false;
   // Faults the run suffers on purpose, for tests of the divergence guards (train/fault_inject.h).
   std::vector<Fault> faults;
+  // Every op's output and every gradient checked for non-finite values (slow; for
+  // debugging): the first op to produce one, and its module, stop the run (exit 3).
+  bool detect_anomaly = false;
 };
 
 class Trainer {
@@ -109,6 +113,9 @@ class Trainer {
   // `can_skip`: its update is not made yet), the run rolled back, or stopped.
   void diverged(Progress& progress, const std::string& why, bool can_skip);
   void roll_back(Progress& progress, const std::string& why);
+  // --detect-anomaly: true when an op of this step produced a non-finite value on some
+  // rank; the run then stops (nothing updated, nothing new saved) saying which op.
+  bool anomaly_stops();
   // A fresh run keeps its start in memory until its first save: the checkpoint a
   // rollback goes back to before there is one on disk.
   void keep_start();
@@ -134,6 +141,8 @@ class Trainer {
   double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
   DivergenceGuard guard_;
+  UpdateRatio update_ratio_;  // measured on the step before each evaluation, for its log row
+  UpdateRatios last_update_ = Health().update_ratio;
   std::string stop_reason_;   // the guards stopped the run: why, and what is kept
   int64_t no_eval_at_ = -1;   // the step of the checkpoint the run resumed or rolled back to: evaluated already
   struct Start {

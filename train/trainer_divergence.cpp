@@ -2,14 +2,23 @@
 // on_divergence; the checks are train/divergence_guard.h's): skip the step's update,
 // roll back to the last good checkpoint at a lower learning rate, stop (exit 3, nothing
 // new saved), or with the guards off, fail as a run always did. Every rank takes the
-// same decision from the same figures, so they stay in step.
+// same decision from the same figures, so they stay in step. --detect-anomaly stops
+// a run at the first op that produced a non-finite value.
 #include <algorithm>
+#include <cstdio>
 
 #include "base/error.h"
+#include "autograd/anomaly.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace folio {
+
+std::string Trainer::kept() const {
+  return saved_step_ < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
+                         : cat("the checkpoint of step ", saved_step_, " (the last that evaluated sound) is kept in ",
+                               opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
+}
 
 void Trainer::diverged(Progress& progress, const std::string& why, bool can_skip) {
   model_->zero_grad();
@@ -70,6 +79,17 @@ void Trainer::roll_back(Progress& progress, const std::string& at) {
   if (dist::is_root())
     progress.notice(cat(at, ": rolled back to step ", step_, " (rollback ", g.rollbacks, " of --max-rollbacks ",
                         opt_.train.max_rollbacks, "), the learning rate now ", g.lr_scale, " of the schedule's"));
+}
+
+bool Trainer::anomaly_stops() {
+  const std::string found = anomaly::take();
+  if (!dist::any(!found.empty())) return false;
+  model_->zero_grad();
+  if (!found.empty() && !dist::is_root()) std::fprintf(stderr, "folio train: rank %d: %s\n", dist::rank(), found.c_str());
+  stop_reason_ = cat("--detect-anomaly at step ", step_, ": ",
+                     found.empty() ? "another rank found a non-finite value (its standard error says where)" : found,
+                     "; the run stops; ", kept());
+  return true;
 }
 
 void Trainer::keep_start() {
