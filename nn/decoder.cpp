@@ -101,7 +101,11 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t st
   rows_.clear();
   for (int64_t t = 0; t < T; ++t)
     rows_.push_back({.stream = stream, .pos = t, .id = ids[size_t(t)], .previous = t > 0 ? ids[size_t(t - 1)] : 0});
-  return run_rows(rows_, every_position ? T : 1, true);
+  // Every position's logits (folio eval's loss): the rows run through the kernels a
+  // decode step runs, not the prefill's, so that the loss measured is that of the
+  // tokens generate produces (with int8 weights, the activations quantized as a
+  // step's are).
+  return run_rows(rows_, every_position ? T : 1, !every_position);
 }
 
 void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {

@@ -38,7 +38,8 @@ class Decoder {
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
   // as one batched step over the prompt (the prefill), whose keys and values fill the
   // cache. Returns the last position's logits (V), or with `every_position` those of
-  // each position (T, V), valid until the next call.
+  // each position (T, V), computed by a decode step's products (see restart's body),
+  // valid until the next call.
   std::span<const float> restart(std::span<const int32_t> ids, int64_t stream = 0, bool every_position = false);
   // Runs one token at position length() and caches it. Returns its logits (V), valid
   // until the next call. With learned positions, length() < block_size. With rotary
@@ -80,9 +81,12 @@ class Decoder {
   // What the products need besides their operands: the activations rounded to bf16
   // (bf16 products), and a tile of weights widened to fp32 (a prompt's products from
   // bf16 or Q8_0 weights) with its part of the result.
+  // And the activations quantized for the integer product (--weights int8 steps).
   struct Scratch {
     std::vector<kernels::bf16> x16;  // (M, K)
     std::vector<float> tile, ytile;  // (rows, K), (M, rows)
+    std::vector<int8_t> xq;          // (M, ceil(K / 32) * 32)
+    std::vector<float> xscale;       // (M, ceil(K / 32))
   };
   struct Matrix {
     static constexpr int64_t kPanel = 64;  // four 16-float vectors of sums
@@ -99,10 +103,12 @@ class Decoder {
     // on the Linear's own weights instead, with the threads of the calling thread's
     // setting: as fast as the model's forward, where four rows per pass would read the
     // weights T / 4 times.
-    // With --weights bf16 or int8, rows are products of the stored weights widened in
-    // registers, each weight row used for all M rows while in cache; a prompt's rows
+    // With --weights bf16, rows are products of the stored weights widened in
+    // registers, each weight row used for all M rows while in cache; with int8, the
+    // rows are quantized to int8 blocks too and multiplied in integers (integer_rows,
+    // kernels::q8q8_rows). A prompt's rows
     // are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
-    // values the row products use), so that a prefill costs about what an f32 one does
+    // weights the row products use; the activations stay fp32), so that a prefill costs about what an f32 one does
     // plus the widening (N * K, against its M * N * K).
     void apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const;
     int64_t bytes() const;  // of the weights as the products read them
@@ -115,6 +121,7 @@ class Decoder {
     std::vector<kernels::BlockQ8> q8;  // --weights int8: (N, ceil(K / 32)) blocks
    private:
     void widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;
+    void integer_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;
   };
   struct Layer {
     const float* ln1_w;
