@@ -140,7 +140,7 @@ void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& s
   if (stored != Weights::f32) {
     // A prompt's many rows are bound by arithmetic, not by reading the weights: there
     // oneDNN's blocked fp32 product on widened tiles does more per instruction than
-    // the integer dots (about 5 instructions per 32 products, an fp32 FMA 4), and
+    // the integer dots (about 10 instructions per 32 products, fp32 FMAs 4), and
     // the activations keep fp32. A step's few rows (M streams) are bound by reading
     // the weights, which the integer product does at a quarter of f32's bytes.
     if (prompt && M > 1) return widened_rows(x, y, M, scratch);
