@@ -36,7 +36,8 @@ struct Weights {
     blocks.resize(size_t(copies * per_copy));
     bench::Buffer w(size_t(N * kK), 3);  // (N, K)
     for (int64_t c = 0; c < copies; ++c)
-      for (int64_t n = 0; n < N; ++n) kernels::quantize_q8(w.data() + n * kK, kK, blocks.data() + c * per_copy + n * nb);
+      for (int64_t n = 0; n < N; ++n)
+        kernels::quantize_q8(w.data() + n * kK, kK, blocks.data() + c * per_copy + n * nb);
   }
   const BlockQ8* copy(int64_t i) const { return blocks.data() + (i % copies) * per_copy; }
 };

@@ -1,7 +1,8 @@
 // Weights stored small (autograd/kernels/quant.h): the fp16 scales against F16C, Q8_0
 // quantization of weights and of activation rows, and every product (AVX2, plain;
-// fp32 or int8 activations) against its reference in double, on ragged shapes: K not a multiple of 32 (nor of 8), one row and several, N not a
-// multiple of the four rows the AVX2 products take at a time.
+// fp32 or int8 activations) against its reference in double, on ragged shapes: K not
+// a multiple of 32 (nor of 8), one row and several, N not a multiple of the four rows
+// the AVX2 products take at a time.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -157,7 +158,8 @@ TEST(Quant, ActivationRowsRoundEachValueToItsBlocksStep) {
       for (int64_t b = 0; b < nb; ++b) {
         const float d = scale[size_t(m * nb + b)];
         float amax = 0.0f;
-        for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) amax = std::max(amax, std::abs(x[size_t(m * K + k)]));
+        for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k)
+          amax = std::max(amax, std::abs(x[size_t(m * K + k)]));
         EXPECT_FLOAT_EQ(d, amax / 127.0f) << "K " << K << " row " << m << " block " << b;
         for (int64_t i = 0; i < 32; ++i) {
           const int8_t qi = q[size_t((m * nb + b) * 32 + i)];
