@@ -26,6 +26,8 @@
 
 namespace folio::nn {
 
+class DecoderMatrices;
+
 class Decoder {
  public:
   // Copies the model's weights once, in the layout its products read (and as bf16 if
@@ -34,6 +36,11 @@ class Decoder {
   // `streams` caches (each 2 * n_layer * block_size * n_embd floats) share them.
   // `weights` other than f32 need the model's fp32 products (precision fp32).
   explicit Decoder(const GPT& model, int64_t streams = 1, Weights weights = Weights::f32);
+  // The same on matrices stored once (store()) and shared, read only, by any number of
+  // decoders of that model: folio serve --no-batching's decoder per slot keeps one
+  // copy of the weights, not one per slot.
+  Decoder(const GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices);
+  static std::shared_ptr<const DecoderMatrices> store(const GPT& model, Weights weights = Weights::f32);
 
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
   // as one batched step over the prompt (the prefill), whose keys and values fill the
@@ -60,6 +67,7 @@ class Decoder {
   int64_t matrix_bytes() const;
 
  private:
+  friend class DecoderMatrices;
   // y (N) = W (N, K) x (K) [+ bias], from a Linear's weight (N, K), in the precision of
   // the model's products and stored as --weights says. fp32 weights are copied once into panels of kPanel rows
   // stored column by column, (ceil(N / kPanel), K, kPanel): a product then reads them as
@@ -128,7 +136,7 @@ class Decoder {
     const float* ln1_b;  // null with RMSNorm
     const float* ln2_w;
     const float* ln2_b;  // null with RMSNorm
-    Matrix qkv, proj, fc, fc2;
+    const Matrix *qkv, *proj, *fc, *fc2;  // in matrices_
     const float* x0_gate;      // (C) with the x0 shortcut, else null
     const float* value_embed;  // (V, C) with value embeddings, else null
     const float* skip_gate;    // (C) for a block the U-net skips feed, else null
@@ -173,9 +181,9 @@ class Decoder {
   const GPT& model_;
   const GPTConfig& config_;
   Weights weights_;
-  PanelStore store_;
+  std::shared_ptr<const DecoderMatrices> matrices_;
   std::vector<Layer> layers_;
-  Matrix lm_head_;
+  const Matrix* lm_head_;  // in matrices_
   std::vector<int64_t> length_;  // (streams)
   std::vector<int32_t> last_id_;  // (streams) the last token run, the bigram table's previous one
   // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (H, or 2H with swiglu), att_ (block_size),
@@ -188,6 +196,17 @@ class Decoder {
   std::vector<float> bkept_;  // (skip_pairs, B, C)
   std::vector<Row> rows_;     // (B) the rows of the step being run
   Scratch scratch_;
+};
+
+// A model's matrices as a decoder's products read them (see Decoder::Matrix), built
+// by Decoder::store; every block's four in Layer's order, then the output layer.
+class DecoderMatrices {
+ public:
+  DecoderMatrices(const GPT& model, Weights weights);
+  Weights weights;
+  Decoder::PanelStore store;  // the fp32 panels of all of them
+  std::vector<Decoder::Matrix> blocks;  // (n_layer * 4): qkv, proj, fc, fc2 of each block
+  Decoder::Matrix lm_head;
 };
 
 }  // namespace folio::nn

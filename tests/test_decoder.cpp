@@ -267,6 +267,28 @@ TEST(Decoder, StoresEachWeightFormatInItsBytes) {
   expect_error([&] { nn::Decoder(gpt, 1, nn::Weights::int8); }, {"weights int8", "fp32 products", "bf16"});
 }
 
+// folio serve --no-batching's slots: decoders on one stored copy of the matrices run
+// as a decoder of its own does, each with its own cache, and hold no copy of their own.
+TEST(Decoder, DecodersSharingTheirMatricesRunAsOnesOfTheirOwn) {
+  nn::GPT gpt(with(kSmall, [](auto& c) { c.n_embd = 64; }));
+  gpt.eval();
+  NoGradGuard no_grad;
+  for (nn::Weights w : {nn::Weights::f32, nn::Weights::int8}) {
+    const auto matrices = nn::Decoder::store(gpt, w);
+    nn::Decoder own(gpt, 1, w), first(gpt, 1, matrices), second(gpt, 1, matrices);
+    EXPECT_EQ(matrices.use_count(), 3);  // the store and the two decoders: nothing copied
+    EXPECT_EQ(first.weights(), w);
+    EXPECT_EQ(first.matrix_bytes(), own.matrix_bytes());
+    const std::vector<int32_t> a = {1, 2, 3}, b = {7};
+    EXPECT_EQ(max_diff(first.restart(a), own.restart(a)), 0.0f);
+    second.restart(b);  // another cache: the first decoder's stays as it was
+    for (int32_t id : {4, 5, 6}) {
+      EXPECT_EQ(max_diff(first.step(id), own.step(id)), 0.0f) << nn::to_string(w) << " token " << id;
+      second.step(id);
+    }
+  }
+}
+
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
   nn::GPT gpt(kSmall);
   gpt.eval();
