@@ -203,10 +203,10 @@ class Decoder {
 class DecoderMatrices {
  public:
   DecoderMatrices(const GPT& model, Weights weights);
-  Weights weights;
-  Decoder::PanelStore store;  // the fp32 panels of all of them
-  std::vector<Decoder::Matrix> blocks;  // (n_layer * 4): qkv, proj, fc, fc2 of each block
-  Decoder::Matrix lm_head;
+  Weights weights;                      // how they are stored: f32 panels, bf16, Q8_0 blocks
+  Decoder::PanelStore store;            // the fp32 panels of all of them (empty otherwise)
+  std::vector<Decoder::Matrix> blocks;  // (n_layer * 4): qkv (3C, C), proj (C, C), fc (H or 2H, C), fc2 (C, H) of each
+  Decoder::Matrix lm_head;              // (V, C)
 };
 
 }  // namespace folio::nn
