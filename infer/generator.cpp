@@ -9,14 +9,31 @@
 
 namespace folio::infer {
 
-Generator::Generator(const nn::GPT& model, int64_t streams, bool kv_cache, Weights weights) : model_(model) {
+namespace {
+void check_generator(const nn::GPT& model, int64_t streams, bool kv_cache, Weights weights) {
   if (streams < 1) fail("generate", "streams must be >= 1, got ", streams);
   if (!kv_cache && weights != Weights::f32)
     fail("generate", "weights ", to_string(weights), " are read by the KV-cached decoder; without the cache every "
          "token runs the model's own f32 weights");
   if (model.training() && model.config().dropout > 0.0f)
     fail("generate", "the model is in training mode and would apply dropout while sampling: call eval() first");
+}
+}  // namespace
+
+Generator::Generator(const nn::GPT& model, int64_t streams, bool kv_cache, Weights weights) : model_(model) {
+  check_generator(model, streams, kv_cache, weights);
   if (kv_cache) decoder_ = std::make_unique<nn::Decoder>(model, streams, weights);
+  streams_.resize(size_t(streams));
+}
+
+std::shared_ptr<const nn::DecoderMatrices> Generator::store(const nn::GPT& model, Weights weights) {
+  return nn::Decoder::store(model, weights);
+}
+
+Generator::Generator(const nn::GPT& model, int64_t streams, std::shared_ptr<const nn::DecoderMatrices> matrices)
+    : model_(model) {
+  check_generator(model, streams, true, Weights::f32);
+  decoder_ = std::make_unique<nn::Decoder>(model, streams, std::move(matrices));
   streams_.resize(size_t(streams));
 }
 

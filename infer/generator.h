@@ -27,6 +27,7 @@
 
 namespace folio::nn {
 class Decoder;
+class DecoderMatrices;
 }
 
 namespace folio::infer {
@@ -40,6 +41,10 @@ class Generator {
   // which reads the model's own weights: `weights` other than f32 need the cache.
   explicit Generator(const nn::GPT& model, int64_t streams = 1, bool kv_cache = true,
                      Weights weights = Weights::f32);
+  // With the KV cache, on matrices stored once (store()) and shared with other
+  // generators of the model: their format is the weights'.
+  Generator(const nn::GPT& model, int64_t streams, std::shared_ptr<const nn::DecoderMatrices> matrices);
+  static std::shared_ptr<const nn::DecoderMatrices> store(const nn::GPT& model, Weights weights);
   ~Generator();
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;

@@ -51,25 +51,39 @@ Weights checked(const GPT& model, Weights w) {
 }
 }  // namespace
 
-Decoder::Decoder(const GPT& model, int64_t streams, Weights weights)
-    : model_(model), config_(model.config()), weights_(checked(model, weights)), store_(panel_floats(model, weights)),
-      lm_head_(model.lm_head->weight, model.lm_head->bias, model.precision(), weights, store_) {
+DecoderMatrices::DecoderMatrices(const GPT& model, Weights w)
+    : weights(checked(model, w)), store(Decoder::panel_floats(model, w)),
+      lm_head(model.lm_head->weight, model.lm_head->bias, model.precision(), w, store) {
+  for (const auto& b : model.blocks)
+    for (const auto& [weight, bias] : block_products(*b))
+      blocks.emplace_back(*weight, *bias, model.precision(), w, store);
+}
+
+std::shared_ptr<const DecoderMatrices> Decoder::store(const GPT& model, Weights weights) {
+  return std::make_shared<const DecoderMatrices>(model, weights);
+}
+
+Decoder::Decoder(const GPT& model, int64_t streams, Weights weights) : Decoder(model, streams, store(model, weights)) {}
+
+Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices)
+    : model_(model), config_(model.config()), weights_(matrices->weights), matrices_(std::move(matrices)),
+      lm_head_(&matrices_->lm_head) {
   if (streams < 1) fail("decoder", "streams must be >= 1, got ", streams);
+  if (matrices_->blocks.size() != 4 * model.blocks.size())
+    fail("decoder", "matrices of ", matrices_->blocks.size() / 4, " blocks for a model of ", model.blocks.size());
   const int64_t C = config_.n_embd, cache = streams * config_.block_size * C;  // n_head * head_size == C
-  const Precision p = model.precision();
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     const Block& b = *model.blocks[l];
-    const auto products = block_products(b);
-    auto matrix = [&](int i) { return Matrix(*products[i].first, *products[i].second, p, weights, store_); };
+    const Matrix* m = matrices_->blocks.data() + 4 * l;
     const auto skip = config_.skip_into(int64_t(l));
     layers_.push_back({.ln1_w = b.ln1->weight.data(),
                        .ln1_b = data_or_null(b.ln1->bias),
                        .ln2_w = b.ln2->weight.data(),
                        .ln2_b = data_or_null(b.ln2->bias),
-                       .qkv = matrix(0),
-                       .proj = matrix(1),
-                       .fc = matrix(2),
-                       .fc2 = matrix(3),
+                       .qkv = m,
+                       .proj = m + 1,
+                       .fc = m + 2,
+                       .fc2 = m + 3,
                        .x0_gate = model.x0_gates ? model.x0_gates->gate[l].data() : nullptr,
                        .value_embed = model.value_embeddings.empty() ? nullptr : model.value_embeddings[l]->weight.data(),
                        .skip_gate = skip ? model.skip_gates->gate[size_t(skip->gate)].data() : nullptr,
@@ -86,8 +100,8 @@ Decoder::Decoder(const GPT& model, int64_t streams, Weights weights)
 }
 
 int64_t Decoder::matrix_bytes() const {
-  int64_t n = lm_head_.bytes();
-  for (const Layer& L : layers_) n += L.qkv.bytes() + L.proj.bytes() + L.fc.bytes() + L.fc2.bytes();
+  int64_t n = lm_head_->bytes();
+  for (const Layer& L : layers_) n += L.qkv->bytes() + L.proj->bytes() + L.fc->bytes() + L.fc2->bytes();
   return n;
 }
 
@@ -101,7 +115,11 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t st
   rows_.clear();
   for (int64_t t = 0; t < T; ++t)
     rows_.push_back({.stream = stream, .pos = t, .id = ids[size_t(t)], .previous = t > 0 ? ids[size_t(t - 1)] : 0});
-  return run_rows(rows_, every_position ? T : 1, true);
+  // Every position's logits (folio eval's loss): the rows run through the kernels a
+  // decode step runs, not the prefill's, so that the loss measured is that of the
+  // tokens generate produces (with int8 weights, the activations quantized as a
+  // step's are).
+  return run_rows(rows_, every_position ? T : 1, !every_position);
 }
 
 void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
@@ -219,20 +237,20 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
     if (L.skip_gate)
       for (int64_t c = 0; c < C; ++c) x_[c] += L.skip_gate[c] * kept_[L.skip_from * C + c];
     norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C);
-    L.qkv.apply(h_.data(), qkv_.data(), scratch_);
+    L.qkv->apply(h_.data(), qkv_.data(), scratch_);
     add_value_embedding(L, id, qkv_.data());
     attend(L, stream, pos, qkv_.data(), y_.data(), s);
-    L.proj.apply(y_.data(), h_.data(), scratch_);
+    L.proj->apply(y_.data(), h_.data(), scratch_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
     norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C);
-    L.fc.apply(h_.data(), ff_.data(), scratch_);
+    L.fc->apply(h_.data(), ff_.data(), scratch_);
     activate(ff_.data(), 1);
-    L.fc2.apply(ff_.data(), h_.data(), scratch_);
+    L.fc2->apply(ff_.data(), h_.data(), scratch_);
     for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
     if (L.keeps_output) std::copy(x_.begin(), x_.end(), kept_.begin() + int64_t(l) * C);
   }
   norm_row(x_.data(), model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias), h_.data(), C);
-  lm_head_.apply(h_.data(), logits_.data(), scratch_);
+  lm_head_->apply(h_.data(), logits_.data(), scratch_);
   softcap(logits_.data(), config_.vocab_size);
   ++length_[size_t(stream)];
   last_id_[size_t(stream)] = id;
@@ -280,20 +298,20 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
     }
     for (int64_t b = 0; b < B; ++b)
       norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C);
-    L.qkv.apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
+    L.qkv->apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
     for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
       add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
       const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
                          bsin_.data() + b * C};
       attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
     }
-    L.proj.apply_rows(by_.data(), bh_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
+    L.proj->apply_rows(by_.data(), bh_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     for (int64_t b = 0; b < B; ++b)
       norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C);
-    L.fc.apply_rows(bh_.data(), bff_.data(), B, scratch_, prompt);  // (B, C) -> (B, H), or (B, 2H) with swiglu
+    L.fc->apply_rows(bh_.data(), bff_.data(), B, scratch_, prompt);  // (B, C) -> (B, H), or (B, 2H) with swiglu
     activate(bff_.data(), B);
-    L.fc2.apply_rows(bff_.data(), bh_.data(), B, scratch_, prompt);  // (B, H) -> (B, C)
+    L.fc2->apply_rows(bff_.data(), bh_.data(), B, scratch_, prompt);  // (B, H) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
     if (L.keeps_output) std::copy_n(bx_.begin(), B * C, bkept_.begin() + int64_t(l) * B * C);
   }
@@ -301,7 +319,7 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
   for (int64_t b = first; b < B; ++b)
     norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias),
                             bh_.data() + b * C, C);
-  lm_head_.apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, scratch_, prompt);  // (with_logits, C) -> (with_logits, V)
+  lm_head_->apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, scratch_, prompt);  // (with_logits, C) -> (with_logits, V)
   softcap(blogits_.data(), with_logits * V);
   for (const Row& r : rows) length_[size_t(r.stream)] = r.pos + 1, last_id_[size_t(r.stream)] = r.id;
   return {blogits_.data(), size_t(with_logits * V)};

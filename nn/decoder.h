@@ -26,6 +26,8 @@
 
 namespace folio::nn {
 
+class DecoderMatrices;
+
 class Decoder {
  public:
   // Copies the model's weights once, in the layout its products read (and as bf16 if
@@ -34,11 +36,17 @@ class Decoder {
   // `streams` caches (each 2 * n_layer * block_size * n_embd floats) share them.
   // `weights` other than f32 need the model's fp32 products (precision fp32).
   explicit Decoder(const GPT& model, int64_t streams = 1, Weights weights = Weights::f32);
+  // The same on matrices stored once (store()) and shared, read only, by any number of
+  // decoders of that model: folio serve --no-batching's decoder per slot keeps one
+  // copy of the weights, not one per slot.
+  Decoder(const GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices);
+  static std::shared_ptr<const DecoderMatrices> store(const GPT& model, Weights weights = Weights::f32);
 
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
   // as one batched step over the prompt (the prefill), whose keys and values fill the
   // cache. Returns the last position's logits (V), or with `every_position` those of
-  // each position (T, V), valid until the next call.
+  // each position (T, V), computed by a decode step's products (see restart's body),
+  // valid until the next call.
   std::span<const float> restart(std::span<const int32_t> ids, int64_t stream = 0, bool every_position = false);
   // Runs one token at position length() and caches it. Returns its logits (V), valid
   // until the next call. With learned positions, length() < block_size. With rotary
@@ -59,6 +67,7 @@ class Decoder {
   int64_t matrix_bytes() const;
 
  private:
+  friend class DecoderMatrices;
   // y (N) = W (N, K) x (K) [+ bias], from a Linear's weight (N, K), in the precision of
   // the model's products and stored as --weights says. fp32 weights are copied once into panels of kPanel rows
   // stored column by column, (ceil(N / kPanel), K, kPanel): a product then reads them as
@@ -80,9 +89,12 @@ class Decoder {
   // What the products need besides their operands: the activations rounded to bf16
   // (bf16 products), and a tile of weights widened to fp32 (a prompt's products from
   // bf16 or Q8_0 weights) with its part of the result.
+  // And the activations quantized for the integer product (--weights int8 steps).
   struct Scratch {
     std::vector<kernels::bf16> x16;  // (M, K)
     std::vector<float> tile, ytile;  // (rows, K), (M, rows)
+    std::vector<int8_t> xq;          // (M, ceil(K / 32) * 32)
+    std::vector<float> xscale;       // (M, ceil(K / 32))
   };
   struct Matrix {
     static constexpr int64_t kPanel = 64;  // four 16-float vectors of sums
@@ -99,10 +111,12 @@ class Decoder {
     // on the Linear's own weights instead, with the threads of the calling thread's
     // setting: as fast as the model's forward, where four rows per pass would read the
     // weights T / 4 times.
-    // With --weights bf16 or int8, rows are products of the stored weights widened in
-    // registers, each weight row used for all M rows while in cache; a prompt's rows
+    // With --weights bf16, rows are products of the stored weights widened in
+    // registers, each weight row used for all M rows while in cache; with int8, the
+    // rows are quantized to int8 blocks too and multiplied in integers (integer_rows,
+    // kernels::q8q8_rows). A prompt's rows
     // are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
-    // values the row products use), so that a prefill costs about what an f32 one does
+    // weights the row products use; the activations stay fp32), so that a prefill costs about what an f32 one does
     // plus the widening (N * K, against its M * N * K).
     void apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const;
     int64_t bytes() const;  // of the weights as the products read them
@@ -115,13 +129,14 @@ class Decoder {
     std::vector<kernels::BlockQ8> q8;  // --weights int8: (N, ceil(K / 32)) blocks
    private:
     void widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;
+    void integer_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;
   };
   struct Layer {
     const float* ln1_w;
     const float* ln1_b;  // null with RMSNorm
     const float* ln2_w;
     const float* ln2_b;  // null with RMSNorm
-    Matrix qkv, proj, fc, fc2;
+    const Matrix *qkv, *proj, *fc, *fc2;  // in matrices_
     const float* x0_gate;      // (C) with the x0 shortcut, else null
     const float* value_embed;  // (V, C) with value embeddings, else null
     const float* skip_gate;    // (C) for a block the U-net skips feed, else null
@@ -166,9 +181,9 @@ class Decoder {
   const GPT& model_;
   const GPTConfig& config_;
   Weights weights_;
-  PanelStore store_;
+  std::shared_ptr<const DecoderMatrices> matrices_;
   std::vector<Layer> layers_;
-  Matrix lm_head_;
+  const Matrix* lm_head_;  // in matrices_
   std::vector<int64_t> length_;  // (streams)
   std::vector<int32_t> last_id_;  // (streams) the last token run, the bigram table's previous one
   // Scratch for one token: x_, y_ (C), h_ (2C), qkv_ (3C), ff_ (H, or 2H with swiglu), att_ (block_size),
@@ -181,6 +196,17 @@ class Decoder {
   std::vector<float> bkept_;  // (skip_pairs, B, C)
   std::vector<Row> rows_;     // (B) the rows of the step being run
   Scratch scratch_;
+};
+
+// A model's matrices as a decoder's products read them (see Decoder::Matrix), built
+// by Decoder::store; every block's four in Layer's order, then the output layer.
+class DecoderMatrices {
+ public:
+  DecoderMatrices(const GPT& model, Weights weights);
+  Weights weights;                      // how they are stored: f32 panels, bf16, Q8_0 blocks
+  Decoder::PanelStore store;            // the fp32 panels of all of them (empty otherwise)
+  std::vector<Decoder::Matrix> blocks;  // (n_layer * 4): qkv (3C, C), proj (C, C), fc (H or 2H, C), fc2 (C, H) of each
+  Decoder::Matrix lm_head;              // (V, C)
 };
 
 }  // namespace folio::nn

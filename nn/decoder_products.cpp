@@ -62,8 +62,17 @@ int64_t Decoder::Matrix::bytes() const {
   return N * K * (packed ? int64_t(sizeof(float)) : int64_t(sizeof(kernels::bf16)));
 }
 
+// x (M, K) quantized once for the whole product, then int8 x int8 dots per block.
+void Decoder::Matrix::integer_rows(const float* x, float* y, int64_t M, Scratch& scratch) const {
+  const int64_t nb = kernels::q8_blocks(K);
+  scratch.xq.resize(size_t(M * nb * kernels::kQ8Block));
+  scratch.xscale.resize(size_t(M * nb));
+  kernels::quantize_rows_q8(x, M, K, scratch.xq.data(), scratch.xscale.data());
+  kernels::q8q8_rows(q8.data(), scratch.xq.data(), scratch.xscale.data(), y, M, N, K, bias);
+}
+
 void Decoder::Matrix::apply(const float* x, float* y, Scratch& scratch) const {
-  if (stored == Weights::int8) return kernels::q8_rows(q8.data(), x, y, 1, N, K, bias);
+  if (stored == Weights::int8) return integer_rows(x, y, 1, scratch);
   if (stored == Weights::bf16) return kernels::bf16_rows(w16.data(), x, y, 1, N, K, bias);
   if (!packed) {  // bf16: both operands in bf16, as the model's bf16 products round them
     scratch.x16.resize(K);
@@ -129,8 +138,13 @@ void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch&
 
 void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const {
   if (stored != Weights::f32) {
+    // A prompt's many rows are bound by arithmetic, not by reading the weights: there
+    // oneDNN's blocked fp32 product on widened tiles does more per instruction than
+    // the integer dots (about 10 instructions per 32 products, fp32 FMAs 4), and
+    // the activations keep fp32. A step's few rows (M streams) are bound by reading
+    // the weights, which the integer product does at a quarter of f32's bytes.
     if (prompt && M > 1) return widened_rows(x, y, M, scratch);
-    return stored == Weights::int8 ? kernels::q8_rows(q8.data(), x, y, M, N, K, bias)
+    return stored == Weights::int8 ? integer_rows(x, y, M, scratch)
                                    : kernels::bf16_rows(w16.data(), x, y, M, N, K, bias);
   }
   if (prompt && packed)  // fp32: as the model's own forward computes its products

@@ -52,6 +52,8 @@ Scheduler::Scheduler(const ModelCheckpoint& model, SchedulerOptions options) : m
   if (options_.batched) {
     threads_.emplace_back([this] { run_batched(); });
   } else {
+    // One copy of the stored weights for every slot's decoder.
+    matrices_ = infer::Generator::store(*model_.model, options_.weights);
     for (int64_t s = 0; s < options_.slots; ++s) threads_.emplace_back([this, s] { run_alone(s); });
   }
 }
@@ -191,7 +193,7 @@ void Scheduler::run_batched() {
 
 void Scheduler::run_alone(int64_t s) {
   infer::decode_on_one_thread();  // the slots' threads are the parallelism
-  infer::Generator generator(*model_.model, 1, true, options_.weights);
+  infer::Generator generator(*model_.model, 1, matrices_);
   Slot& slot = *slots_[size_t(s)];
   for (;;) {
     {

@@ -9,7 +9,8 @@
 //               steps every active slot together, one product per weight matrix per
 //               step, on one infer::Generator with a stream per slot (continuous
 //               batching). Unbatched: a thread per slot, each with its own generator,
-//               a token at a time (the baseline the load benchmark compares with).
+//               a token at a time (the baseline the load benchmark compares with),
+//               the weights stored once for all of them.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -100,6 +101,7 @@ class Scheduler {
 
   const ModelCheckpoint& model_;
   const SchedulerOptions options_;
+  std::shared_ptr<const nn::DecoderMatrices> matrices_;  // unbatched: the slots' decoders share them
   std::mutex mutex_;
   std::condition_variable work_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -197,22 +197,25 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                       DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f},
                       // Weights stored small, against forward's fp32 logits (about 1 in size
                       // here): bf16 keeps 8 bits of each weight, int8 about 7 of its block's
-                      // largest. Measured: at most 2.6e-4 (bf16) and 1.2e-3 (int8). kSmall's products have K = 16 and 64 (a part of a block);
+                      // largest, and int8's steps round the activations to 7 bits of their
+                      // block's largest too (the integer product). Measured: at most 2.6e-4
+                      // (bf16) and 4.8e-3 (int8; 1.2e-3 before its steps quantized the
+                      // activations). kSmall's products have K = 16 and 64 (a part of a block);
                       // tiled's K = 192 and 768 make a prompt's products run in tiles of
                       // 341 and 85 weight rows, the last of each matrix a part.
                       DecoderCase{"weights_bf16", kSmall, Precision::fp32, 1e-3f, nn::Weights::bf16},
-                      DecoderCase{"weights_int8", kSmall, Precision::fp32, 5e-3f, nn::Weights::int8},
+                      DecoderCase{"weights_int8", kSmall, Precision::fp32, 1e-2f, nn::Weights::int8},
                       DecoderCase{"weights_int8_rope_value_embed_tied", with(kSmall, [](auto& c) {
                                     c.pos = nn::Positions::rope;
                                     c.value_embed = true;
                                     c.tie_weights = true;
                                     c.n_embd = 48;
-                                  }), Precision::fp32, 5e-3f, nn::Weights::int8},
+                                  }), Precision::fp32, 1e-2f, nn::Weights::int8},
                       DecoderCase{"weights_int8_tiled", with(kSmall, [](auto& c) {
                                     c.n_embd = 192;
                                     c.n_head = 4;
                                     c.n_layer = 1;
-                                  }), Precision::fp32, 5e-3f, nn::Weights::int8});
+                                  }), Precision::fp32, 1e-2f, nn::Weights::int8});
 auto case_name = [](const auto& info) { return std::string(info.param.name); };
 INSTANTIATE_TEST_SUITE_P(Configs, DecoderMatchesForward, kCases, case_name);
 INSTANTIATE_TEST_SUITE_P(Configs, BatchMatchesStep, kCases, case_name);
@@ -262,6 +265,28 @@ TEST(Decoder, StoresEachWeightFormatInItsBytes) {
   EXPECT_EQ(nn::Decoder(gpt, 1, nn::Weights::int8).matrix_bytes(), f32 / 4 / 32 * 34);
   gpt.set_precision(Precision::bf16);
   expect_error([&] { nn::Decoder(gpt, 1, nn::Weights::int8); }, {"weights int8", "fp32 products", "bf16"});
+}
+
+// folio serve --no-batching's slots: decoders on one stored copy of the matrices run
+// as a decoder of its own does, each with its own cache, and hold no copy of their own.
+TEST(Decoder, DecodersSharingTheirMatricesRunAsOnesOfTheirOwn) {
+  nn::GPT gpt(with(kSmall, [](auto& c) { c.n_embd = 64; }));
+  gpt.eval();
+  NoGradGuard no_grad;
+  for (nn::Weights w : {nn::Weights::f32, nn::Weights::int8}) {
+    const auto matrices = nn::Decoder::store(gpt, w);
+    nn::Decoder own(gpt, 1, w), first(gpt, 1, matrices), second(gpt, 1, matrices);
+    EXPECT_EQ(matrices.use_count(), 3);  // the store and the two decoders: nothing copied
+    EXPECT_EQ(first.weights(), w);
+    EXPECT_EQ(first.matrix_bytes(), own.matrix_bytes());
+    const std::vector<int32_t> a = {1, 2, 3}, b = {7};
+    EXPECT_EQ(max_diff(first.restart(a), own.restart(a)), 0.0f);
+    second.restart(b);  // another cache: the first decoder's stays as it was
+    for (int32_t id : {4, 5, 6}) {
+      EXPECT_EQ(max_diff(first.step(id), own.step(id)), 0.0f) << nn::to_string(w) << " token " << id;
+      second.step(id);
+    }
+  }
 }
 
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {

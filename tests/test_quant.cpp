@@ -1,7 +1,8 @@
 // Weights stored small (autograd/kernels/quant.h): the fp16 scales against F16C, Q8_0
-// quantization, and every product (AVX2, plain) against its reference in double, on
-// ragged shapes: K not a multiple of 32 (nor of 8), one row and several, N not a
-// multiple of the four rows the AVX2 products take at a time.
+// quantization of weights and of activation rows, and every product (AVX2, plain;
+// fp32 or int8 activations) against its reference in double, on ragged shapes: K not
+// a multiple of 32 (nor of 8), one row and several, N not a multiple of the four rows
+// the AVX2 products take at a time.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -140,6 +141,79 @@ TEST(Quant, Bf16ProductsMatchTheReference) {
     for (size_t i = 0; i < w.size(); ++i) wide[i] = to_float(W[i]);
     const std::vector<float> mag = magnitudes(wide, x, bias, s);
     expect_products(kernels, detail::bf16_rows_reference, W.data(), x, bias, mag, s);
+  }
+}
+
+// The activations of the integer product: each row's blocks on the same grid as the
+// weights', rounded to the nearest of their own scale's steps.
+TEST(Quant, ActivationRowsRoundEachValueToItsBlocksStep) {
+  for (int64_t K : {1, 31, 32, 33, 100}) {
+    const int64_t M = 3, nb = q8_blocks(K);
+    std::vector<float> x = randoms(M * K, uint32_t(K + 11), 3.0f);
+    if (K > 40) std::fill(x.begin() + K + 32, x.begin() + K + 64, 0.0f);  // row 1's block 1 all zero: scale 0
+    std::vector<int8_t> q(size_t(M * nb * 32), 99);  // (M, nb * 32), 99: not written
+    std::vector<float> scale(size_t(M * nb));        // (M, nb)
+    quantize_rows_q8(x.data(), M, K, q.data(), scale.data());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t b = 0; b < nb; ++b) {
+        const float d = scale[size_t(m * nb + b)];
+        float amax = 0.0f;
+        for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k)
+          amax = std::max(amax, std::abs(x[size_t(m * K + k)]));
+        EXPECT_FLOAT_EQ(d, amax / 127.0f) << "K " << K << " row " << m << " block " << b;
+        for (int64_t i = 0; i < 32; ++i) {
+          const int8_t qi = q[size_t((m * nb + b) * 32 + i)];
+          EXPECT_GE(qi, -127);
+          if (b * 32 + i >= K) EXPECT_EQ(qi, 0) << "padding of K " << K;
+          else EXPECT_LE(std::abs(d * qi - x[size_t(m * K + b * 32 + i)]), 0.5f * d * (1 + 1e-5f)) << K << " " << i;
+        }
+      }
+  }
+}
+
+using IntRowsFn = void (*)(const BlockQ8*, const int8_t*, const float*, float*, int64_t, int64_t, int64_t,
+                           const float*);
+
+// The integer product against its reference (both operands dequantized, sums in
+// double) for M = 1..17 rows (a decode step's streams) on ragged K and N; and against
+// the fp32-activation product, from which it may differ by the activations' rounding
+// alone: at most half an activation step times sum |w| per block.
+TEST(Quant, IntegerProductsMatchTheReference) {
+  std::vector<std::pair<const char*, IntRowsFn>> kernels = {{"plain", detail::q8q8_rows_plain}, {"chosen", q8q8_rows}};
+  if (detail::avx2_fma_f16c()) kernels.push_back({"avx2", detail::q8q8_rows_avx2});
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  for (int64_t M = 1; M <= 17; ++M) shapes.push_back({M, 3 + M % 5, 16 + 37 * M});
+  shapes.push_back({1, 6, 512});
+  for (const Shape s : shapes) {
+    const int64_t nb = q8_blocks(s.K);
+    const std::vector<float> w = randoms(s.N * s.K, 7, 0.05f), x = randoms(s.M * s.K, 8), bias = randoms(s.N, 9);
+    std::vector<BlockQ8> W(static_cast<size_t>(s.N * nb));  // (N, nb)
+    for (int64_t n = 0; n < s.N; ++n) quantize_q8(w.data() + n * s.K, s.K, W.data() + n * nb);
+    std::vector<int8_t> xq(size_t(s.M * nb * 32));  // (M, nb * 32)
+    std::vector<float> xs(size_t(s.M * nb));        // (M, nb)
+    quantize_rows_q8(x.data(), s.M, s.K, xq.data(), xs.data());
+    std::vector<float> dw(w.size()), dx(x.size());  // both dequantized: (N, K), (M, K)
+    for (int64_t n = 0; n < s.N; ++n) dequantize_q8(W.data() + n * nb, s.K, dw.data() + n * s.K);
+    for (int64_t k = 0; k < s.M * s.K; ++k)
+      dx[size_t(k)] = xs[size_t(k / s.K * nb + k % s.K / 32)] * xq[size_t(k / s.K * nb * 32 + k % s.K)];
+    const std::vector<float> mag = magnitudes(dw, dx, bias, s);
+    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+      std::vector<float> want(size_t(s.M * s.N)), got(want.size()), fp32x(want.size());  // (M, N)
+      detail::q8q8_rows_reference(W.data(), xq.data(), xs.data(), want.data(), s.M, s.N, s.K, b);
+      for (const auto& [name, fn] : kernels) {
+        std::fill(got.begin(), got.end(), NAN);
+        fn(W.data(), xq.data(), xs.data(), got.data(), s.M, s.N, s.K, b);
+        expect_close(got, want, mag, name, s);
+      }
+      detail::q8_rows_reference(W.data(), x.data(), fp32x.data(), s.M, s.N, s.K, b);
+      for (int64_t m = 0; m < s.M; ++m)
+        for (int64_t n = 0; n < s.N; ++n) {
+          double bound = 1e-5 * mag[size_t(m * s.N + n)];
+          for (int64_t k = 0; k < s.K; ++k)
+            bound += 0.5 * xs[size_t(m * nb + k / 32)] * std::abs(dw[size_t(n * s.K + k)]);
+          ASSERT_NEAR(want[size_t(m * s.N + n)], fp32x[size_t(m * s.N + n)], bound) << "M " << s.M << " K " << s.K;
+        }
+    }
   }
 }
 

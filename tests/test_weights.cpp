@@ -1,6 +1,6 @@
 // --weights f32|bf16|int8 from the outside: folio eval's loss with weights stored small
-// against f32's on a model trained here, folio generate and folio serve with int8
-// weights, and the option's refusals.
+// against f32's on a model trained here, folio generate and folio serve (batched and
+// not) with int8 weights, and the option's refusals.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +70,22 @@ TEST_F(ServeInt8, CompletesARequest) {
   const auto j = serve_test::json::parse(r->body);
   EXPECT_EQ(j["usage"]["completion_tokens"], 20);
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+}
+
+// --no-batching: a thread and a decoder per slot, all on one stored copy of the int8
+// matrices (nn::Decoder::store).
+TEST_F(ServeInt8, CompletesRequestsOnUnbatchedSlots) {
+  serve::ServerOptions o;
+  o.scheduler.weights = infer::Weights::int8;
+  o.scheduler.batched = false;
+  o.scheduler.slots = 2;
+  start(o);
+  for (int i = 0; i < 2; ++i) {
+    auto r = client().Post("/v1/completions", R"({"prompt": "abc", "max_tokens": 8, "seed": 1})", "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(serve_test::json::parse(r->body)["usage"]["completion_tokens"], 8);
+  }
 }
 
 }  // namespace

@@ -58,6 +58,24 @@ void dequantize_q8(const BlockQ8* blocks, int64_t K, float* w) {
   }
 }
 
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* scale) {
+  const int64_t nb = q8_blocks(K);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = x + m * K + b * kQ8Block;
+      const int64_t n = std::min(kQ8Block, K - b * kQ8Block);
+      float amax = 0.0f;
+      for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(xb[i]));
+      const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
+      scale[m * nb + b] = d;
+      int8_t* qb = q + (m * nb + b) * kQ8Block;
+      for (int64_t i = 0; i < kQ8Block; ++i) {
+        const float r = i < n ? std::nearbyint(xb[i] * inv) : 0.0f;  // padding: zeros
+        qb[i] = std::isnan(r) ? 0 : int8_t(std::clamp(r, -127.0f, 127.0f));
+      }
+    }
+}
+
 namespace detail {
 
 // Weight row by weight row, each used for all M activation rows while it is in cache:
@@ -92,6 +110,40 @@ void bf16_rows_plain(const bf16* W, const float* x, float* y, int64_t M, int64_t
       y[m * N + n] = s + (bias ? bias[n] : 0.0f);
     }
   }
+}
+
+void q8q8_rows_plain(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                     int64_t K, const float* bias) {
+  const int64_t nb = q8_blocks(K);
+  for (int64_t n = 0; n < N; ++n) {
+    const BlockQ8* row = W + n * nb;
+    for (int64_t m = 0; m < M; ++m) {
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const int8_t* xb = xq + (m * nb + b) * kQ8Block;
+        int32_t s = 0;  // at most 32 * 127 * 127: exact
+        for (int64_t i = 0; i < kQ8Block; ++i) s += int32_t(row[b].q[i]) * int32_t(xb[i]);
+        sum += fp16_to_float(row[b].scale) * xscale[m * nb + b] * float(s);
+      }
+      y[m * N + n] = sum + (bias ? bias[n] : 0.0f);
+    }
+  }
+}
+
+// Both operands dequantized, sums in double.
+void q8q8_rows_reference(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                         int64_t K, const float* bias) {
+  const int64_t nb = q8_blocks(K);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      double s = bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        const BlockQ8& blk = W[n * nb + k / kQ8Block];
+        const double w = double(fp16_to_float(blk.scale)) * blk.q[k % kQ8Block];
+        s += w * (double(xscale[m * nb + k / kQ8Block]) * xq[m * nb * kQ8Block + k]);
+      }
+      y[m * N + n] = float(s);
+    }
 }
 
 void q8_rows_reference(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K,
@@ -131,6 +183,12 @@ bool avx2_fma_f16c() {
 
 void q8_rows(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias) {
   detail::avx2_fma_f16c() ? detail::q8_rows_avx2(W, x, y, M, N, K, bias) : detail::q8_rows_plain(W, x, y, M, N, K, bias);
+}
+
+void q8q8_rows(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
+               const float* bias) {
+  detail::avx2_fma_f16c() ? detail::q8q8_rows_avx2(W, xq, xscale, y, M, N, K, bias)
+                          : detail::q8q8_rows_plain(W, xq, xscale, y, M, N, K, bias);
 }
 
 void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias) {

@@ -11,6 +11,11 @@
 //                product differs from f32 by the weights' rounding alone.
 //   bf16_rows    the same from W (N, K) as bf16, widened in registers (no bf16
 //                instructions needed)
+//   quantize_rows_q8, q8q8_rows   the integer product (the decoder's decode steps
+//                with --weights int8): the activation rows quantized too, per block of
+//                32 with an fp32 scale, and each block's dot an exact int32 sum of int8
+//                products scaled by the two blocks' scales. It costs the activations'
+//                rounding on top of the weights' (docs/results/inference.md measures it).
 // Each fast product (AVX2 + FMA + F16C where the CPU has them, chosen at run time) has
 // a plain twin (the fallback elsewhere) and a reference in double that
 // tests/test_quant.cpp compares them with.
@@ -44,6 +49,15 @@ void q8_rows(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, i
 // y (M, N) = x (M, K) W^T [+ bias (N)], W (N, K) bf16.
 void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
 
+// x (M, K) -> q (M, q8_blocks(K) * 32) int8 in [-127, 127], each row's last block
+// zero-padded as the weights' are, and scale (M, q8_blocks(K)): max|x| / 127 of each
+// block, x ~ scale * q, rounded to nearest even.
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* scale);
+// y (M, N) = xq (M, K) W^T [+ bias (N)], xq as quantize_rows_q8 wrote it, W (N,
+// q8_blocks(K)) blocks. Zero padding on both sides: K need not be a multiple of 32.
+void q8q8_rows(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
+               const float* bias);
+
 namespace detail {
 // The plain loops (the fallback without AVX2), and the references: each weight
 // dequantized, sums in double.
@@ -53,11 +67,17 @@ void q8_rows_reference(const BlockQ8* W, const float* x, float* y, int64_t M, in
                        const float* bias);
 void bf16_rows_reference(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K,
                          const float* bias);
+void q8q8_rows_plain(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                     int64_t K, const float* bias);
+void q8q8_rows_reference(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                         int64_t K, const float* bias);
 // The AVX2 products; callable only where avx2_fma_f16c() says so.
 bool has_f16c();
 bool avx2_fma_f16c();
 void q8_rows_avx2(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
 void bf16_rows_avx2(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
+void q8q8_rows_avx2(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                    int64_t K, const float* bias);
 }  // namespace detail
 
 }  // namespace folio::kernels
