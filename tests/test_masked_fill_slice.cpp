@@ -3,6 +3,7 @@
 // and the shapes they refuse.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "autograd/ops.h"
@@ -24,11 +25,14 @@ Tensor above_diagonal(int64_t T) {  // (T, T): 1 where the key is after the quer
 // bit, at sizes below, at and across a SIMD width.
 TEST(MaskedFill, MinusInfThenSoftmaxIsCausalSoftmax) {
   for (int64_t T : {1, 5, 8, 16, 37}) {
-    Rng rng(uint64_t(T));
+    Rng rng{uint64_t(T)};
     const Tensor scores = Tensor::randn({3, T, T}, rng);  // (B, T, T)
     const Tensor masked = masked_fill(scores, above_diagonal(T), -std::numeric_limits<float>::infinity());
     EXPECT_EQ(softmax(masked).to_vector(), causal_softmax(scores).to_vector()) << "T " << T;
   }
+  // A row with every key hidden has no softmax: NaN, as torch's, not a row of zeros.
+  for (float w : softmax(Tensor::full({1, 3}, -std::numeric_limits<float>::infinity())).to_vector())
+    EXPECT_TRUE(std::isnan(w));
 }
 
 TEST(MaskedFill, FillsWhereTheMaskIsSetAndBroadcastsOverLeadingDims) {
