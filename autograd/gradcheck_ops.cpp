@@ -4,6 +4,7 @@
 // accident. tests/test_gradcheck.cpp runs every one; `folio gradcheck --op` too.
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -64,6 +65,20 @@ void add_elementwise(std::vector<GradcheckCase>& cases) {
   cases.push_back(op("silu", "", [](const V& v) { return silu(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
   cases.push_back(
       op("gelu_tanh", "", [](const V& v) { return gelu_tanh(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
+  // The causal mask (1 above the diagonal: hidden) of 4 positions, over a batch of 2.
+  static const Tensor above_diagonal = [] {
+    Tensor m = Tensor::zeros({4, 4});  // (T, T)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = i + 1; j < 4; ++j) m.data()[i * 4 + j] = 1.0f;
+    return m;
+  }();
+  cases.push_back(op("masked_fill", "(T, T) mask over (B, T, T)",
+                     [](const V& v) { return masked_fill(v[0], above_diagonal, -2.5f); },
+                     [] { return V{leaf({2, 4, 4}, 1)}; }, "mask (4, 4)"));
+  // The tutorials' use: -inf where hidden, then a softmax (the -inf never reaches the sum).
+  cases.push_back(op("masked_fill", "-inf then softmax",
+                     [](const V& v) { return softmax(masked_fill(v[0], above_diagonal, -std::numeric_limits<float>::infinity())); },
+                     [] { return V{leaf({3, 4, 4}, 2)}; }, "mask (4, 4)"));
   // Smooth at 0 (both sides' slopes are 0), so any input will do.
   cases.push_back(op("relu_squared", "", [](const V& v) { return relu_squared(v[0]); },
                      [] { return V{leaf({3, 5}, 1)}; }));
@@ -99,6 +114,13 @@ void add_shape_ops(std::vector<GradcheckCase>& cases) {
                        return mul(concat({parts[2], parts[0]}), parts[1]);
                      },
                      [] { return V{leaf({4, 6}, 1)}; }));
+  // Times a second input, so that each kept element's gradient differs.
+  cases.push_back(op("slice", "leading axis and the last two",
+                     [](const V& v) { return mul(slice(v[0], {1, 0, 1}, {3, 4, 3}), v[1]); },
+                     [] { return V{leaf({3, 5, 4}, 1), leaf({2, 4, 2}, 2)}; }));
+  cases.push_back(op("slice", "4-D, one row of the first axis",
+                     [](const V& v) { return slice(v[0], {1, 0, 2, 1}, {2, 3, 4, 5}); },
+                     [] { return V{leaf({2, 3, 5, 6}, 3)}; }));
   // q/k/v of 2 heads of size 2, interleaved per head in a (B, T, 3 * 2 * 2) projection.
   for (int64_t offset : {0, 2, 4})
     cases.push_back(op("select_heads", cat("offset ", offset),

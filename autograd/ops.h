@@ -27,6 +27,9 @@ Tensor gelu(const Tensor& x);                  // exact: x * Phi(x), as torch.nn
 Tensor gelu_tanh(const Tensor& x);             // tanh approximation, as GPT-2 (torch GELU(approximate="tanh"))
 Tensor relu_squared(const Tensor& x);          // relu(x)^2, one pass (the "ReLU^2" activation)
 Tensor silu(const Tensor& x);                  // x * sigmoid(x) (SwiGLU's gate)
+// x with `value` where mask (nonzero = fill) is set; mask broadcasts over x's leading
+// dims, e.g. a (T, T) mask on (B, T, T) scores. Gradient: g where kept, 0 where filled.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
@@ -44,6 +47,9 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> dims);  // one dim may be -
 Tensor transpose(const Tensor& x);                           // (..., M, N) -> (..., N, M)
 Tensor permute(const Tensor& x, std::vector<int> order);     // out dim i = x dim order[i]
 Tensor concat(const std::vector<Tensor>& xs);                // along the last dim
+// x's block [begin[i], end[i]) along every dim i (step 1), e.g. x[:, :T] of (B, T', C)
+// -> (B, T, C); its gradient is the output's scattered into zeros of x's shape.
+Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);  // last dim
 // x (B, T, W) -> (B, n_head, T, head_size), out[b, h, t, d] = x[b, t, offset + h * stride + d]:
 // one of q/k/v, per head, out of a packed projection.

@@ -220,4 +220,30 @@ Tensor gelu_tanh(const Tensor& x) {
                });
 }
 
+// Where the mask is nonzero the value, elsewhere x; the mask broadcasts like a binary
+// op's operand but may not grow x (a (T, T) mask over (B, T, T) scores). The mask is
+// a constant, as torch's bool masks are: no gradient reaches it.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
+  Shape out_shape;
+  const Broadcast p = plan("masked_fill", x.shape(), mask.shape(), out_shape);
+  if (out_shape != x.shape())
+    fail("masked_fill", "mask ", mask.shape(), " would broadcast x ", x.shape(), " to ", out_shape,
+         "; the mask must broadcast to x's shape");
+  Tensor out = Tensor::empty(x.shape());  // x's shape
+  {
+    const float *in = x.data(), *m = mask.data();
+    float* o = out.data();
+    each(p, true, [&](int64_t i, int64_t ix, int64_t im) { o[i] = m[im] != 0.0f ? value : in[ix]; });
+  }
+  if (!needs_grad({&x})) return out;
+  const Tensor saved_mask = mask.detach();  // backward refuses it if changed in place meanwhile
+  record(out, "masked_fill", {&x}, [m = saved_mask, p](const Tensor& grad, const InputGrads& in) {
+    const float *g = grad.data(), *pm = m.data();
+    in.write(0, [&](float* gx) {  // x has the output's shape: element i is x's element i
+      each(p, true, [&](int64_t i, int64_t, int64_t im) { gx[i] += pm[im] != 0.0f ? 0.0f : g[i]; });
+    });
+  }, {&saved_mask});
+  return out;
+}
+
 }  // namespace folio

@@ -62,7 +62,53 @@ void permute_copy(const Shape& in_shape, const std::vector<int>& order, const fl
   }
 }
 
+// x's block [begin, begin + size) per dim, padded to 4 dims, copied out (or its
+// gradient added back): one contiguous run of size[3] floats per row of the block.
+void slice_copy(const Shape& in_shape, const int64_t* begin, const int64_t* size, const float* src, float* dst,
+                bool scatter_back) {
+  const int pad = 4 - in_shape.ndim;
+  int64_t st[4], b[4] = {0, 0, 0, 0}, n[4] = {1, 1, 1, 1}, full[4] = {0, 0, 0, 0};
+  strides_of(in_shape, full + pad);
+  for (int i = 0; i < 4; ++i) st[i] = full[i];
+  for (int i = 0; i < in_shape.ndim; ++i) {
+    b[pad + i] = begin[i];
+    n[pad + i] = size[i];
+  }
+  const int64_t outer = n[0] * n[1] * n[2], width = n[3];
+#pragma omp parallel for if (outer * width >= kParallelGrain)
+  for (int64_t r = 0; r < outer; ++r) {
+    const int64_t i2 = r % n[2], i1 = (r / n[2]) % n[1], i0 = r / (n[2] * n[1]);
+    const int64_t at = (b[0] + i0) * st[0] + (b[1] + i1) * st[1] + (b[2] + i2) * st[2] + b[3] * st[3];
+    if (scatter_back)  // backward: the block's gradient rows back to their places in x's
+      for (int64_t j = 0; j < width; ++j) dst[at + j] += src[r * width + j];
+    else
+      std::memcpy(dst + r * width, src + at, sizeof(float) * width);
+  }
+}
+
 }  // namespace
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
+  const int nd = x.ndim();
+  if (nd == 0) fail("slice", "cannot slice a scalar");
+  if (int(begin.size()) != nd || int(end.size()) != nd)
+    fail("slice", "needs one [begin, end) per dim of shape ", x.shape(), ", got ", begin.size(), " and ", end.size());
+  Shape s = x.shape();
+  std::vector<int64_t> size(nd);
+  for (int i = 0; i < nd; ++i) {
+    if (begin[i] < 0 || begin[i] > end[i] || end[i] > x.size(i))
+      fail("slice", "[", begin[i], ", ", end[i], ") is not within dim ", i, " of shape ", x.shape());
+    size[i] = s.dims[i] = end[i] - begin[i];
+  }
+  Tensor out = Tensor::empty(s);  // x's block: (end - begin) per dim
+  if (out.numel()) slice_copy(x.shape(), begin.data(), size.data(), x.data(), out.data(), false);
+  record(out, "slice", {&x}, [shape = x.shape(), begin, size](const Tensor& grad, const InputGrads& in) {
+    in.write(0, [&](float* gx) {  // zero outside the block: only its elements reached the output
+      if (grad.numel()) slice_copy(shape, begin.data(), size.data(), grad.data(), gx, true);
+    });
+  });
+  return out;
+}
 
 Tensor reshape(const Tensor& x, std::vector<int64_t> dims) {
   const Shape s = shape_of("reshape", dims, x.numel(), x.shape());

@@ -38,10 +38,22 @@ Tensor rowwise(const char* op, const Tensor& x, Row row) {
   return out;
 }
 
+// A row's length without its trailing -inf (a causal mask filled in by masked_fill),
+// or all of it when it is all -inf (NaN, as torch's): trailing -inf weigh exactly 0,
+// and a sum that leaves them out adds in the order causal_softmax's does, so the
+// tutorials' masked softmax is that op's numbers bit for bit.
+inline int64_t unmasked_length(const float* x, int64_t n) {
+  int64_t m = n;
+  while (m > 0 && x[m - 1] == -std::numeric_limits<float>::infinity()) --m;
+  return m ? m : n;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x) {
-  Tensor out = rowwise("softmax", x, [](const float* xr, float* yr, int64_t n) { softmax_row(xr, yr, n, n, 1.0f); });
+  Tensor out = rowwise("softmax", x, [](const float* xr, float* yr, int64_t n) {
+    softmax_row(xr, yr, unmasked_length(xr, n), n, 1.0f);
+  });
   const int64_t rows = x.shape().rows(), n = x.shape().last();
   record(out, "softmax", {&x}, [y = out.detach(), rows, n](const Tensor& grad, const InputGrads& in) {
     const float *py = y.data(), *g = grad.data();

@@ -7,6 +7,7 @@
 //   generate.cpp  Model.generate and Model.stream
 //   train.cpp     folio.train (Run is Python, in folio/__init__.py)
 //   tensor.cpp    folio.tensor, Tensor and the functional ops: folio's autograd
+//   tensor_index.cpp  Tensor.__getitem__: integers and slices, through autograd's slice
 //   nn.cpp        folio.nn: the modules Linear, Head, MultiHead and GPT on those tensors
 #include <pybind11/pybind11.h>
 
@@ -67,6 +68,8 @@ void bind_generate(py::class_<Loaded, LoadedPtr>& model);
 void bind_train(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_nn(py::module_& m);  // into the submodule folio.nn
+// x[key] for integers and slices of step 1 (tensor_index.cpp); IndexError otherwise.
+Tensor index_tensor(const Tensor& x, const py::object& key);
 // A read-only (or writable) numpy array over the tensor's data, holding the tensor.
 py::object tensor_view(const Tensor& t, bool writable = false);
 

@@ -2,7 +2,9 @@
 // arithmetic operators, the functional ops folio has (autograd/ops.h), backward() and
 // grad. A tutorial's tensor code runs with its names changed: torch.tensor ->
 // folio.tensor, F.softmax(x, -1) -> folio.softmax(x), and the tril mask filled with
-// -inf before a softmax -> folio.causal_softmax.
+// -inf before a softmax -> the same with folio.tril, folio.ones and masked_fill (or
+// folio.causal_softmax, one op). A mask (tril == 0) is a numpy bool array: folio's
+// tensors are float32 only, and a mask takes no gradient.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -43,6 +45,48 @@ std::string shape_text(const Tensor& t) {
   std::string s = "(";
   for (int d = 0; d < t.ndim(); ++d) s += cat(d ? ", " : "", t.size(d));
   return s + (t.ndim() == 1 ? ",)" : ")");
+}
+
+// A mask: a Tensor, or an array of bools or numbers (nonzero: fill), as float 0/1.
+Tensor mask_of(const py::handle& mask) {
+  return py::isinstance<Tensor>(mask) ? mask.cast<Tensor>() : from_array(mask, false);
+}
+
+// x with `value` where the mask is set: the mask broadcasts over x's leading dims.
+Tensor masked_fill_of(const Tensor& x, const py::handle& mask, float value) {
+  return masked_fill(x, mask_of(mask), value);
+}
+
+// x (..., Tq, Tk) with zeros above diagonal `diagonal` (torch.tril): a masked_fill,
+// so its gradient is x's below it and zero above.
+Tensor tril_of(const Tensor& x, int64_t diagonal) {
+  if (x.ndim() < 2) throw Error(cat("[tril] needs a tensor of at least 2 dimensions (..., T, T), got shape ", x.shape()));
+  const int64_t rows = x.size(-2), cols = x.size(-1);
+  Tensor above = Tensor::zeros({rows, cols});  // (Tq, Tk): 1 where j > i + diagonal
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = std::max<int64_t>(0, i + diagonal + 1); j < cols; ++j) above.data()[i * cols + j] = 1.0f;
+  return masked_fill(x, above, 0.0f);
+}
+
+// The dims of folio.ones(2, 3) or folio.ones((2, 3)).
+Shape shape_of_args(const py::args& dims, const char* op) {
+  const py::tuple list = dims.size() == 1 && py::isinstance<py::sequence>(dims[0]) ? py::tuple(dims[0]) : py::tuple(dims);
+  if (list.size() > Shape::kMaxDims)
+    throw Error(cat("[", op, "] folio's tensors have at most ", Shape::kMaxDims, " dimensions, got ", list.size()));
+  Shape s;
+  s.ndim = int(list.size());
+  for (int d = 0; d < s.ndim; ++d) {
+    if (!py::isinstance<py::int_>(list[d])) throw WrongType(cat("[", op, "] dimensions are integers, got ", std::string(py::repr(list[d]))));
+    s[d] = list[d].cast<int64_t>();
+    if (s[d] < 0) throw Error(cat("[", op, "] dimension ", s[d], " is negative"));
+  }
+  return s;
+}
+
+// x == other as numpy does it: a bool array (the mask masked_fill takes).
+py::object compare(const Tensor& x, const py::handle& other, const char* ufunc) {
+  const py::object rhs = py::isinstance<Tensor>(other) ? tensor_view(other.cast<Tensor>()) : py::reinterpret_borrow<py::object>(other);
+  return py::module_::import("numpy").attr(ufunc)(tensor_view(x), rhs);
 }
 
 std::vector<int32_t> targets_of(const py::handle& obj, int64_t classes) {
@@ -105,6 +149,20 @@ void bind_tensor(py::module_& m) {
       .def("__truediv__", [](const Tensor& a, const py::handle& b) { return div(a, operand(a, b)); })
       .def("__rtruediv__", [](const Tensor& a, const py::handle& b) { return div(operand(a, b), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
+      .def("__getitem__", &index_tensor, py::arg("key"),
+           "x[b, :t+1], wei[:T, :T]: integers and slices of step 1 on the leading axes, a copy that\n"
+           "gradients flow back through. Other indices (steps, None, ..., arrays) raise IndexError.")
+      .def("__setitem__", [](const Tensor&, const py::handle&, const py::handle&) {
+        throw WrongType("[index] folio's tensors are not assigned into: build the result with ops (masked_fill, "
+                        "concat), or write through t.numpy(writable=True) outside autograd");
+      })
+      .def("__eq__", [](const Tensor& a, const py::handle& b) { return compare(a, b, "equal"); },
+           "Elementwise ==, as a numpy bool array (a mask for masked_fill).")
+      .def("__ne__", [](const Tensor& a, const py::handle& b) { return compare(a, b, "not_equal"); },
+           "Elementwise !=, as a numpy bool array.")
+      .def("__hash__", [](const Tensor& a) { return std::hash<const void*>()(a.impl()); })
+      .def("masked_fill", &masked_fill_of, py::arg("mask"), py::arg("value"),
+           "This tensor with `value` where mask is True (see folio.masked_fill).")
       .def_property_readonly("T", [](const Tensor& a) { return transpose(a); }, "The last two dimensions swapped.")
       .def(
           "reshape", [](const Tensor& a, const std::vector<int64_t>& dims) { return reshape(a, dims); },
@@ -139,6 +197,31 @@ void bind_tensor(py::module_& m) {
         py::arg("scale") = 1.0f,
         "Scores (..., T, T) -> the softmax of scale * scores over the keys up to each query: what the tutorials\n"
         "write as scores.masked_fill(tril == 0, -inf) then a softmax.");
+  m.def("masked_fill", &masked_fill_of, py::arg("x"), py::arg("mask"), py::arg("value"),
+        "x with `value` where mask is True (or nonzero), as torch's x.masked_fill(mask, value).\n\n"
+        "Args:\n    x: Tensor.\n    mask: a bool array (tril == 0), or a Tensor or array of numbers; it broadcasts\n"
+        "        over x's leading dims, e.g. (T, T) over (B, T, T) scores.\n"
+        "    value: a float, float('-inf') before a softmax.\n\n"
+        "Returns:\n    Tensor of x's shape; the gradient is x's where kept and zero where filled.");
+  m.def("tril", &tril_of, py::arg("x"), py::arg("diagonal") = 0,
+        "x (..., T, T) with zeros above the diagonal (above diagonal `diagonal`), as torch.tril.");
+  m.def(
+      "ones", [](const py::args& dims, bool requires_grad) {
+        return Tensor::ones(shape_of_args(dims, "ones")).set_requires_grad(requires_grad);
+      },
+      py::arg("requires_grad") = false, "A Tensor of ones: folio.ones(T, T) or folio.ones((T, T)).");
+  m.def(
+      "zeros", [](const py::args& dims, bool requires_grad) {
+        return Tensor::zeros(shape_of_args(dims, "zeros")).set_requires_grad(requires_grad);
+      },
+      py::arg("requires_grad") = false, "A Tensor of zeros: folio.zeros(T, T) or folio.zeros((T, T)).");
+  m.def(
+      "sum",
+      [](const Tensor& a, const py::object& axis, bool keepdim) {
+        return axis.is_none() ? sum(a) : sum(a, axis.cast<int>(), keepdim);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdim") = false,
+      "The sum of all values, or along an axis (torch.sum(x, 1, keepdim=True) -> folio.sum(x, 1, keepdim=True)).");
   m.def("relu", [](const Tensor& x) { return relu(x); }, py::arg("x"), "max(x, 0).");
   m.def("gelu", [](const Tensor& x) { return gelu(x); }, py::arg("x"), "x * Phi(x) (exact, as torch.nn.GELU()).");
   m.def("tanh", [](const Tensor& x) { return tanh(x); }, py::arg("x"), "tanh(x).");

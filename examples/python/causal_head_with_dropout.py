@@ -5,8 +5,9 @@ batch's masked scores turned into attention weights, checked against its printed
 
     PYTHONPATH=build/python python3 examples/python/causal_head_with_dropout.py
 
-Where the tutorial writes wei.masked_fill(tril == 0, float('-inf')) then a softmax,
-folio has one op, folio.causal_softmax(wei). Its dropout then draws from a seed:
+The tutorial's lines with torch -> folio: tril = folio.tril(folio.ones(T, T)),
+wei.masked_fill(tril == 0, float('-inf')) then folio.softmax(wei) (folio.causal_softmax
+is the same numbers in one op). Its dropout then draws from a seed:
 folio.dropout(wei, 0.2, seed=1337).
 """
 import sys
@@ -43,9 +44,14 @@ def show(name, t, printed, tolerance=0.5e-4 + 1e-6):  # the printed precision
 
 
 def main():
-    a = folio.causal_softmax(folio.tensor(np.zeros((3, 3))))  # tril, each row / its sum
+    a = folio.tril(folio.ones(3, 3))
+    a = a / folio.sum(a, 1, keepdim=True)
     ok = show("c = a @ b", a @ b, np.array(PRINTED_C))
-    wei = folio.causal_softmax(folio.tensor(square(SCORES)))
+    T = len(SCORES)
+    tril = folio.tril(folio.ones(T, T))
+    wei = folio.tensor(square(SCORES))  # what lies above the diagonal is masked: zeros stand in
+    wei = wei.masked_fill(tril == 0, float('-inf'))
+    wei = folio.softmax(wei)
     # From scores printed to 4 decimals: their rounding moves a weight by up to 5e-5 too.
     ok &= show("wei[0]", wei, square(PRINTED_WEIGHTS), tolerance=1e-4)
     dropped = folio.dropout(wei, 0.2, seed=1337)

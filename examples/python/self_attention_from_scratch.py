@@ -7,7 +7,7 @@ every key, their softmax and its context vector, checked against the printed tab
 
 The tutorial's torch code with its names changed: torch.tensor -> folio.tensor,
 F.softmax(x, dim=0) -> folio.softmax(x) (over the last dimension), vectors as 1-row
-matrices. Its inputs are printed to 4 decimals, so the results agree to about 1e-3.
+matrices (embedded_sentence[1:2] for the tutorial's embedded_sentence[1]). Its inputs are printed to 4 decimals, so the results agree to about 1e-3.
 """
 import math
 import sys
@@ -36,7 +36,7 @@ PRINTED = {
 
 
 def main():
-    x_2 = folio.tensor(embedded_sentence.numpy()[1:2])  # (1, 2): the second token
+    x_2 = embedded_sentence[1:2]                       # (1, 2): the second token
     query_2 = x_2 @ W_query.T                          # (1, d_q)
     keys = embedded_sentence @ W_key.T                 # (8, d_k)
     values = embedded_sentence @ W_value.T             # (8, d_v)

@@ -16,13 +16,14 @@ import os
 
 from ._folio import Model, Tokenizer, __version__, load, set_threads, threads
 from ._folio import (Tensor, causal_softmax, cross_entropy, dropout, exp, gelu, layer_norm, log, log_softmax, matmul,
-                     relu, softmax, tanh, tensor)
+                     masked_fill, ones, relu, softmax, tanh, tensor, tril, zeros)
+from ._folio import sum  # noqa: A004 (folio.sum as torch.sum; this file uses no builtin sum)
 from . import _folio
 from . import nn
 
 __all__ = ["Model", "Tokenizer", "Run", "load", "train", "set_threads", "threads", "__version__",
            "Tensor", "tensor", "matmul", "softmax", "log_softmax", "causal_softmax", "relu", "gelu", "tanh", "exp", "log",
-           "layer_norm", "cross_entropy", "dropout", "nn"]
+           "layer_norm", "cross_entropy", "dropout", "masked_fill", "tril", "ones", "zeros", "sum", "nn"]
 
 
 class Run:
