@@ -10,6 +10,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
+#include "gguf_rounding.h"
 #include "support.h"
 
 namespace folio {
@@ -118,15 +119,7 @@ TEST(GgufLlama, HalfAndQ8ImportWithinTheirRounding) {
     EXPECT_EQ(f.tensor("blk.0.attn_k.weight")->dtype, dtype);
     EXPECT_EQ(f.tensor("blk.0.ffn_down.weight")->dtype, dtype);  // rows of 96: three q8_0 blocks
     const ImportedModel back = model_from_gguf(f, "t.gguf");
-    const auto pa = model.named_parameters(), pb = back.model->named_parameters();
-    for (size_t i = 0; i < pa.size(); ++i) {
-      float amax = 0.0f, worst = 0.0f;
-      for (int64_t j = 0; j < pa[i].second.numel(); ++j) {
-        amax = std::max(amax, std::fabs(pa[i].second.data()[j]));
-        worst = std::max(worst, std::fabs(pa[i].second.data()[j] - pb[i].second.data()[j]));
-      }
-      EXPECT_LE(worst, dtype == GgufDtype::f16 ? amax * 1e-3f : amax / 127.0f) << pa[i].first;
-    }
+    expect_within_gguf_rounding(model, *back.model, dtype);
   }
 }
 
