@@ -119,6 +119,22 @@ inline benchmark::internal::Benchmark* add_min_max(benchmark::internal::Benchmar
       });
 }
 
+// The real time of one iteration of `benchmark`, in seconds: its `aggregate` over
+// repetitions when there are aggregates, else the first plain run's.
+inline bool time_of(const std::vector<benchmark::BenchmarkReporter::Run>& runs, const std::string& benchmark,
+                    const std::string& aggregate, double& seconds) {
+  bool found = false;
+  for (const auto& r : runs) {
+    if (r.error_occurred || r.run_name.function_name != benchmark) continue;
+    const bool aggregate_run = r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
+    if (aggregate_run ? r.aggregate_name != aggregate : found) continue;
+    seconds = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
+    found = true;
+    if (aggregate_run) return true;
+  }
+  return found;
+}
+
 // The counter `name` of the benchmark registered as `benchmark`: its `aggregate`
 // ("median", "max", ...) over repetitions when there are aggregates, else the value
 // of the (first) plain run.

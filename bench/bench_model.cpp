@@ -8,6 +8,10 @@
 //   TrainStepOps/<cfg> the same step with the threads inside each op instead
 //   TrainStepBf16/<cfg> TrainStep with every matrix product in bf16 (fp32 accumulation);
 //                      GFLOP/s counts the same fp32-equivalent FLOPs as TrainStep
+//   DivergenceGuard    the guards' own work in a step (begin, verdict, accepted) on a full
+//                      window, the default --spike-window 100; printed at the end as a
+//                      fraction of TrainStep/S. The gradient norm it judges is the clip's,
+//                      which TrainStep computes with or without the guards.
 // Configs: T 2L/4H/64d block 32 batch 16; S 4L/4H/128d block 64 batch 12;
 //          M 6L/6H/384d block 256 batch 64, dropout 0.2.
 // GFLOP/s is "effective": 3x the forward matmul FLOPs (causal attention counted in full).
@@ -28,6 +32,7 @@
 #include "nn/transformer.h"
 #include "train/adamw.h"
 #include "train/data_parallel.h"
+#include "train/divergence_guard.h"
 
 namespace {
 
@@ -146,6 +151,20 @@ void BM_TrainStep(benchmark::State& state, Config c, bool data_parallel, Precisi
       benchmark::Counter(double(c.batch * c.block), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_DivergenceGuard(benchmark::State& state) {
+  DivergenceGuard guard(TrainConfig{}, GuardState{});
+  int64_t step = 0;
+  auto one_step = [&] {
+    // A loss and a norm that wander, as a run's do, and never spike.
+    const float loss = 2.0f + 0.01f * float(step % 7), norm = 0.5f + 0.01f * float(step % 5);
+    guard.begin(step++);
+    benchmark::DoNotOptimize(guard.verdict(loss, norm));
+    guard.accepted(loss, norm, false);
+  };
+  for (int i = 0; i < 200; ++i) one_step();  // the window full, as in a run after its first 100 steps
+  for (auto _ : state) one_step();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,8 +187,15 @@ int main(int argc, char** argv) {
     reg("TrainStepBf16/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, true, Precision::bf16); });
     reg("TrainStepOps/" + n, [c](benchmark::State& s) { BM_TrainStep(s, c, false, Precision::fp32); });
   }
+  folio::bench::add_min_max(benchmark::RegisterBenchmark("DivergenceGuard", BM_DivergenceGuard))
+      ->Unit(benchmark::kMicrosecond);
   folio::bench::CollectingReporter reporter(folio::bench::display_format(argc, argv));
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  double guard_s = 0, step_s = 0;
+  if (folio::bench::time_of(reporter.runs(), "DivergenceGuard", "median", guard_s) &&
+      folio::bench::time_of(reporter.runs(), "TrainStep/S", "median", step_s) && step_s > 0)
+    std::fprintf(stderr, "the guards' work in a step / TrainStep/S: %.2g us / %.3g ms = %.2g%%\n", guard_s * 1e6,
+                 step_s * 1e3, 100.0 * guard_s / step_s);
   // MultiHead fast path against head by head, from this run.
   for (const Config& c : kConfigs) {
     double fast = 0, heads = 0;

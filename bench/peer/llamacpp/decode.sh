@@ -11,7 +11,8 @@
 #              for learned positions)
 #     THREADS  threads for both (default 1: on a busy 2-core machine llama.cpp's threads
 #              wait at barriers for a core another job holds)
-#     DTYPE    the GGUF's matrices: f32 (default), f16 or q8_0; folio always runs fp32
+#     DTYPE    the GGUF's matrices: f32 (default), f16 or q8_0; folio runs the same format where it
+#              has one (--weights int8 for q8_0, the same Q8_0 blocks) and fp32 for f16
 #
 # folio's figure is (time for N tokens - time for 0 tokens) / N, so the start-up and
 # checkpoint load cancel; llama.cpp's clock starts after the prompt. Run it on an idle
@@ -36,7 +37,8 @@ ids=$("$folio" tokens --checkpoint "$run" --text "$prompt" --format ids | tr ' '
 # Wall seconds of a command (python3 rather than bc, which folio's setup does not install).
 seconds() { python3 -c 'import subprocess, sys, time; t = time.perf_counter(); subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); print(time.perf_counter() - t)' "$@"; }
 calc() { python3 -c "print($1)"; }
-gen=("$folio" generate --checkpoint "$run" --prompt "$prompt" --greedy --threads "$threads")
+weights=f32; [ "$dtype" = q8_0 ] && weights=int8
+gen=("$folio" generate --checkpoint "$run" --prompt "$prompt" --greedy --threads "$threads" --weights "$weights")
 t0=$(seconds "${gen[@]}" --max-new-tokens 0)
 tn=$(seconds "${gen[@]}" --max-new-tokens "$n")
 folio_tps=$(calc "$n / ($tn - $t0)")
@@ -44,6 +46,6 @@ llama_tps=$(NODE_PATH="$npm_dir/node_modules" node "$here/bench/peer/llamacpp/de
   "$n" "$threads" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s"])')
 
 printf '| side | GGUF | threads | tokens | tokens/s |\n|---|---|---:|---:|---:|\n'
-printf '| folio generate | (fp32 checkpoint) | %s | %s | %.1f |\n' "$threads" "$n" "$folio_tps"
+printf '| folio generate --weights %s | (the checkpoint) | %s | %s | %.1f |\n' "$weights" "$threads" "$n" "$folio_tps"
 printf '| llama.cpp (node-llama-cpp 3.22.1) | %s | %s | %s | %.1f |\n' "$dtype" "$threads" "$n" "$llama_tps"
 printf '\nfolio / llama.cpp: %.2f\n' "$(calc "$folio_tps / $llama_tps")"
