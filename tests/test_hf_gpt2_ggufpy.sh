@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# folio's HF GPT-2 export, converted to GGUF by llama.cpp's own gguf-py, runs in llama.cpp
+# as folio runs it. The independent path from folio to llama.cpp: not folio's GGUF
+# exporter but llama.cpp's tensor names (TensorNameMap), writer and tokenizer layout.
+#  1. folio trains a tiny GPT-2-shaped model with GPT-2's own 50,257-token vocabulary
+#     (tests/bytebpe_reference.mjs, from npm js-tiktoken) and exports it --format hf;
+#  2. tests/hf_gpt2_ggufpy.py, with gguf-py from the llama.cpp source node-llama-cpp
+#     ships (its git bundle, cloned once into the build tree), writes a gpt2 GGUF;
+#  3. llama.cpp (node-llama-cpp, tests/hf_gpt2_ggufpy.mjs) continues folio's prompt ids
+#     greedily: its text equals folio generate --greedy's, its tokenization of the
+#     prompts equals folio's, and its next-token probabilities along the way are within
+#     2e-3 of folio's (scripts/folio_numpy.py on the checkpoint, which
+#     Interop.NumpyForwardMatchesEval holds to folio's own forward), over all 50,257.
+# Skipped (exit 77) without node, npm or numpy, or when npm cannot install the packages.
+#   test_hf_gpt2_ggufpy.sh FOLIO_BINARY
+set -euo pipefail
+folio=$1
+here=$(cd "$(dirname "$0")/.." && pwd)
+python=/usr/bin/python3  # Debian's, where python3-numpy installs (scripts/setup.sh)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "skipped: node-llama-cpp and js-tiktoken need node and npm, absent here"
+  exit 77
+fi
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+  { echo "skipped: node-llama-cpp 3.22 needs Node 20 or later"; exit 77; }
+"$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/folio-ggufpy.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAILED: $*" >&2; exit 1; }
+cache=$(cd "$(dirname "$folio")" && pwd)/tests  # the build tree's, kept between runs
+source "$here/tests/npm_package.sh"
+npm_package "${FOLIO_BYTEBPE_NPM_DIR:-$cache/bytebpe-npm}" js-tiktoken@1.0.21
+# The same install as GgufLlamaCpp.GreedyTextAndProbabilitiesMatchFolio (and its flags:
+# the prebuilt linux-x64 binaries, no source build).
+llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
+if [ ! -f "$llama_npm/node_modules/node-llama-cpp/dist/index.js" ]; then
+  mkdir -p "$llama_npm"
+  (cd "$llama_npm" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --silent --omit=optional \
+    node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >npm.log 2>&1) ||
+    { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
+fi
+# llama.cpp's source, as the package bundles it: cloned once (5 s, 200 MB), kept.
+src=$cache/llama-cpp-src
+if [ ! -f "$src/gguf-py/gguf/__init__.py" ]; then
+  rm -rf "$src.tmp"
+  git clone -q "$llama_npm/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src.tmp" 2>/dev/null ||
+    fail "git clone of node-llama-cpp's llama.cpp bundle"
+  mv "$src.tmp" "$src"
+fi
+
+# 1. A GPT-2-shaped model with GPT-2's vocabulary. 5,000 bytes and 40 steps: what fits
+# the test's time with a 50,257-row output layer; the text it writes is mostly newlines,
+# which is why the probabilities over every token are compared, not the text alone.
+NODE_PATH="${FOLIO_BYTEBPE_NPM_DIR:-$cache/bytebpe-npm}/node_modules" node "$here/tests/bytebpe_reference.mjs" "$work/ref" >/dev/null
+head -c 5000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
+"$folio" train --data "$work/corpus.txt" --val-fraction 0.1 --tokenizer "$work/ref/hf" --out "$work/run" \
+  --n-layer 2 --n-head 2 --n-embd 32 --block-size 64 --batch-size 4 --max-iters 40 --eval-interval 40 --eval-iters 1 \
+  --warmup-iters 5 --lr 1e-2 --threads 2 --quiet --activation gelu-tanh --tie-weights --gpt2-biases
+"$folio" export --format hf "$work/run" "$work/hf" >/dev/null 2>&1
+
+# 2. gguf-py's GGUF of the HF directory.
+PYTHONPATH="$src/gguf-py" "$python" "$here/tests/hf_gpt2_ggufpy.py" "$work/hf" "$work/model.gguf" >"$work/convert.log" ||
+  { cat "$work/convert.log"; fail "gguf-py's conversion"; }
+tail -n 1 "$work/convert.log"
+
+# 3. Prompt ids from folio's tokenizer; each prompt plus its 32 tokens fits the 64 positions.
+prompts=("ROMEO:" $'First Citizen:\nWe are' "What says the king")
+steps=32
+for p in "${prompts[@]}"; do
+  printf '%s\0' "$p"
+  "$folio" tokens --checkpoint "$work/run" --text "${p//$'\n'/\\n}" --format ids | tr '\n' '\0'
+done | "$python" -c 'import json, sys
+f = sys.stdin.read().split("\0")[:-1]
+print(json.dumps([{"text": t, "ids": [int(i) for i in ids.split()]} for t, ids in zip(f[::2], f[1::2])]))' >"$work/prompts.json"
+NODE_PATH="$llama_npm/node_modules" node "$here/tests/hf_gpt2_ggufpy.mjs" "$work/model.gguf" "$work/prompts.json" \
+  "$steps" "$work" 2>"$work/llama.err" || { cat "$work/llama.err"; fail "llama.cpp on gguf-py's file"; }
+for i in "${!prompts[@]}"; do
+  p=${prompts[$i]}
+  # generate's --prompt reads \n as a newline: the prompt's newline, escaped.
+  ours=$("$folio" generate --checkpoint "$work/run" --prompt "${p//$'\n'/\\n}" --greedy --max-new-tokens "$steps" --threads 1; echo .)
+  theirs=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["runs"][int(sys.argv[2])]["text"])' \
+    "$work/llama.json" "$i"; echo .)
+  [ "$ours" = "$p$theirs" ] || fail "prompt $i: folio generate --greedy wrote $(printf %q "$ours"), llama.cpp $(printf %q "$p$theirs")"
+done
+echo "greedy text: llama.cpp's ${#prompts[@]} continuations of $steps tokens equal folio generate --greedy's"
+PYTHONPATH="$here/scripts" "$python" - "$work" "$steps" <<'EOF'
+import json, sys
+import numpy as np
+import folio_numpy
+work, steps = sys.argv[1], int(sys.argv[2])
+W, config, _ = folio_numpy.load(work + "/run")
+prompts = [p["ids"] for p in json.load(open(work + "/prompts.json"))]
+llama = json.load(open(work + "/llama.json"))
+assert llama["arch"] == "gpt2" and llama["n_vocab"] == 50257, (llama["arch"], llama["n_vocab"])
+probs = np.fromfile(work + "/probs.f32", "<f4").reshape(len(prompts), steps, -1)
+worst = 0.0
+for p, (prompt, run) in enumerate(zip(prompts, llama["runs"])):
+    assert run["tokenized"] == prompt, f"prompt {p}: llama.cpp tokenizes it {run['tokenized']}, folio {prompt}"
+    ids = prompt + run["ids"]
+    # folio's next-token distributions along llama.cpp's continuation, one forward pass.
+    logits = folio_numpy.forward(W, config, np.array([ids[:-1]]))[0, len(prompt) - 1:]
+    ours = np.exp(logits - logits.max(-1, keepdims=True))
+    ours /= ours.sum(-1, keepdims=True)
+    gap = float(abs(ours - probs[p]).max())
+    worst = max(worst, gap)
+    print(f"prompt {p}: {steps} steps, largest probability difference {gap:.2e}, "
+          f"mean top probability {float(probs[p].max(-1).mean()):.3f}")
+assert worst <= 2e-3, f"llama.cpp's probabilities differ from folio's by {worst:.3g}"
+print("llama.cpp's tokenization of the prompts and its probabilities (within 2e-3) are folio's")
+EOF
+echo "gguf-py's GGUF of folio's HF export: llama.cpp's greedy text and probabilities are folio's"
