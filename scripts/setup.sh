@@ -37,6 +37,7 @@ build_packages=(
   python3-pybind11               # import folio: pybind11 as /usr/bin/python3 sees it (its numpy support matches)
   python3-pytest                 # tests: the Python module's tests (tests/python, ctest's Python.Pytest)
   python3-matplotlib             # examples/python/attention_heatmap.py, which the Python tests run
+  python3-yaml                   # tests: llama.cpp's gguf-py (tests/hf_gpt2_ggufpy.py) imports yaml
 )
 if [ "${1:-}" = "--only" ]; then
   shift
