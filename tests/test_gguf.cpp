@@ -9,7 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
-#include "gguf_rounding.h"
+#include "gguf_weights.h"
 #include "support.h"
 
 namespace folio {
@@ -194,17 +194,6 @@ TEST(GgufModel, EachOptionNoGraphComputesIsRefusedNamingItsFlag) {
   // A vocabulary of ids alone has no text for llama.cpp.
   const auto ids = make_id_tokenizer(base.vocab_size);
   EXPECT_EQ(gguf_refusals(base, *ids).size(), 1u);
-}
-
-void expect_same_weights(const nn::GPT& a, const nn::GPT& b) {
-  const auto pa = a.named_parameters(), pb = b.named_parameters();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_EQ(pa[i].first, pb[i].first);
-    ASSERT_EQ(pa[i].second.numel(), pb[i].second.numel()) << pa[i].first;
-    EXPECT_EQ(std::memcmp(pa[i].second.data(), pb[i].second.data(), size_t(pa[i].second.numel()) * 4), 0)
-        << pa[i].first << " differs";
-  }
 }
 
 TEST(GgufModel, ExportThenImportGivesTheSameWeightsBitForBit) {

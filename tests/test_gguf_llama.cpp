@@ -10,7 +10,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
-#include "gguf_rounding.h"
+#include "gguf_weights.h"
 #include "support.h"
 
 namespace folio {
@@ -59,17 +59,6 @@ TEST(GgufLlama, AdjacentPairRopeOfReorderedRowsIsFolioRopeReordered) {
     std::vector<float> back(static_cast<size_t>(hs));
     gguf_rope_rows(reordered.data(), back.data(), hs, 1, false);
     EXPECT_EQ(std::memcmp(back.data(), x.data() + t * hs, size_t(hs) * 4), 0);
-  }
-}
-
-void expect_same_weights(const nn::GPT& a, const nn::GPT& b) {
-  const auto pa = a.named_parameters(), pb = b.named_parameters();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_EQ(pa[i].first, pb[i].first);
-    ASSERT_EQ(pa[i].second.numel(), pb[i].second.numel()) << pa[i].first;
-    EXPECT_EQ(std::memcmp(pa[i].second.data(), pb[i].second.data(), size_t(pa[i].second.numel()) * 4), 0)
-        << pa[i].first << " differs";
   }
 }
 
