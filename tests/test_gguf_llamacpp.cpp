@@ -53,13 +53,14 @@ std::string llama_npm_dir(std::string& why) {
   // FOLIO_GGUF_NPM_DIR shares one install between build trees (85 MB each otherwise).
   const char* shared = std::getenv("FOLIO_GGUF_NPM_DIR");
   const fs::path dir = shared && *shared ? fs::path(shared) : fs::path(FOLIO_BINARY).parent_path() / "tests" / "gguf-npm";
-  if (fs::exists(dir / "node_modules" / "node-llama-cpp" / "dist" / "index.js")) return dir.string();
-  fs::create_directories(dir);
-  // --omit=optional leaves out the CUDA and Vulkan builds; the package's postinstall
-  // would download llama.cpp, which the prebuilt linux-x64 binaries make unneeded.
-  const std::string install = "cd '" + dir.string() +
-                              "' && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --silent "
-                              "--omit=optional node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >npm.log 2>&1";
+  // Through tests/npm_package.sh, which Interop.HfGpt2GgufPyMatchesLlamaCpp uses on the
+  // same directory: its lock lets the first test install while the other waits. The
+  // prebuilt linux-x64 binaries make the package's postinstall download unneeded, and
+  // --omit=optional leaves out the CUDA and Vulkan builds.
+  const std::string install = "bash -c 'source \"" FOLIO_SOURCE_DIR "/tests/npm_package.sh\" && npm_install_once \"" +
+                              dir.string() +
+                              "\" node_modules/node-llama-cpp/dist/index.js --omit=optional node-llama-cpp@3.22.1 "
+                              "@node-llama-cpp/linux-x64@3.22.1'";
   if (std::system(install.c_str()) != 0) {
     why = "npm could not install node-llama-cpp (is the npm registry reachable?); see " + (dir / "npm.log").string();
     return "";

@@ -33,12 +33,9 @@ npm_package "${FOLIO_BYTEBPE_NPM_DIR:-$cache/bytebpe-npm}" js-tiktoken@1.0.21
 # The same install as GgufLlamaCpp.GreedyTextAndProbabilitiesMatchFolio (and its flags:
 # the prebuilt linux-x64 binaries, no source build).
 llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
-if [ ! -f "$llama_npm/node_modules/node-llama-cpp/dist/index.js" ]; then
-  mkdir -p "$llama_npm"
-  (cd "$llama_npm" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --silent --omit=optional \
-    node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >npm.log 2>&1) ||
-    { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
-fi
+npm_install_once "$llama_npm" node_modules/node-llama-cpp/dist/index.js --omit=optional \
+  node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 ||
+  { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
 # llama.cpp's source, as the package bundles it: cloned once (5 s, 200 MB), kept.
 src=$cache/llama-cpp-src
 if [ ! -f "$src/gguf-py/gguf/__init__.py" ]; then
