@@ -33,8 +33,8 @@ double DivergenceGuard::z_score(const std::vector<float>& window, float x) const
 }
 
 std::string DivergenceGuard::verdict(float loss, float grad_norm) const {
-  if (!std::isfinite(loss)) return cat("the loss became ", loss);
-  if (!std::isfinite(grad_norm)) return cat("the gradient norm became ", grad_norm);
+  if (!std::isfinite(loss)) return cat("the loss became ", number_text(loss));
+  if (!std::isfinite(grad_norm)) return cat("the gradient norm became ", number_text(grad_norm));
   if (off_) return "";
   auto spike = [&](const char* what, const std::vector<float>& window, float x, float threshold) -> std::string {
     const double z = threshold > 0 ? z_score(window, x) : 0.0;

@@ -269,13 +269,13 @@ bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bo
   std::string why;
   const float worst = std::max(last_.train, last_.val), bound = 2 * std::log(float(opt_.model.vocab_size));
   if (!std::isfinite(last_.train) || !std::isfinite(last_.val))
-    why = cat("the evaluation loss became ", std::isfinite(last_.train) ? last_.val : last_.train);
+    why = cat("the evaluation loss became ", number_text(std::isfinite(last_.train) ? last_.val : last_.train));
   else if (opt_.train.on_divergence != OnDivergence::off && worst > bound)
     why = cat("the evaluation loss ", worst, " is above twice a uniform guess's (2 ln ", opt_.model.vocab_size, " = ",
               bound, ")");
   const float* w = model_->flat_parameters().data();
   for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n && why.empty(); ++i)
-    if (!std::isfinite(w[i])) why = cat("a weight became ", w[i]);
+    if (!std::isfinite(w[i])) why = cat("a weight became ", number_text(w[i]));
   if (!why.empty()) return diverged(progress, why, false), false;
   Health health = guard_.take_health();
   health.update_ratio = std::exchange(last_update_, Health().update_ratio);
