@@ -2,7 +2,6 @@
 // One exception type for every bad call or bad input. Messages start with where
 // the problem was found, e.g. "[matmul] shapes (4, 3) and (5, 2) do not match".
 #include <sstream>
-#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -22,10 +21,6 @@ std::string cat(const Parts&... parts) {
   (s << ... << parts);
   return s.str();
 }
-
-// A float for a message: every NaN as "nan" (its sign bit means nothing, and which
-// sign an operation gives differs between builds), anything else as a stream writes it.
-inline std::string number_text(float v) { return std::isnan(v) ? std::string("nan") : cat(v); }
 
 // fail("matmul", "shapes ", a, " and ", b, " do not match") throws "[matmul] shapes ...".
 template <class... Parts>

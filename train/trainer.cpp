@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/number_text.h"
 #include "base/size_text.h"
 #include "autograd/anomaly.h"
 #include "autograd/parallel.h"
