@@ -2,6 +2,9 @@
 // (io/gguf_model.h), or HF's GPT-2 directory (io/hf_gpt2.h); docs/export.md.
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <utility>
 
 #include "cli/common.h"
 #include "io/checkpoint.h"
@@ -26,31 +29,48 @@ GgufDtype dtype_of(const std::string& text) {
   throw UsageError(cat("--dtype must be f32, f16 or q8_0, got '", text, "'"));
 }
 
+// The two positional paths: the checkpoint, then `written` (what the format writes).
+std::pair<std::string, std::string> checkpoint_and_output(const po::variables_map& vm, const char* written) {
+  const auto paths = vm.count("paths") ? vm["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (paths.size() != 2)
+    throw UsageError(cat("expected two paths, the checkpoint (a run directory or a .safetensors file) and the ",
+                         written, "; got ", paths.size()));
+  return {paths[0], paths[1]};
+}
+
+// The checkpoint, or a usage error listing each reason `refusals` gives it no `target`.
+std::shared_ptr<ModelCheckpoint> load_exportable(
+    const std::string& path, const char* target,
+    const std::function<std::vector<std::string>(const ModelCheckpoint&)>& refusals) {
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
+  if (const auto why = refusals(*ck); !why.empty()) {
+    std::string lines;
+    for (const auto& w : why) lines += "\n  " + w;
+    throw UsageError(cat(ck->path, " maps to no ", target, ":", lines));
+  }
+  return ck;
+}
+
+void note_what_is_left_out(const nn::GPTConfig& c) {
+  if (c.mtp > 0.0f) std::fprintf(stderr, "note: the multi-token head (--mtp) is not written: generation never uses it\n");
+}
+
 // --format hf: RUN OUT_DIR, HF's GPT-2 directory.
 std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
-  const auto paths = vm.count("paths") ? vm["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (paths.size() != 2)
-    throw UsageError(cat("expected two paths, the checkpoint (a run directory or a .safetensors file) and the "
-                         "directory to write; got ", paths.size()));
-  const std::string& out = paths[1];
+  const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
   std::error_code ec;
   if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
     throw UsageError(cat(out, ": exists and is not a directory"));
   if (std::filesystem::exists(std::filesystem::path(out) / "model.safetensors", ec))
     throw UsageError(cat(out, " already holds a model.safetensors; export into a new directory"));
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(paths[0]));
-  if (const auto why = hf_refusals(ck->model->config()); !why.empty()) {
-    std::string lines;
-    for (const auto& w : why) lines += "\n  " + w;
-    throw UsageError(cat(ck->path, " maps to no HF GPT2LMHeadModel:", lines));
-  }
+  const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel",
+                                  [](const ModelCheckpoint& c) { return hf_refusals(c.model->config()); });
   return [=] {
     for (const std::string& file : write_hf(*ck->model, *ck->tokenizer, out)) std::fprintf(stderr, "wrote %s\n", file.c_str());
     if (std::string(ck->tokenizer->kind()) != "bytebpe")
       std::fprintf(stderr, "note: the %s tokenizer has no vocab.json/merges.txt form: none written\n", ck->tokenizer->kind());
-    if (ck->model->config().mtp > 0.0f)
-      std::fprintf(stderr, "note: the multi-token head (--mtp) is not written: generation never uses it\n");
+    note_what_is_left_out(ck->model->config());
     return 0;
   };
 }
@@ -60,19 +80,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (format != "gguf" && format != "hf") throw UsageError(cat("--format must be gguf or hf, got '", format, "'"));
   if (format == "hf") return prepare_hf(vm);
   const GgufDtype dtype = dtype_of(vm["dtype"].as<std::string>());
-  const auto paths = vm.count("paths") ? vm["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (paths.size() != 2)
-    throw UsageError(cat("expected two paths, the checkpoint (a run directory or a .safetensors file) and the "
-                         "GGUF file to write; got ", paths.size()));
-  const std::string& out = paths[1];
+  const auto [checkpoint, out] = checkpoint_and_output(vm, "GGUF file to write");
   std::error_code ec;
   if (std::filesystem::is_directory(out, ec)) throw UsageError(cat(out, ": is a directory, not a file to write"));
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(paths[0]));
-  if (const auto why = gguf_refusals(ck->model->config(), *ck->tokenizer); !why.empty()) {
-    std::string lines;
-    for (const auto& w : why) lines += "\n  " + w;
-    throw UsageError(cat(ck->path, " maps to no llama.cpp architecture:", lines));
-  }
+  const auto ck = load_exportable(checkpoint, "llama.cpp architecture", [](const ModelCheckpoint& c) {
+    return gguf_refusals(c.model->config(), *c.tokenizer);
+  });
   const std::string name = std::filesystem::path(ck->path).parent_path().filename().string();
   auto file = std::make_shared<GgufFile>(model_to_gguf(*ck->model, *ck->tokenizer, dtype, name.empty() ? "folio" : name));
   return [=] {
@@ -80,8 +93,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     std::fprintf(stderr, "wrote %s (GGUF, %s, %s, %zu tensors)\n", out.c_str(),
                  std::get<std::string>(file->find("general.architecture")->value).c_str(), to_string(dtype),
                  file->tensors.size());
-    if (ck->model->config().mtp > 0.0f)
-      std::fprintf(stderr, "note: the multi-token head (--mtp) is not written: generation never uses it\n");
+    note_what_is_left_out(ck->model->config());
     return 0;
   };
 }
