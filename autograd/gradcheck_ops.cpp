@@ -63,6 +63,14 @@ void add_elementwise(std::vector<GradcheckCase>& cases) {
   cases.push_back(op("relu", "", [](const V& v) { return relu(v[0]); }, [] { return V{spaced(10, -1.0f, 0.23f)}; }));
   cases.push_back(op("gelu", "", [](const V& v) { return gelu(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
   cases.push_back(op("silu", "", [](const V& v) { return silu(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
+  // H 5: only the kernel's tail; H 11: a full block of 8 and a tail. Gates spread to
+  // +-4 reach both of the sigmoid's flat ends.
+  cases.push_back(op("swiglu", "H 5", [](const V& v) { return swiglu(v[0]); },
+                     [] { return V{leaf({2, 3, 10}, 1, 1.5f)}; }));
+  // Over an intermediate: its gradient is stored, not added, by swiglu's backward.
+  cases.push_back(op("swiglu", "H 11, of an intermediate, x used twice",
+                     [](const V& v) { return add(swiglu(scale(v[0], 1.5f)), slice(v[0], {0, 0}, {3, 11})); },
+                     [] { return V{leaf({3, 22}, 2, 2.0f)}; }));
   cases.push_back(
       op("gelu_tanh", "", [](const V& v) { return gelu_tanh(v[0]); }, [] { return V{leaf({4, 5}, 1, 1.5f)}; }));
   // The causal mask (1 above the diagonal: hidden) of 4 positions, over a batch of 2.

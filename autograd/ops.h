@@ -27,6 +27,9 @@ Tensor gelu(const Tensor& x);                  // exact: x * Phi(x), as torch.nn
 Tensor gelu_tanh(const Tensor& x);             // tanh approximation, as GPT-2 (torch GELU(approximate="tanh"))
 Tensor relu_squared(const Tensor& x);          // relu(x)^2, one pass (the "ReLU^2" activation)
 Tensor silu(const Tensor& x);                  // x * sigmoid(x) (SwiGLU's gate)
+// x (..., 2H) = [gate; up] -> silu(gate) * up (..., H) as one op (ops_swiglu.cpp):
+// FeedForward's gated unit over its packed up-projection.
+Tensor swiglu(const Tensor& x);
 // x with `value` where mask (nonzero = fill) is set; mask broadcasts over x's leading
 // dims, e.g. a (T, T) mask on (B, T, T) scores. Gradient: g where kept, 0 where filled.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/rows.h"
+#include "autograd/kernels/swiglu.h"
 
 namespace folio::nn {
 namespace {
@@ -207,12 +208,8 @@ void Decoder::activate(float* f, int64_t rows) const {
     case Activation::gelu: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu(f[i]); break;
     case Activation::relu: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f; break;
     case Activation::relu2: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] * f[i] : 0.0f; break;
-    case Activation::swiglu:  // row r's [gate (H); up (H)] -> SiLU(gate) * up at r * H: never past what it reads
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < H; ++i) {
-          const float g = f[r * 2 * H + i], u = f[r * 2 * H + H + i];
-          f[r * H + i] = g / (1.0f + std::exp(-g)) * u;  // as autograd's silu
-        }
+    case Activation::swiglu:  // row r's [gate (H); up (H)] -> SiLU(gate) * up at r * H, autograd's kernel
+      kernels::swiglu_rows(f, f, rows, H);  // in order, row by row: never past what it reads
       break;
     case Activation::gelu_tanh: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu_tanh(f[i]); break;
   }

@@ -63,8 +63,7 @@ FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation ac
 Tensor FeedForward::forward(const Tensor& x) const {
   Tensor a;  // (B, T, H)
   if (act_ == Activation::swiglu) {
-    const std::vector<Tensor> gate_up = split(fc->forward(x), {proj->weight.size(1), proj->weight.size(1)});
-    a = mul(silu(gate_up[0]), gate_up[1]);
+    a = swiglu(fc->forward(x));  // (B, T, 2H) = [gate; up] -> (B, T, H)
   } else {
     a = act_ == Activation::relu        ? fc->forward_relu(x)
         : act_ == Activation::relu2     ? relu_squared(fc->forward(x))
