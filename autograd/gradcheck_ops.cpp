@@ -224,6 +224,12 @@ void add_softmax_and_layers(std::vector<GradcheckCase>& cases) {
   cases.push_back(op("rms_norm", "", [](const V& v) { return rms_norm(v[0]); }, [] { return V{leaf({2, 3, 6}, 1)}; }));
   cases.push_back(op("rms_norm", "eps 0.1", [](const V& v) { return rms_norm(v[0], 0.1f); },
                      [] { return V{leaf({4, 5}, 2, 0.3f)}; }));
+  cases.push_back(op("rms_norm", "weight", [](const V& v) { return rms_norm(v[0], v[1]); },
+                     [] { return V{leaf({2, 3, 6}, 3), leaf({6}, 4)}; }));
+  // Over an intermediate (its gradient stored, not added), x used twice.
+  cases.push_back(op("rms_norm", "weight, eps 0.1, of an intermediate",
+                     [](const V& v) { return add(rms_norm(scale(v[0], 1.5f), v[1], 0.1f), v[0]); },
+                     [] { return V{leaf({4, 5}, 5, 0.3f), leaf({5}, 6)}; }));
   static const Tensor cos = [] { Rng r(5); return Tensor::uniform({7, 3}, r, -1.0f, 1.0f); }();
   static const Tensor sin = [] { Rng r(6); return Tensor::uniform({7, 3}, r, -1.0f, 1.0f); }();
   cases.push_back(op("rope", "(B, nh, T, hs) from position 2", [](const V& v) { return rope(v[0], cos, sin, 2); },

@@ -117,6 +117,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 // x (..., C) -> x / sqrt(mean(x^2) + eps) per row of the last dim: RMSNorm without
 // a weight (torch.nn.functional.rms_norm(x, (C,), None, eps)).
 Tensor rms_norm(const Tensor& x, float eps = kRmsNormEps);
+// The same times a learned weight (C), as one op: rms_norm(x, eps) * weight, the
+// RMSNorm layer (ops_nn.cpp); no product and no broadcast reduction of its own.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps = kRmsNormEps);
 // Rotary position embedding (RoPE), the "rotate half" pairing of GPT-NeoX and Llama:
 // x (..., T, HS), HS even; cos, sin (P, HS/2) with cos[p, i] = cos(p * theta_i).
 // Row t is at position start + t (start + T <= P), and its pair (i, i + HS/2) is

@@ -1,4 +1,5 @@
-// The ops layers are made of: embedding lookup, layer norm, dropout, dropped rows.
+// The ops layers are made of: embedding lookup, layer norm, RMSNorm with its weight, dropout,
+// dropped rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -116,6 +117,79 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   record(out, "layer_norm", {&x, &weight, &bias},
          [sx = x.detach(), sw = weight.detach(), stats, rows, C](const Tensor& grad, const InputGrads& in) {
            layer_norm_backward(sx.data(), sw.data(), stats.data(), grad.data(), rows, C, in);
+         }, {&x, &weight});
+  return out;
+}
+
+namespace {
+
+// y = xhat * w, xhat = x * k, k = rstd of the row: dx = k (d - xhat mean(d xhat)),
+// d = g * w; dw = sum over rows of g * xhat, in fixed blocks of rows whose partials are
+// added in block order (as layer_norm_rows). The row pass stores (`store`) or adds dx
+// into gx unless gx is null, and fills the blocks' partials.
+void rms_norm_rows(const float* x, const float* w, const float* rstd, const float* g, int64_t rows, int64_t C,
+                   int64_t blocks, float* partial, float* gx, bool store) {
+#pragma omp parallel for if (rows * C >= kParallelGrain)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float* pw = partial + blk * C;  // (C)
+    for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+      const float *xr = x + r * C, *gr = g + r * C;
+      const float k = rstd[r];
+      float mean_dx = 0.0f;
+#pragma omp simd reduction(+ : mean_dx)
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = xr[c] * k;
+        mean_dx += gr[c] * w[c] * xhat;
+        pw[c] += gr[c] * xhat;
+      }
+      mean_dx /= float(C);
+      if (!gx) continue;
+      float* gxr = gx + r * C;
+      if (store) {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) gxr[c] = k * (gr[c] * w[c] - xr[c] * k * mean_dx);
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) gxr[c] += k * (gr[c] * w[c] - xr[c] * k * mean_dx);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+  if (x.ndim() == 0 || x.shape().last() == 0) fail("rms_norm", "needs a non-empty last dim, got shape ", x.shape());
+  if (!(eps > 0.0f && std::isfinite(eps))) fail("rms_norm", "eps must be positive, got ", eps);
+  const int64_t C = x.shape().last(), rows = x.shape().rows();
+  if (weight.shape() != Shape{C}) fail("rms_norm", "weight ", weight.shape(), " must be (", C, ") for input ", x.shape());
+  Tensor out = Tensor::empty(x.shape());    // (..., C)
+  Tensor rstd = Tensor::empty(Shape{rows});  // (rows) 1 / rms per row, for backward
+  {
+    const float *in = x.data(), *w = weight.data();
+    float *o = out.data(), *r = rstd.data();
+#pragma omp parallel for if (x.numel() >= kParallelGrain)
+    for (int64_t row = 0; row < rows; ++row) {
+      float* y = o + row * C;
+      r[row] = kernels::rms_norm_row(in + row * C, y, C, eps);  // x k, then times w: as the decoder's norm_row
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) y[c] *= w[c];
+    }
+  }
+  if (!needs_grad({&x, &weight})) return out;
+  record(out, "rms_norm", {&x, &weight},
+         [sx = x.detach(), sw = weight.detach(), rstd, rows, C](const Tensor& grad, const InputGrads& in) {
+           const int64_t blocks = std::min<int64_t>(rows, 2 * int64_t(num_threads()));
+           float* partial = pool::acquire(size_t(blocks * C));  // (blocks, C) dw per block
+           std::fill_n(partial, blocks * C, 0.0f);
+           const float *xs = sx.data(), *ws = sw.data(), *r = rstd.data(), *g = grad.data();
+           if (!in.write(0, [&](float* gx, bool store) { rms_norm_rows(xs, ws, r, g, rows, C, blocks, partial, gx, store); }))
+             rms_norm_rows(xs, ws, r, g, rows, C, blocks, partial, nullptr, false);
+           in.write(1, [&](float* gw) {
+             for (int64_t blk = 0; blk < blocks; ++blk)
+               for (int64_t c = 0; c < C; ++c) gw[c] += partial[blk * C + c];
+           });
+           pool::release(partial, size_t(blocks * C));
          }, {&x, &weight});
   return out;
 }

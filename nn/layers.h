@@ -52,7 +52,7 @@ class LayerNorm : public Module {
   explicit LayerNorm(int64_t dim, bool rms = false);
   static int64_t parameter_count(int64_t dim, bool rms = false) { return rms ? dim : 2 * dim; }
   Tensor forward(const Tensor& x) const {
-    return bias.defined() ? layer_norm(x, weight, bias) : mul(rms_norm(x, kModelRmsNormEps), weight);
+    return bias.defined() ? layer_norm(x, weight, bias) : rms_norm(x, weight, kModelRmsNormEps);
   }
   bool rms() const { return !bias.defined(); }
   Tensor weight, bias;  // (dim) each; bias undefined with rms
