@@ -114,7 +114,7 @@ void Decoder::Matrix::apply(const float* x, float* y, Scratch& scratch) const {
       float sums[kPanel] = {};
       for (int64_t k = 0; k < K; ++k) {
         const float xk = x[k];
-  #pragma omp simd
+#pragma omp simd
         for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
       }
       const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
