@@ -13,8 +13,11 @@
 // vocabulary 50257, 124M). Decode reports tokens/s, the bytes of matrices a token reads
 // (MB/token) and what that is as a fraction of this machine's triad bandwidth
 // (bench/triad.h, measured once at start on the same threads): 1.0 would be a decode
-// bound by nothing but reading the weights. Prefill runs a 512-token prompt.
-//   build/bench/bench_generate --threads=1 --benchmark_filter='Decode|Prefill'
+// bound by nothing but reading the weights. Prefill runs a 512-token prompt. Decode's
+// `threads` is the decoder's (Decoder::set_threads): 1, or 2 with each large product's
+// rows split across two threads; run it with --threads=2 for the triad of two.
+//   build/bench/bench_generate --threads=1 --benchmark_filter='Decode.*threads:1|Prefill'
+//   build/bench/bench_generate --threads=2 --benchmark_filter='Decode.*threads:2'
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -81,12 +84,13 @@ double triad_gb_per_s() {
 
 const char* kSizes[] = {"S", "25M", "124M"};
 
-// args: size (0 S, 1 25M, 2 124M), weights (0 f32, 1 bf16, 2 int8)
+// args: size (0 S, 1 25M, 2 124M), weights (0 f32, 1 bf16, 2 int8), threads (the decoder's)
 void BM_Decode(benchmark::State& state) {
   const nn::GPT& model = model_of_size(state.range(0));
   const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
   state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
   nn::Decoder decoder(model, 1, weights);
+  decoder.set_threads(int(state.range(2)));
   const int64_t V = model.config().vocab_size, block = model.config().block_size;
   const std::vector<int32_t> prompt{0};
   int64_t tokens = 0;
@@ -107,8 +111,8 @@ void BM_Decode(benchmark::State& state) {
   state.counters["triad_GB/s"] = triad_gb_per_s();
 }
 BENCHMARK(BM_Decode)
-    ->ArgNames({"size", "weights"})
-    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}})
+    ->ArgNames({"size", "weights", "threads"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0)
     ->UseRealTime();

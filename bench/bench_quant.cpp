@@ -4,6 +4,8 @@
 //   widening  kernels::q8_rows: each weight widened to fp32, FMA with fp32 activations
 //   integer   kernels::quantize_rows_q8 + q8q8_rows: the activation row quantized
 //             (counted in the time), int8 x int8 dots per block
+//   repacked  the same on the decoder's layout (kernels::repack_q8x8, q8x8_rows):
+//             8 rows' blocks together, one stream, one conversion per 8 block sums
 // `from_memory:1` cycles through copies of the weights (64 MB in all, more than the
 // caches hold), as a decode step does through its layers; `from_memory:0` reads one
 // copy, in cache after the first pass: the kernel's arithmetic alone. Reports the
@@ -42,6 +44,18 @@ struct Weights {
   const BlockQ8* copy(int64_t i) const { return blocks.data() + (i % copies) * per_copy; }
 };
 
+// The same copies repacked in groups of 8 rows: (copies, ceil(N / 8), q8_blocks(K)).
+struct Repacked {
+  std::vector<kernels::BlockQ8x8> groups;
+  int64_t copies, per_copy;
+  Repacked(const Weights& W, int64_t N) : copies(W.copies) {
+    per_copy = kernels::q8x8_groups(N) * kernels::q8_blocks(kK);
+    groups.resize(size_t(copies * per_copy));
+    for (int64_t c = 0; c < copies; ++c) kernels::repack_q8x8(W.copy(c), N, kK, groups.data() + c * per_copy);
+  }
+  const kernels::BlockQ8x8* copy(int64_t i) const { return groups.data() + (i % copies) * per_copy; }
+};
+
 void report(benchmark::State& state, int64_t N) {
   const double bytes = double(N * kernels::q8_blocks(kK) * int64_t(sizeof(BlockQ8)));
   state.counters["GB/s"] = benchmark::Counter(bytes * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
@@ -75,6 +89,21 @@ void Q8Gemv_Integer(benchmark::State& state) {
   report(state, N);
 }
 
+void Q8Gemv_Repacked(benchmark::State& state) {
+  const int64_t N = state.range(0), nb = kernels::q8_blocks(kK);
+  const Repacked W(Weights(N, state.range(1) != 0), N);
+  bench::Buffer x(size_t(kK), 1);             // (1, K)
+  std::vector<int8_t> xq(static_cast<size_t>(nb * 32));  // (1, nb * 32)
+  std::vector<float> xs(static_cast<size_t>(nb)), y(static_cast<size_t>(N));  // (1, nb), (1, N)
+  int64_t i = 0;
+  for (auto _ : state) {
+    kernels::quantize_rows_q8(x.data(), 1, kK, xq.data(), xs.data());
+    kernels::q8x8_rows(W.copy(i++), xq.data(), xs.data(), y.data(), 1, N, kK, nullptr, 0, kernels::q8x8_groups(N));
+    benchmark::DoNotOptimize(y.data());
+  }
+  report(state, N);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"N", "from_memory"});
   for (int64_t N : {1536, 2048})
@@ -84,6 +113,7 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(Q8Gemv_Widening)->Apply(shapes);
 BENCHMARK(Q8Gemv_Integer)->Apply(shapes);
+BENCHMARK(Q8Gemv_Repacked)->Apply(shapes);
 
 }  // namespace
 

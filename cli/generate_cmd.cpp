@@ -34,6 +34,9 @@ void declare(po::options_description& opts) {
   add_dtype(opts);
   add_weights(opts);
   add_threads(opts);
+  opts.add_options()("decode-threads", with_default<int64_t>(1),
+                     "threads a decode step's large products split their rows across (the prompt's use --threads; "
+                     "1: one thread, which on a busy machine does not wait for a descheduled other)");
 }
 
 // The sampling options, each checked under the flag's name (SampleOptions::validate
@@ -71,6 +74,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--weights ", to_string(weights), " is read by the KV-cached decoder: drop --no-kv-cache, "
                          "or use --weights f32"));
   const int64_t samples = positive<int64_t>(vm, "num-samples");
+  const int64_t decode_threads = positive<int64_t>(vm, "decode-threads");
+  if (decode_threads > 1 && !so.kv_cache)
+    throw UsageError(cat("--decode-threads ", decode_threads, " splits the KV-cached decoder's steps: drop "
+                         "--no-kv-cache, or use --decode-threads 1"));
   const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
   if (vm.count("prompt-file") && !vm["prompt"].defaulted())
     throw UsageError("--prompt and --prompt-file both give the prompt: use one of them");
@@ -94,6 +101,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   return [=] {
     Rng rng(seed);
     infer::Generator generator(*ck->model, 1, so.kv_cache, weights);
+    generator.set_decode_threads(int(decode_threads));
     for (int64_t s = 0; s < samples; ++s) {
       if (s) std::fputs("\n---------------\n", stdout);
       // The prompt as given, then its continuation, printed a whole character at a time:

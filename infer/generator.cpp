@@ -153,6 +153,10 @@ Generator::Token Generator::finish(int64_t stream) {
   return token;
 }
 
+void Generator::set_decode_threads(int threads) {
+  if (decoder_) decoder_->set_threads(threads);
+}
+
 void decode_on_one_thread() { set_num_threads(1); }
 
 }  // namespace folio::infer

@@ -76,6 +76,9 @@ class Generator {
   Token finish(int64_t stream = 0);
 
   int64_t streams() const { return int64_t(streams_.size()); }
+  // The threads a decode step's products split across (nn::Decoder::set_threads;
+  // nothing without the KV cache, whose forward uses the OpenMP setting).
+  void set_decode_threads(int threads);
 
  private:
   struct Stream {

@@ -100,6 +100,11 @@ Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const Decode
   kept_.resize(config_.skip_pairs() * C);
 }
 
+void Decoder::set_threads(int threads) {
+  if (threads < 1) fail("decoder", "threads must be at least 1, got ", threads);
+  scratch_.threads = threads;
+}
+
 int64_t Decoder::matrix_bytes() const {
   int64_t n = lm_head_->bytes();
   for (const Layer& L : layers_) n += L.qkv->bytes() + L.proj->bytes() + L.fc->bytes() + L.fc2->bytes();

@@ -65,6 +65,14 @@ class Decoder {
   // The bytes of the matrices a token's step reads (every block's and the output
   // layer's, as stored): what a step costs in memory traffic, the caches aside.
   int64_t matrix_bytes() const;
+  // The threads a step's products (step, step_batch; not a prompt's, which use the
+  // calling thread's OpenMP setting) split their output rows across: 1 by default (a
+  // server's other threads need the other cores, and a team that waits for a
+  // descheduled member costs more than the product on a busy machine). With more, a
+  // matrix large enough to pay for the fork (Matrix::step_threads) is split into as
+  // many ranges of rows, one OpenMP thread each; the results do not change.
+  void set_threads(int threads);
+  int threads() const { return scratch_.threads; }
 
  private:
   friend class DecoderMatrices;
@@ -95,6 +103,7 @@ class Decoder {
     std::vector<float> tile, ytile;  // (rows, K), (M, rows)
     std::vector<int8_t> xq;          // (M, ceil(K / 32) * 32)
     std::vector<float> xscale;       // (M, ceil(K / 32))
+    int threads = 1;                 // a step's products' (Decoder::set_threads)
   };
   struct Matrix {
     static constexpr int64_t kPanel = 64;  // four 16-float vectors of sums
@@ -104,9 +113,8 @@ class Decoder {
     Matrix(const Tensor& weight, const Tensor& bias, Precision p, Weights w, PanelStore& store);
     void apply(const float* x, float* y, Scratch& scratch) const;
     // Y (M, N) = X (M, K) W^T [+ bias], reading the weights once for all M rows: the
-    // panels four rows at a time (fp32), or one oneDNN product (bf16). One thread: a
-    // server's other threads need the other cores, and an OpenMP team that waits for
-    // a descheduled member costs more than the product on a busy machine.
+    // panels four rows at a time (fp32), or one oneDNN product (bf16), on
+    // step_threads(scratch) threads (1 unless Decoder::set_threads asked for more).
     // With `prompt` (a prefill's many rows), fp32 products are oneDNN's blocked product
     // on the Linear's own weights instead, with the threads of the calling thread's
     // setting: as fast as the model's forward, where four rows per pass would read the
@@ -114,19 +122,26 @@ class Decoder {
     // With --weights bf16, rows are products of the stored weights widened in
     // registers, each weight row used for all M rows while in cache; with int8, the
     // rows are quantized to int8 blocks too and multiplied in integers (integer_rows,
-    // kernels::q8q8_rows). A prompt's rows
+    // kernels::q8x8_rows, on the blocks repacked in groups of 8 rows). A prompt's rows
     // are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
     // weights the row products use; the activations stay fp32), so that a prefill costs about what an f32 one does
     // plus the widening (N * K, against its M * N * K).
     void apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const;
     int64_t bytes() const;  // of the weights as the products read them
+    // The threads a step's product on this matrix runs on: scratch.threads when the
+    // matrix has at least kSplitWeights weights (below that the fork and join, a few
+    // microseconds, cost about what the product does) and rows for each, else 1.
+    static constexpr int64_t kSplitWeights = int64_t(1) << 17;
+    int step_threads(const Scratch& scratch) const;
     const float* bias;
     int64_t N, K;
     Weights stored;                  // f32: panels, or bf16 products with w16
     const float* weight;             // (N, K) the Linear's own, in the model
     const float* packed = nullptr;   // fp32 products: panels in the store
     std::vector<kernels::bf16> w16;  // bf16 products or --weights bf16: the weights rounded, as Linear's (N, K)
-    std::vector<kernels::BlockQ8> q8;  // --weights int8: (N, ceil(K / 32)) blocks
+    // --weights int8: (ceil(N / 8), ceil(K / 32)) Q8_0 blocks repacked in groups of 8
+    // rows (kernels::BlockQ8x8), so a step's product reads each group as one stream
+    std::vector<kernels::BlockQ8x8> q8;
    private:
     void widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;
     void integer_rows(const float* x, float* y, int64_t M, Scratch& scratch) const;

@@ -1,6 +1,7 @@
 // The decoder's matrix products (nn/decoder.h's Matrix): the weights as stored for
 // inference (fp32 panels, bf16, Q8_0 blocks) and the products over one row, a batch's
 // rows and a prompt's.
+#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -16,6 +17,18 @@ namespace folio::nn {
 namespace {
 
 const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+// f(first, last) over [0, count) split into `threads` contiguous ranges, one per
+// OpenMP thread (in the calling thread alone when threads is 1).
+template <class F>
+void split(int threads, int64_t count, F f) {
+  if (threads <= 1) return f(int64_t(0), count);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    f(count * t / T, count * (t + 1) / T);
+  }
+}
 
 }  // namespace
 Decoder::PanelStore::PanelStore(int64_t floats) {
@@ -41,8 +54,10 @@ Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, 
   const float* w = weight.data();
   if (stored == Weights::int8) {  // quantized once, here, as the checkpoint loads
     const int64_t nb = kernels::q8_blocks(K);
-    q8.resize(size_t(N * nb));
-    for (int64_t n = 0; n < N; ++n) kernels::quantize_q8(w + n * K, K, q8.data() + n * nb);
+    std::vector<kernels::BlockQ8> rows(size_t(N * nb));  // (N, nb) as a GGUF file stores them
+    for (int64_t n = 0; n < N; ++n) kernels::quantize_q8(w + n * K, K, rows.data() + n * nb);
+    q8.resize(size_t(kernels::q8x8_groups(N) * nb));
+    kernels::repack_q8x8(rows.data(), N, K, q8.data());
     return;
   }
   if (p == Precision::bf16 || stored == Weights::bf16) {
@@ -58,8 +73,15 @@ Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, 
 }
 
 int64_t Decoder::Matrix::bytes() const {
-  if (stored == Weights::int8) return int64_t(q8.size() * sizeof(kernels::BlockQ8));
+  // int8: the Q8_0 blocks of the N rows, 34 bytes per 32 weights (the last group's
+  // padding rows, at most 7, aside)
+  if (stored == Weights::int8) return N * kernels::q8_blocks(K) * int64_t(sizeof(kernels::BlockQ8));
   return N * K * (packed ? int64_t(sizeof(float)) : int64_t(sizeof(kernels::bf16)));
+}
+
+int Decoder::Matrix::step_threads(const Scratch& scratch) const {
+  const int64_t rows = stored == Weights::int8 ? kernels::q8x8_groups(N) : packed ? (N + kPanel - 1) / kPanel : N;
+  return N * K >= kSplitWeights ? int(std::clamp<int64_t>(scratch.threads, 1, rows)) : 1;
 }
 
 // x (M, K) quantized once for the whole product, then int8 x int8 dots per block.
@@ -68,12 +90,17 @@ void Decoder::Matrix::integer_rows(const float* x, float* y, int64_t M, Scratch&
   scratch.xq.resize(size_t(M * nb * kernels::kQ8Block));
   scratch.xscale.resize(size_t(M * nb));
   kernels::quantize_rows_q8(x, M, K, scratch.xq.data(), scratch.xscale.data());
-  kernels::q8q8_rows(q8.data(), scratch.xq.data(), scratch.xscale.data(), y, M, N, K, bias);
+  split(step_threads(scratch), kernels::q8x8_groups(N), [&](int64_t first, int64_t last) {
+    kernels::q8x8_rows(q8.data(), scratch.xq.data(), scratch.xscale.data(), y, M, N, K, bias, first, last);
+  });
 }
 
 void Decoder::Matrix::apply(const float* x, float* y, Scratch& scratch) const {
   if (stored == Weights::int8) return integer_rows(x, y, 1, scratch);
-  if (stored == Weights::bf16) return kernels::bf16_rows(w16.data(), x, y, 1, N, K, bias);
+  if (stored == Weights::bf16)  // one row: a range of weight rows writes that range of y
+    return split(step_threads(scratch), N, [&](int64_t first, int64_t last) {
+      kernels::bf16_rows(w16.data() + first * K, x, y + first, 1, last - first, K, bias ? bias + first : nullptr);
+    });
   if (!packed) {  // bf16: both operands in bf16, as the model's bf16 products round them
     scratch.x16.resize(K);
     kernels::to_bf16(x, scratch.x16.data(), K);
@@ -81,17 +108,19 @@ void Decoder::Matrix::apply(const float* x, float* y, Scratch& scratch) const {
   }
   // One panel of kPanel outputs at a time: its sums stay in registers while the
   // panel's weights stream past once, in order, with no sum across lanes at the end.
-  for (int64_t p = 0; p * kPanel < N; ++p) {
-    const float* w = packed + p * K * kPanel;
-    float sums[kPanel] = {};
-    for (int64_t k = 0; k < K; ++k) {
-      const float xk = x[k];
+  split(step_threads(scratch), (N + kPanel - 1) / kPanel, [&](int64_t first_panel, int64_t last_panel) {
+    for (int64_t p = first_panel; p < last_panel; ++p) {
+      const float* w = packed + p * K * kPanel;
+      float sums[kPanel] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const float xk = x[k];
 #pragma omp simd
-      for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
+        for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
+      }
+      const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
+      for (int64_t i = 0; i < n; ++i) y[first + i] = sums[i] + (bias ? bias[first + i] : 0.0f);
     }
-    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
-    for (int64_t i = 0; i < n; ++i) y[first + i] = sums[i] + (bias ? bias[first + i] : 0.0f);
-  }
+  });
 }
 
 namespace {
@@ -118,14 +147,14 @@ void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][
 
 void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const {
   // Tiles of about 256 KiB of fp32 weights, which stay in cache while the product reads them.
-  const int64_t rows = std::clamp<int64_t>((int64_t(1) << 16) / K, 1, N), nb = kernels::q8_blocks(K);
+  const int64_t rows = std::clamp<int64_t>((int64_t(1) << 16) / K, 1, N);
   scratch.tile.resize(size_t(rows * K));
   if (rows < N) scratch.ytile.resize(size_t(M * rows));
   for (int64_t first = 0; first < N; first += rows) {
     const int64_t n = std::min(rows, N - first);
     float* tile = scratch.tile.data();  // (n, K)
     for (int64_t r = 0; r < n; ++r) {
-      if (stored == Weights::int8) kernels::dequantize_q8(q8.data() + (first + r) * nb, K, tile + r * K);
+      if (stored == Weights::int8) kernels::dequantize_q8x8_row(q8.data(), first + r, K, tile + r * K);
       else
         for (int64_t k = 0; k < K; ++k) tile[r * K + k] = kernels::to_float(w16[size_t((first + r) * K + k)]);
     }
@@ -156,23 +185,25 @@ void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& s
   }
   // Panel by panel; within a panel, rows four at a time. A panel (K * kPanel floats)
   // is read from memory for the first four rows and from cache for the rest.
-  for (int64_t p = 0; p * kPanel < N; ++p) {
-    const float* w = packed + p * K * kPanel;
-    const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
-    float sums[4][kPanel];
-    for (int64_t r0 = 0; r0 < M; r0 += 4) {
-      const int64_t rows = std::min<int64_t>(4, M - r0);
-      const float* xr = x + r0 * K;
-      switch (rows) {
-        case 4: panel_rows<4>(w, xr, K, sums); break;
-        case 3: panel_rows<3>(w, xr, K, sums); break;
-        case 2: panel_rows<2>(w, xr, K, sums); break;
-        default: panel_rows<1>(w, xr, K, sums); break;
+  split(step_threads(scratch), (N + kPanel - 1) / kPanel, [&](int64_t first_panel, int64_t last_panel) {
+    for (int64_t p = first_panel; p < last_panel; ++p) {
+      const float* w = packed + p * K * kPanel;
+      const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
+      float sums[4][kPanel];
+      for (int64_t r0 = 0; r0 < M; r0 += 4) {
+        const int64_t rows = std::min<int64_t>(4, M - r0);
+        const float* xr = x + r0 * K;
+        switch (rows) {
+          case 4: panel_rows<4>(w, xr, K, sums); break;
+          case 3: panel_rows<3>(w, xr, K, sums); break;
+          case 2: panel_rows<2>(w, xr, K, sums); break;
+          default: panel_rows<1>(w, xr, K, sums); break;
+        }
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < n; ++i) y[(r0 + r) * N + first + i] = sums[r][i] + (bias ? bias[first + i] : 0.0f);
       }
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < n; ++i) y[(r0 + r) * N + first + i] = sums[r][i] + (bias ? bias[first + i] : 0.0f);
     }
-  }
+  });
 }
 
 }  // namespace folio::nn

@@ -193,6 +193,9 @@ TEST_F(BadInput, Options) {
       // its last block_size characters): its size option is --max-new-tokens.
       {{"generate", "--checkpoint", at("run"), "--max-new-tokens", "-1"}, {"--max-new-tokens", "-1"}},
       {{"generate", "--checkpoint", at("run"), "--num-samples", "0"}, {"--num-samples", "0"}},
+      {{"generate", "--checkpoint", at("run"), "--decode-threads", "0"}, {"--decode-threads", "0"}},
+      {{"generate", "--checkpoint", at("run"), "--decode-threads", "2", "--no-kv-cache"},
+       {"--decode-threads 2", "--no-kv-cache"}},
       {{"generate", "--checkpoint", at("run"), "--prompt", ""}, {"prompt is empty"}},
       {{"eval", "--checkpoint", at("run"), "--split", "bogus"}, {"--split", "bogus"}},
       {{"eval", "--checkpoint", at("run"), "--batch-size", "0"}, {"--batch-size", "0"}},

@@ -79,6 +79,18 @@ TEST_F(CliText, TemperatureZeroIsGreedy) {
   EXPECT_EQ(negative.err.find("character"), std::string::npos) << negative.err;
 }
 
+// --decode-threads reaches the decoder and leaves the text as it was (this model's
+// products are too small to split; tests/test_decoder.cpp's TwoThreadsStepAsOne splits
+// larger ones).
+TEST_F(CliText, DecodeThreadsLeaveTheText) {
+  const Result one = run("generate" + model() + " --prompt Th --max-new-tokens 20 --seed 3 --weights int8");
+  ASSERT_EQ(one.code, 0) << one.err;
+  const Result two =
+      run("generate" + model() + " --prompt Th --max-new-tokens 20 --seed 3 --weights int8 --decode-threads 2");
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_EQ(two.out, one.out);
+}
+
 TEST_F(CliText, CountsAgreeWithTheirNouns) {
   // A char model on ASCII text: one byte a token, said in the singular.
   expect_contains(*train_out_, {", 1 byte a token"});

@@ -289,6 +289,35 @@ TEST(Decoder, DecodersSharingTheirMatricesRunAsOnesOfTheirOwn) {
   }
 }
 
+// Decoder::set_threads: a step's large products (here fc and fc2, 768 x 192 weights:
+// qkv's 576 x 192 stays whole) split their rows across two threads, each output
+// computed as one thread computes it, so the logits are the same to the bit, for one
+// stream (step) and several (step_batch), in every weight format.
+TEST(Decoder, TwoThreadsStepAsOne) {
+  nn::GPT gpt(with(kSmall, [](auto& c) {
+    c.n_embd = 192;
+    c.n_head = 4;
+    c.n_layer = 1;
+  }));
+  set_biases(gpt);
+  gpt.eval();
+  NoGradGuard no_grad;
+  for (nn::Weights w : nn::kAllWeights) {
+    nn::Decoder one(gpt, 2, w), two(gpt, 2, w);
+    two.set_threads(2);
+    EXPECT_EQ(two.threads(), 2);
+    const std::vector<int32_t> a = {1, 2, 3}, b = {7};
+    EXPECT_EQ(max_diff(one.restart(a, 0), two.restart(a, 0)), 0.0f);
+    EXPECT_EQ(max_diff(one.restart(b, 1), two.restart(b, 1)), 0.0f);
+    for (int32_t id : {4, 5}) EXPECT_EQ(max_diff(one.step(id), two.step(id)), 0.0f) << nn::to_string(w);
+    const std::vector<int64_t> streams = {1, 0};
+    const std::vector<int32_t> ids = {8, 9};
+    EXPECT_EQ(max_diff(one.step_batch(streams, ids), two.step_batch(streams, ids)), 0.0f) << nn::to_string(w);
+  }
+  nn::Decoder decoder(gpt);
+  expect_error([&] { decoder.set_threads(0); }, {"threads must be at least 1", "0"});
+}
+
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
   nn::GPT gpt(kSmall);
   gpt.eval();

@@ -2,11 +2,12 @@
 // quantization of weights and of activation rows, and every product (AVX2, plain;
 // fp32 or int8 activations) against its reference in double, on ragged shapes: K not
 // a multiple of 32 (nor of 8), one row and several, N not a multiple of the four rows
-// the AVX2 products take at a time.
+// the AVX2 products take at a time nor of the 8 of the decoder's repacked blocks.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
 #include <bit>
+#include <cstring>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -174,15 +175,66 @@ TEST(Quant, ActivationRowsRoundEachValueToItsBlocksStep) {
 using IntRowsFn = void (*)(const BlockQ8*, const int8_t*, const float*, float*, int64_t, int64_t, int64_t,
                            const float*);
 
+// The integer product on the decoder's layout (BlockQ8x8) behind q8q8_rows' signature:
+// W repacked, then every group at once, or in two ranges (as two threads split it).
+template <void (*Fn)(const BlockQ8x8*, const int8_t*, const float*, float*, int64_t, int64_t, int64_t, const float*,
+                     int64_t, int64_t),
+          bool kSplit>
+void repacked(const BlockQ8* W, const int8_t* xq, const float* xs, float* y, int64_t M, int64_t N, int64_t K,
+              const float* bias) {
+  std::vector<BlockQ8x8> P(size_t(q8x8_groups(N) * q8_blocks(K)));  // (groups, nb)
+  repack_q8x8(W, N, K, P.data());
+  const int64_t G = q8x8_groups(N), half = kSplit ? G / 2 : G;
+  Fn(P.data(), xq, xs, y, M, N, K, bias, 0, half);
+  if (half < G) Fn(P.data(), xq, xs, y, M, N, K, bias, half, G);
+}
+
+// Rows of the repacked blocks come back as the blocks they were made from, and the
+// padding rows of the last group are zeros.
+TEST(Quant, RepackedBlocksKeepEachRow) {
+  for (const Shape s : kShapes) {
+    const int64_t nb = q8_blocks(s.K), G = q8x8_groups(s.N);
+    const std::vector<float> w = randoms(s.N * s.K, 10, 0.05f);
+    std::vector<BlockQ8> W(static_cast<size_t>(s.N * nb));  // (N, nb)
+    for (int64_t n = 0; n < s.N; ++n) quantize_q8(w.data() + n * s.K, s.K, W.data() + n * nb);
+    std::vector<BlockQ8x8> P(size_t(G * nb));  // (G, nb)
+    std::memset(P.data(), 0x5A, P.size() * sizeof(BlockQ8x8));  // not zero: the padding must be written
+    repack_q8x8(W.data(), s.N, s.K, P.data());
+    std::vector<float> want(size_t(s.K)), got(want.size());  // (K)
+    for (int64_t n = 0; n < s.N; ++n) {
+      dequantize_q8(W.data() + n * nb, s.K, want.data());
+      dequantize_q8x8_row(P.data(), n, s.K, got.data());
+      ASSERT_EQ(got, want) << "row " << n << " of N " << s.N << " K " << s.K;
+    }
+    for (int64_t n = s.N; n < G * kQ8Group; ++n)
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8x8& blk = P[size_t((n / kQ8Group) * nb + b)];
+        ASSERT_EQ(blk.scale[n % kQ8Group], 0) << "padding row " << n;
+        for (int64_t i = 0; i < kQ8Block; ++i) ASSERT_EQ(blk.q[n % kQ8Group][i], 0) << "padding row " << n;
+      }
+  }
+}
+
 // The integer product against its reference (both operands dequantized, sums in
-// double) for M = 1..17 rows (a decode step's streams) on ragged K and N; and against
+// double) for M = 1..17 rows (a decode step's streams) on ragged K and N, and the same
+// on the repacked layout (its fp32 sums in another order: within 1e-5 of sum |w x|
+// too, the int32 block sums being exact in both); and against
 // the fp32-activation product, from which it may differ by the activations' rounding
 // alone: at most half an activation step times sum |w| per block.
 TEST(Quant, IntegerProductsMatchTheReference) {
   std::vector<std::pair<const char*, IntRowsFn>> kernels = {{"plain", detail::q8q8_rows_plain}, {"chosen", q8q8_rows}};
-  if (detail::avx2_fma_f16c()) kernels.push_back({"avx2", detail::q8q8_rows_avx2});
+  kernels.push_back({"x8 plain", repacked<detail::q8x8_rows_plain, false>});
+  kernels.push_back({"x8 chosen", repacked<q8x8_rows, false>});
+  kernels.push_back({"x8 chosen, two ranges", repacked<q8x8_rows, true>});
+  if (detail::avx2_fma_f16c()) {
+    kernels.push_back({"avx2", detail::q8q8_rows_avx2});
+    kernels.push_back({"x8 avx2", repacked<detail::q8x8_rows_avx2, false>});
+    kernels.push_back({"x8 avx2, two ranges", repacked<detail::q8x8_rows_avx2, true>});
+  }
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   for (int64_t M = 1; M <= 17; ++M) shapes.push_back({M, 3 + M % 5, 16 + 37 * M});
+  for (int64_t M = 1; M <= 5; ++M)  // N around and past the repacked groups of 8
+    for (int64_t N : {int64_t(8), int64_t(9), int64_t(15), int64_t(16), int64_t(17), 23 + 8 * M}) shapes.push_back({M, N, 33 + 61 * M});
   shapes.push_back({1, 6, 512});
   for (const Shape s : shapes) {
     const int64_t nb = q8_blocks(s.K);

@@ -38,7 +38,8 @@ ids=$("$folio" tokens --checkpoint "$run" --text "$prompt" --format ids | tr ' '
 seconds() { python3 -c 'import subprocess, sys, time; t = time.perf_counter(); subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); print(time.perf_counter() - t)' "$@"; }
 calc() { python3 -c "print($1)"; }
 weights=f32; [ "$dtype" = q8_0 ] && weights=int8
-gen=("$folio" generate --checkpoint "$run" --prompt "$prompt" --greedy --threads "$threads" --weights "$weights")
+gen=("$folio" generate --checkpoint "$run" --prompt "$prompt" --greedy --threads "$threads" --decode-threads "$threads"
+  --weights "$weights")
 t0=$(seconds "${gen[@]}" --max-new-tokens 0)
 tn=$(seconds "${gen[@]}" --max-new-tokens "$n")
 folio_tps=$(calc "$n / ($tn - $t0)")

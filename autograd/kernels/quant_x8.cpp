@@ -1,0 +1,67 @@
+// The decoder's layout of Q8_0 blocks (BlockQ8x8, quant.h): the repacking, one row
+// back to floats, the plain integer product on it, and the choice of the AVX2 one
+// (quant_avx2.cpp) where the CPU has it.
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/kernels/quant.h"
+
+namespace folio::kernels {
+
+void repack_q8x8(const BlockQ8* W, int64_t N, int64_t K, BlockQ8x8* out) {
+  const int64_t nb = q8_blocks(K);
+  for (int64_t g = 0; g < q8x8_groups(N); ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ8x8& dst = out[g * nb + b];
+      std::memset(&dst, 0, sizeof dst);  // rows past N: scale 0, quants 0
+      for (int64_t r = 0; r < kQ8Group && g * kQ8Group + r < N; ++r) {
+        const BlockQ8& src = W[(g * kQ8Group + r) * nb + b];
+        dst.scale[r] = src.scale;
+        std::memcpy(dst.q[r], src.q, kQ8Block);
+      }
+    }
+}
+
+void dequantize_q8x8_row(const BlockQ8x8* P, int64_t n, int64_t K, float* w) {
+  const int64_t nb = q8_blocks(K), r = n % kQ8Group;
+  const BlockQ8x8* group = P + n / kQ8Group * nb;
+  for (int64_t k = 0; k < K; ++k) {
+    const BlockQ8x8& blk = group[k / kQ8Block];
+    w[k] = fp16_to_float(blk.scale[r]) * float(blk.q[r][k % kQ8Block]);
+  }
+}
+
+namespace detail {
+
+// As q8q8_rows_plain, group by group: each block's exact int32 sum scaled by
+// (weight scale * activation scale) and added in block order.
+void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                     int64_t K, const float* bias, int64_t first_group, int64_t last_group) {
+  const int64_t nb = q8_blocks(K);
+  for (int64_t g = first_group; g < last_group; ++g) {
+    const BlockQ8x8* group = P + g * nb;
+    const int64_t rows = std::min(kQ8Group, N - g * kQ8Group);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t r = 0; r < rows; ++r) {
+        float sum = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int8_t* xb = xq + (m * nb + b) * kQ8Block;
+          int32_t s = 0;  // at most 32 * 127 * 127: exact
+          for (int64_t i = 0; i < kQ8Block; ++i) s += int32_t(group[b].q[r][i]) * int32_t(xb[i]);
+          sum += fp16_to_float(group[b].scale[r]) * xscale[m * nb + b] * float(s);
+        }
+        const int64_t n = g * kQ8Group + r;
+        y[m * N + n] = sum + (bias ? bias[n] : 0.0f);
+      }
+  }
+}
+
+}  // namespace detail
+
+void q8x8_rows(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
+               const float* bias, int64_t first_group, int64_t last_group) {
+  detail::avx2_fma_f16c() ? detail::q8x8_rows_avx2(P, xq, xscale, y, M, N, K, bias, first_group, last_group)
+                          : detail::q8x8_rows_plain(P, xq, xscale, y, M, N, K, bias, first_group, last_group);
+}
+
+}  // namespace folio::kernels
