@@ -35,9 +35,12 @@ void set(GgufFile& f, const std::string& key, GgufValue v) {
   f.kv.emplace_back(key, std::move(v));
 }
 
+// 20,000 bytes of the bundled Shakespeare: enough for merges whose order matters.
 std::string text() {
-  std::string t;
-  for (int i = 0; i < 40; ++i) t += "First Citizen:\nWe are accounted poor citizens, the patricians good.\n";
+  static const std::string t = [] {
+    TempDir dir("gguf_elsewhere_text");
+    return slurp(write_small_corpus(dir.path / "text.txt", 20000));
+  }();
   return t;
 }
 
@@ -67,7 +70,7 @@ TEST(GgufElsewhere, FfnHiddenIsTheFeedForwardLengthBothWays) {
 // A llama file of a SentencePiece model without folio's keys: the tokenizer is rebuilt
 // from tokens, scores and types, and tokenizes as the model it was written from.
 TEST(GgufElsewhere, LlamaVocabularyBecomesTheSameSentencePieceTokenization) {
-  const auto tok = make_tokenizer({"bpe", 300}, text());
+  const auto tok = make_tokenizer({"bpe", 500}, text());
   const nn::GPT model(llama_config(*tok));
   const GgufFile f = without_folio_keys(model_to_gguf(model, *tok, GgufDtype::f32, "t"));
   const ImportedModel back = model_from_gguf(f, "t.gguf");
@@ -75,6 +78,7 @@ TEST(GgufElsewhere, LlamaVocabularyBecomesTheSameSentencePieceTokenization) {
   EXPECT_EQ(back.tokenizer->vocab_size(), tok->vocab_size());
   for (const char* s : {"First Citizen:\nWe are", "the patricians good", "  two  spaces", "unseen: zebra ÿ 名"})
     EXPECT_EQ(back.tokenizer->encode(s), tok->encode(s)) << s;
+  EXPECT_EQ(back.tokenizer->encode(text()), tok->encode(text())) << "the text the vocabulary was learned from";
   EXPECT_EQ(back.tokenizer->prompt_start(), std::nullopt);  // folio's export says add_bos_token false
   expect_same_weights(model, *back.model);
 
@@ -93,7 +97,7 @@ TEST(GgufElsewhere, LlamaVocabularyBecomesTheSameSentencePieceTokenization) {
 // Another tokenizer kind, or a "llama" vocabulary folio's SentencePiece model cannot
 // hold, is refused naming the key.
 TEST(GgufElsewhere, OtherVocabulariesAreRefusedNamingTheKey) {
-  const auto tok = make_tokenizer({"bpe", 300}, text());
+  const auto tok = make_tokenizer({"bpe", 500}, text());
   const GgufFile good = without_folio_keys(model_to_gguf(nn::GPT(llama_config(*tok)), *tok, GgufDtype::f32, "t"));
   struct Row {
     std::string key;
