@@ -5,6 +5,7 @@
 #include "data/tokenizer.h"
 #include "io/gguf.h"
 #include "io/gguf_model.h"
+#include "serve/api.h"
 #include "gguf_weights.h"
 #include "support.h"
 
@@ -92,6 +93,22 @@ TEST(GgufElsewhere, LlamaVocabularyBecomesTheSameSentencePieceTokenization) {
   EXPECT_EQ(reloaded->prompt_start(), with_bos.tokenizer->prompt_start());
   EXPECT_EQ(reloaded->fingerprint(), with_bos.tokenizer->fingerprint());
   EXPECT_NE(reloaded->fingerprint(), back.tokenizer->fingerprint());
+}
+
+// folio serve puts the BOS such a tokenizer asks for before every prompt's ids (and
+// folio generate, which tests/test_gguf_elsewhere.sh holds to llama.cpp's text).
+TEST(GgufElsewhere, ServePutsTheBosBeforeThePrompt) {
+  const auto tok = make_tokenizer({"bpe", 500}, text());
+  TokenizerMetadata meta = tok->metadata();
+  meta.emplace_back("tokenizer_prompt_start", "1");
+  const auto with_bos = load_tokenizer(meta, "checkpoint");
+  std::vector<int32_t> want = tok->encode("We are");
+  EXPECT_EQ(serve::parse_completion(R"({"prompt": "We are"})", *tok, {}).prompt, want);
+  want.insert(want.begin(), 1);
+  EXPECT_EQ(serve::parse_completion(R"({"prompt": "We are"})", *with_bos, {}).prompt, want);
+  // Only a control piece can start prompts.
+  meta.back().second = "300";
+  expect_error([&] { load_tokenizer(meta, "checkpoint"); }, {"checkpoint", "300 is not one of the model's control pieces"});
 }
 
 // Another tokenizer kind, or a "llama" vocabulary folio's SentencePiece model cannot
