@@ -94,6 +94,11 @@ std::function<int()> prepare(const po::variables_map& vm) {
   std::vector<int32_t> prompt;
   try {
     prompt = from_document_start ? std::vector<int32_t>{*eot} : ck->tokenizer->encode(text);
+    // A model imported from a llama-family GGUF expects its BOS first (Tokenizer::prompt_start).
+    if (const std::optional<int32_t> bos = ck->tokenizer->prompt_start()) {
+      if (from_document_start) prompt.clear();  // BOS alone begins a document for such a model
+      prompt.insert(prompt.begin(), *bos);
+    }
   } catch (const Error& e) {
     throw UsageError(cat("the prompt: ", e.what()));
   }

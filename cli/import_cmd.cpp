@@ -1,4 +1,5 @@
-// folio import: a GGUF file folio exported (io/gguf_model.h), or an HF GPT-2 directory
+// folio import: a GGUF file (folio's own export, or a llama-family file made elsewhere;
+// io/gguf_model.h), or an HF GPT-2 directory
 // (io/hf_gpt2.h), into a run directory that generate, eval, serve and train
 // --init-from read.
 #include <cstdio>
@@ -21,7 +22,7 @@ void declare(po::options_description& opts) {
 
 std::function<int()> prepare(const po::variables_map& vm) {
   if (vm.count("from") == vm.count("from-hf"))
-    throw UsageError("give one of --from FILE.gguf (a GGUF file folio exported) and --from-hf DIR (HF's GPT-2 directory)");
+    throw UsageError("give one of --from FILE.gguf (a GGUF file) and --from-hf DIR (HF's GPT-2 directory)");
   const auto outs = vm.count("out") ? vm["out"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (outs.size() != 1) throw UsageError(cat("expected one run directory to write, got ", outs.size()));
   const bool hf = vm.count("from-hf");
@@ -44,11 +45,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 }  // namespace
 
-const Command kImport = {"import", "read a GGUF file folio exported, or HF's GPT-2, into a run directory",
+const Command kImport = {"import", "read a GGUF file, or HF's GPT-2, into a run directory",
                          "folio import OUT_RUN --from MODEL.gguf\n"
                          "folio import OUT_RUN --from-hf HF_GPT2_DIR\n\n"
-                         "Reads a gpt2, gptneox, llama or qwen3 GGUF that folio export wrote (f32, f16 or q8_0,\n"
-                         "dequantized), or an HF GPT-2 directory (config.json, model.safetensors in F32, vocab.json\n"
+                         "Reads a gpt2, gptneox, llama or qwen3 GGUF (f32, f16 or q8_0, dequantized) that folio\n"
+                         "export wrote, or one made elsewhere with llama.cpp's SentencePiece-style vocabulary\n"
+                         "(tokenizer.ggml.model \"llama\"; docs/export.md), or an HF GPT-2 directory (config.json, model.safetensors in F32, vocab.json\n"
                          "and merges.txt; docs/gpt2.md), and writes OUT_RUN/model.safetensors, which generate,\n"
                          "eval, serve and train --init-from use.",
                          declare, prepare, "out"};

@@ -6,6 +6,7 @@
 #include <sentencepiece_trainer.h>
 
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -76,12 +77,16 @@ std::string model_type(std::string_view model) {
 class SpmTokenizer final : public Tokenizer {
  public:
   // `where` names the source in errors ("[tokenizer] <where>: not a SentencePiece model").
-  SpmTokenizer(std::string model, const std::string& where, const char* tag) : model_(std::move(model)) {
+  SpmTokenizer(std::string model, const std::string& where, const char* tag,
+               std::optional<int32_t> prompt_start = std::nullopt)
+      : model_(std::move(model)), prompt_start_(prompt_start) {
     const auto status = processor_.LoadFromSerializedProto(model_);
     if (!status.ok()) fail(tag, where, ": not a SentencePiece model (", status.ToString(), ")");
     if (processor_.GetPieceSize() < 1 || processor_.GetPieceSize() > TokenizerSpec::kMaxVocab)
       fail(tag, where, ": ", processor_.GetPieceSize(), " pieces, outside [1, ", TokenizerSpec::kMaxVocab, "]");
     for (int id = 0; id < processor_.GetPieceSize() && !byte_fallback_; ++id) byte_fallback_ = processor_.IsByte(id);
+    if (prompt_start_ && (*prompt_start_ < 0 || *prompt_start_ >= vocab_size() || !processor_.IsControl(*prompt_start_)))
+      fail(tag, where, ": the prompt's first id ", *prompt_start_, " is not one of the model's control pieces");
   }
 
   const char* kind() const override { return "spm"; }
@@ -89,6 +94,7 @@ class SpmTokenizer final : public Tokenizer {
   std::optional<int32_t> end_of_text() const override {
     return processor_.eos_id() >= 0 ? std::optional<int32_t>(processor_.eos_id()) : std::nullopt;
   }
+  std::optional<int32_t> prompt_start() const override { return prompt_start_; }
 
   std::vector<int32_t> encode(std::string_view utf8) const override {
     count_utf8(utf8);  // invalid UTF-8 is an error here as for every tokenizer, with its offset
@@ -122,10 +128,15 @@ class SpmTokenizer final : public Tokenizer {
   }
 
   std::string describe() const override {
-    return cat("spm (SentencePiece), ", vocab_size(), " pieces", byte_fallback_ ? ", byte fallback" : "");
+    return cat("spm (SentencePiece), ", vocab_size(), " pieces", byte_fallback_ ? ", byte fallback" : "",
+               prompt_start_ ? cat(", prompts start with ", *prompt_start_) : "");
   }
+  // tokenizer_prompt_start only when set: the metadata, and so the fingerprint, of
+  // every tokenizer folio trains stays as it was.
   TokenizerMetadata metadata() const override {
-    return {{"tokenizer", "spm"}, {"tokenizer_model", base64_encode(model_)}};
+    TokenizerMetadata m = {{"tokenizer", "spm"}, {"tokenizer_model", base64_encode(model_)}};
+    if (prompt_start_) m.emplace_back("tokenizer_prompt_start", std::to_string(*prompt_start_));
+    return m;
   }
   std::optional<std::string> export_model() const override { return model_; }
   std::optional<TokenizerSpec> as_flags() const override {
@@ -141,6 +152,7 @@ class SpmTokenizer final : public Tokenizer {
   }
 
   std::string model_;  // the serialized ModelProto, as a .model file holds it
+  std::optional<int32_t> prompt_start_;
   spm::SentencePieceProcessor processor_;
   bool byte_fallback_ = false;
 };
@@ -253,7 +265,15 @@ std::unique_ptr<Tokenizer> load(const TokenizerMetadata& metadata, const std::st
   if (!text) fail("checkpoint", where, ": __metadata__.tokenizer_model is missing (the spm tokenizer's model)");
   const std::optional<std::string> model = base64_decode(*text);
   if (!model) fail("checkpoint", where, ": __metadata__.tokenizer_model: not base64");
-  return std::make_unique<SpmTokenizer>(*model, where + ": __metadata__.tokenizer_model", "checkpoint");
+  std::optional<int32_t> start;
+  if (const std::string* s = find_entry(metadata, "tokenizer_prompt_start")) {
+    int32_t id = -1;
+    const auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), id);
+    if (ec != std::errc() || end != s->data() + s->size())
+      fail("checkpoint", where, ": __metadata__.tokenizer_prompt_start is not a token id: ", *s);
+    start = id;
+  }
+  return std::make_unique<SpmTokenizer>(*model, where + ": __metadata__.tokenizer_model", "checkpoint", start);
 }
 
 std::unique_ptr<Tokenizer> from_file(const std::string& path) {

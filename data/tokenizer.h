@@ -67,6 +67,12 @@ class Tokenizer {
   // tokenizer has one: SentencePiece's </s>, or the id a char vocabulary made by
   // folio tokenize adds after its characters. It decodes to nothing.
   virtual std::optional<int32_t> end_of_text() const { return std::nullopt; }
+  // The id to put before every prompt, as the model was trained to see one first: a
+  // llama-family GGUF made elsewhere says so (tokenizer.ggml.add_bos_token) and its
+  // BOS id rides along with the imported tokenizer. folio generate, serve and eval put
+  // it first; encode() never adds it, so training text and token files are as before.
+  // nullopt for every tokenizer folio makes.
+  virtual std::optional<int32_t> prompt_start() const { return std::nullopt; }
   // One line for people: "char, 65 characters", "spm bpe, 1024 pieces, byte fallback".
   virtual std::string describe() const = 0;
   // What a checkpoint stores; load_tokenizer(metadata()) gives the same tokenizer.

@@ -71,6 +71,15 @@ void expect_real(const Source& s, const std::string& key, double want, const cha
   if (float(got) != float(want)) fail("gguf", s.where, ": key ", key, " is ", got, ", expected ", want, ": ", why);
 }
 
+// The feed-forward's hidden width, ARCH.feed_forward_length: any width, which becomes
+// the config's ffn_hidden where it is not folio's default for the activation (already set).
+int64_t feed_forward_width(const Source& s, nn::GPTConfig& c) {
+  const std::string key = s.text("general.architecture") + ".feed_forward_length";
+  const int64_t H = s.integer(key, nn::GPTConfig::kMaxFfnHidden);
+  c.ffn_hidden = H == nn::feed_forward_hidden(c.n_embd, c.activation) ? 0.0f : float(H);
+  return H;
+}
+
 // gpt2 and gptneox blocks: LayerNorm, fused q/k/v, GELU, zero biases.
 void layer_norm_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
   const std::string arch = s.text("general.architecture");
@@ -85,8 +94,7 @@ void layer_norm_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
       fail("gguf", s.where, ": key folio.activation must be gelu or gelu-tanh, the GELU of the ", arch, " graph");
     c.activation = *a;
   }
-  if (s.integer(arch + ".feed_forward_length", 4 * kMaxEmbd) != 4 * C)
-    fail("gguf", s.where, ": feed_forward_length must be 4 x embedding_length (", 4 * C, ") for folio's blocks");
+  const int64_t H = feed_forward_width(s, c);
   if (float(s.real(arch + ".attention.layer_norm_epsilon", -1.0)) != kLayerNormEps)
     fail("gguf", s.where, ": layer_norm_epsilon must be ", kLayerNormEps, ", folio's");
   if (arch == "gptneox") {
@@ -115,9 +123,9 @@ void layer_norm_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
     zero_bias(b + "attn_output.bias", C);
     w.emplace_back(m + "ln2.weight", take(b + "ffn_norm.weight", {C}));
     w.emplace_back(m + "ln2.bias", take(b + "ffn_norm.bias", {C}));
-    w.emplace_back(m + "ffwd.fc.weight", take(b + "ffn_up.weight", {4 * C, C}));
-    zero_bias(b + "ffn_up.bias", 4 * C);
-    w.emplace_back(m + "ffwd.proj.weight", take(b + "ffn_down.weight", {C, 4 * C}));
+    w.emplace_back(m + "ffwd.fc.weight", take(b + "ffn_up.weight", {H, C}));
+    zero_bias(b + "ffn_up.bias", H);
+    w.emplace_back(m + "ffwd.proj.weight", take(b + "ffn_down.weight", {C, H}));
     zero_bias(b + "ffn_down.bias", C);
   }
   w.emplace_back("ln_f.weight", take("output_norm.weight", {C}));
@@ -133,7 +141,7 @@ void llama_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
   c.activation = nn::Activation::swiglu;
   c.norm = nn::Norm::rms;
   c.qk_norm = arch == "qwen3";
-  const int64_t C = c.n_embd, HS = C / c.n_head, H = nn::feed_forward_hidden(C, c.activation);
+  const int64_t C = c.n_embd, HS = C / c.n_head, H = feed_forward_width(s, c);
   const std::string kv_key = arch + ".attention.head_count_kv";
   if (const int64_t kv = s.f.find(kv_key) ? s.integer(kv_key, kMaxEmbd) : c.n_head; kv != c.n_head)
     fail("gguf", s.where, ": key ", kv_key, " is ", kv, ", head_count ", c.n_head,
@@ -150,9 +158,6 @@ void llama_blocks(const Source& s, nn::GPTConfig& c, Weights& w) {
   const std::string eps = arch + ".attention.layer_norm_rms_epsilon";
   if (!s.f.find(eps)) fail("gguf", s.where, ": key ", eps, " is missing");
   expect_real(s, eps, nn::kModelRmsNormEps, "folio's RMSNorm epsilon");
-  if (const int64_t ff = s.integer(arch + ".feed_forward_length", 4 * kMaxEmbd); ff != H)
-    fail("gguf", s.where, ": key ", arch, ".feed_forward_length is ", ff, "; folio's SwiGLU hidden size for ", C, " is ", H,
-         " (int(8C / 3) rounded up to a multiple of 32)");
   auto take = [&](const std::string& name, std::vector<int64_t> shape) { return gguf_floats(s.tensor(name, shape)); };
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string b = cat("blk.", l, "."), m = cat("blocks.", l, ".");
@@ -201,11 +206,10 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
   for (const auto& [k, v] : f.kv)
     if (k.rfind("folio.tokenizer.", 0) == 0 && !v.is_array && std::holds_alternative<std::string>(v.value))
       meta.emplace_back(k.substr(16), std::get<std::string>(v.value));
-  if (meta.empty())
-    fail("gguf", where, ": no folio.tokenizer.* keys: folio imports the tokenizer it wrote itself (folio export), "
-         "and this file was made elsewhere");
+  // folio's own file gives back the tokenizer it was exported with; one made elsewhere
+  // its tokenizer.ggml.* vocabulary (io/gguf_vocab_import.cpp).
   ImportedModel out;
-  out.tokenizer = load_tokenizer(meta, where + ": folio.tokenizer");
+  out.tokenizer = meta.empty() ? tokenizer_from_gguf(f, where) : load_tokenizer(meta, where + ": folio.tokenizer");
 
   nn::GPTConfig c;
   c.vocab_size = out.tokenizer->vocab_size();

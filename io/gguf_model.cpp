@@ -129,7 +129,7 @@ void layer_norm_block(GgufFile& f, const Params& p, const GPTConfig& c, const st
   add_copy(f, p, b + "ffn_norm.weight", m + "ln2.weight", dtype);
   add_copy(f, p, b + "ffn_norm.bias", m + "ln2.bias", dtype);
   add_copy(f, p, b + "ffn_up.weight", m + "ffwd.fc.weight", dtype);
-  add_zeros(f, b + "ffn_up.bias", 4 * C);
+  add_zeros(f, b + "ffn_up.bias", c.ffn_width());
   add_copy(f, p, b + "ffn_down.weight", m + "ffwd.proj.weight", dtype);
   add_zeros(f, b + "ffn_down.bias", C);
 }
@@ -141,7 +141,7 @@ void layer_norm_block(GgufFile& f, const Params& p, const GPTConfig& c, const st
 void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::string& b, const std::string& m,
                  GgufDtype dtype) {
   const bool reorder = !c.qk_norm;  // llama's rope turns adjacent pairs, qwen3's folio's
-  const int64_t C = c.n_embd, HS = C / c.n_head, H = nn::feed_forward_hidden(C, c.activation);
+  const int64_t C = c.n_embd, HS = C / c.n_head, H = c.ffn_width();
   add_copy(f, p, b + "attn_norm.weight", m + "ln1.weight", dtype);
   for (const auto& [gguf, part] : {std::pair{"attn_q", "query"}, {"attn_k", "key"}, {"attn_v", "value"}}) {
     std::vector<float> w(size_t(C * C));  // (C, C): head h's rows at h * HS
@@ -246,7 +246,7 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
   const std::string arch = gguf_architecture(c);
   const bool llama = arch == "llama" || arch == "qwen3";  // the llama family: qwen3 adds QK-norm
   const int64_t C = c.n_embd, HS = C / c.n_head, V = c.vocab_size, Vg = int64_t(v.tokens.size());
-  const int64_t H = nn::feed_forward_hidden(C, c.activation);
+  const int64_t H = c.ffn_width();
   const int64_t file_type = dtype == GgufDtype::f32 ? 0 : dtype == GgufDtype::f16 ? 1 : 7;  // llama_ftype
 
   GgufFile f;

@@ -60,9 +60,15 @@ struct ImportedModel {
   std::unique_ptr<nn::GPT> model;
   std::unique_ptr<Tokenizer> tokenizer;
 };
-// A GGUF of an architecture folio exports (gpt2, gptneox, llama, qwen3) with its folio.tokenizer.*
-// entries back into folio's model; everything else is refused by name. `where` names
+// A GGUF of an architecture folio exports (gpt2, gptneox, llama, qwen3) back into folio's
+// model: with its folio.tokenizer.* entries (folio's own export), or made elsewhere with a
+// tokenizer tokenizer_from_gguf takes; everything else is refused by name. `where` names
 // the file in errors.
 ImportedModel model_from_gguf(const GgufFile& file, const std::string& where);
+// The tokenizer of a GGUF file without folio.tokenizer.* keys, from its tokenizer.ggml.*
+// vocabulary: "llama" (SentencePiece-style) becomes an spm tokenizer whose prompts start
+// with the BOS id when tokenizer.ggml.add_bos_token is true (its default); any other
+// tokenizer.ggml.model is refused naming it (io/gguf_vocab_import.cpp).
+std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& file, const std::string& where);
 
 }  // namespace folio

@@ -118,6 +118,9 @@ std::vector<std::string> hf_refusals(const nn::GPTConfig& c) {
   refuse(c.qk_norm, "--qk-norm: GPT-2 does not normalise queries and keys; train without --qk-norm");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap, ": GPT-2's logits are not capped; train with "
                                      "--logit-softcap 0"));
+  refuse(c.ffn_width() != 4 * c.n_embd,
+         cat("--ffn-hidden ", c.ffn_width(), ": folio writes GPT-2's 4C feed-forward (", 4 * c.n_embd,
+             "); train without --ffn-hidden"));
   refuse(c.bigram, "--bigram: GPT-2 has no bigram table; train without --bigram");
   refuse(c.x0_shortcut, "--x0-shortcut: GPT-2's blocks take only the previous block's output; train without --x0-shortcut");
   refuse(c.value_embed, "--value-embed: GPT-2's attention has no value embeddings; train without --value-embed");

@@ -33,6 +33,7 @@ struct BlockOptions {
   std::optional<float> weights_dropout = std::nullopt;  // the attention weights' dropout; unset: the dropout given beside
   bool rms_norm = false;  // Block: ln1 and ln2 are RMSNorms (nn::LayerNorm's rms)
   bool qkv_bias = false;  // MultiHead: key, query and value get a bias (GPT-2's c_attn has one)
+  int64_t ffn_hidden = 0;  // Block: the feed-forward's hidden width; 0: feed_forward_hidden()'s default
 };
 
 // One head: scores q k^T * head_size^-0.5, the tril mask (-inf above the diagonal),

@@ -96,7 +96,7 @@ Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const Decode
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);
   x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
-  ff_.resize(FeedForward::fc_outputs(C, config_.activation)), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
+  ff_.resize(FeedForward::fc_outputs(C, config_.activation, int64_t(config_.ffn_hidden))), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
   kept_.resize(config_.skip_pairs() * C);
 }
 
@@ -208,7 +208,7 @@ void Decoder::embed(const Row& row, float* x, float* cos, float* sin) const {
 }
 
 void Decoder::activate(float* f, int64_t rows) const {
-  const int64_t H = feed_forward_hidden(config_.n_embd, config_.activation), n = rows * H;
+  const int64_t H = config_.ffn_width(), n = rows * H;
   switch (config_.activation) {
     case Activation::gelu: for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu(f[i]); break;
     case Activation::relu: for (int64_t i = 0; i < n; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f; break;
@@ -263,7 +263,7 @@ void Decoder::ensure_batch(int64_t B, int64_t with_logits) {
   const int64_t C = config_.n_embd, hs = C / config_.n_head;
   if (int64_t(blogits_.size()) < with_logits * config_.vocab_size) blogits_.resize(with_logits * config_.vocab_size);
   if (int64_t(bx_.size()) >= B * C) return;
-  bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * FeedForward::fc_outputs(C, config_.activation));
+  bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * FeedForward::fc_outputs(C, config_.activation, int64_t(config_.ffn_hidden)));
   batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
   bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C), bkept_.resize(config_.skip_pairs() * B * C);
 }

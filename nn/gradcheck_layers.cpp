@@ -173,6 +173,20 @@ const std::vector<GradcheckCase>& layer_gradcheck_cases() {
          c.pos = Positions::rope, c.norm = Norm::rms, c.activation = Activation::swiglu, c.bias = false;
          return gpt(true, c);
        }},
+      // --ffn-hidden: a width that is neither SwiGLU's default (32 at C 8) nor 4C.
+      {"GPT", "loss, swiglu with ffn_hidden 12",
+       [] {
+         GPTConfig c = tiny_gpt();
+         c.pos = Positions::rope, c.norm = Norm::rms, c.activation = Activation::swiglu, c.bias = false;
+         c.ffn_hidden = 12.0f;
+         return gpt(true, c);
+       }},
+      {"GPT", "loss, gelu with ffn_hidden 12",
+       [] {
+         GPTConfig c = tiny_gpt();
+         c.ffn_hidden = 12.0f;
+         return gpt(true, c);
+       }},
       // d loss / d (embedded input), through the blocks, the final LayerNorm and the head.
       {"GPT", "loss by embedded input",
        [] {

@@ -74,6 +74,11 @@ const std::vector<ModelOption>& model_options() {
        "biases where GPT-2 has them: key, query and value get one too, and the output layer none (its weight is "
        "then usually the tied token embedding); needs the Linears' biases (not --no-bias)",
        Toggle{&GPTConfig::gpt2_biases}},
+      {"ffn-hidden", "ffn_hidden",
+       "the feed-forward's hidden width H for every activation (SwiGLU's gate and up, or the 4C of the others), "
+       "e.g. a llama model's feed_forward_length; 0: the default (4C, or for swiglu int(8C / 3) rounded up to a "
+       "multiple of 32)",
+       Number{&GPTConfig::ffn_hidden, 0.0f, "0: the default width", float(GPTConfig::kMaxFfnHidden)}},
   };
   return table;
 }

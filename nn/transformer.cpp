@@ -25,7 +25,8 @@ std::optional<Activation> parse_activation(std::string_view name) {
                            Activation::gelu_tanh});
 }
 
-int64_t feed_forward_hidden(int64_t n_embd, Activation act) {
+int64_t feed_forward_hidden(int64_t n_embd, Activation act, int64_t hidden) {
+  if (hidden > 0) return hidden;
   if (act != Activation::swiglu) return 4 * n_embd;
   constexpr int64_t kMultiple = 32;
   return (8 * n_embd / 3 + kMultiple - 1) / kMultiple * kMultiple;
@@ -48,17 +49,17 @@ std::optional<DropoutAt> parse_dropout_at(std::string_view name) {
 }
 
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
-                         std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
+                         std::shared_ptr<Rng> dropout_rng, bool zero_init_proj, int64_t hidden)
     : act_(act) {
-  fc = register_module("fc", std::make_shared<Linear>(n_embd, fc_outputs(n_embd, act), bias, arena));
-  proj = register_module("proj", std::make_shared<Linear>(feed_forward_hidden(n_embd, act), n_embd, bias, arena,
+  fc = register_module("fc", std::make_shared<Linear>(n_embd, fc_outputs(n_embd, act, hidden), bias, arena));
+  proj = register_module("proj", std::make_shared<Linear>(feed_forward_hidden(n_embd, act, hidden), n_embd, bias, arena,
                                                           zero_init_proj ? 0.0f : kInitStd));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(dropout, std::move(dropout_rng)));
 }
 FeedForward::FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
-                         std::shared_ptr<Rng> dropout_rng, bool zero_init_proj)
-    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias, act), init), std::move(dropout_rng),
-                  zero_init_proj) {}
+                         std::shared_ptr<Rng> dropout_rng, bool zero_init_proj, int64_t hidden)
+    : FeedForward(n_embd, dropout, bias, act, Arena(parameter_count(n_embd, bias, act, hidden), init),
+                  std::move(dropout_rng), zero_init_proj, hidden) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
   Tensor a;  // (B, T, H)
@@ -80,13 +81,14 @@ Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, 
                                                              dropout, bias, arena, dropout_rng, options));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(n_embd, arena, options.rms_norm));
   ffwd = register_module("ffwd", std::make_shared<FeedForward>(n_embd, dropout, bias, act, arena, dropout_rng,
-                                                               options.zero_init_proj));
+                                                               options.zero_init_proj, options.ffn_hidden));
   drop_path = register_module("drop_path", std::make_shared<DropPath>(options.drop_path, dropout_rng));
 }
 Block::Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
              Rng& init, std::shared_ptr<Rng> dropout_rng, BlockOptions options)
     : Block(n_embd, n_head, block_size, dropout, bias, act,
-            Arena(parameter_count(n_embd, n_head, bias, act, options.rms_norm, options.qkv_bias), init),
+            Arena(parameter_count(n_embd, n_head, bias, act, options.rms_norm, options.qkv_bias, options.ffn_hidden),
+                  init),
             std::move(dropout_rng), std::move(options)) {}
 
 void Block::name_scopes(const std::string& name) {
@@ -138,6 +140,9 @@ void GPTConfig::validate() const {
   if (gpt2_biases && !bias)
     fail("config", "gpt2_biases puts a bias on key, query and value besides every other Linear in the blocks: it "
                    "needs bias (drop --no-bias)");
+  if (!(ffn_hidden >= 0.0f && ffn_hidden <= float(kMaxFfnHidden) && ffn_hidden == std::floor(ffn_hidden)))
+    fail("config", "ffn_hidden must be a whole number in [0, ", kMaxFfnHidden, "] (0: the default width); got ",
+         ffn_hidden);
   if (bigram && vocab_size > kMaxBigramVocab)
     fail("config", "bigram keeps a row per pair of tokens, (vocab_size + 1) * vocab_size of them: vocab_size ",
          vocab_size, " exceeds ", kMaxBigramVocab, " (it is meant for characters, not subwords)");
@@ -148,7 +153,8 @@ int64_t GPTConfig::parameter_count() const {
   const int64_t positions = pos == Positions::learned ? Embedding::parameter_count(block_size, C) : 0;
   const int64_t head = tie_weights ? (output_bias() ? vocab_size : 0) : Linear::parameter_count(C, vocab_size, output_bias());
   return Embedding::parameter_count(vocab_size, C) + positions +
-         n_layer * Block::parameter_count(C, n_head, bias, activation, norm == Norm::rms, gpt2_biases) +
+         n_layer * Block::parameter_count(C, n_head, bias, activation, norm == Norm::rms, gpt2_biases,
+                                          int64_t(ffn_hidden)) +
          LayerNorm::parameter_count(C, norm == Norm::rms) + head + Embedding::parameter_count(bigram_rows(), C) +
          (value_embed ? n_layer * Embedding::parameter_count(vocab_size, C) : 0) +
          (x0_shortcut ? Gates::parameter_count(n_layer, C) : 0) +
@@ -184,6 +190,7 @@ void GPT::build(Arena arena) {
   BlockOptions options{.qk_norm = config.qk_norm, .rotary = nullptr, .zero_init_proj = config.zero_init_proj};
   options.rms_norm = config.norm == Norm::rms;
   options.qkv_bias = config.gpt2_biases;
+  options.ffn_hidden = int64_t(config.ffn_hidden);
   if (config.pos == Positions::learned)
     position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.block_size, C, arena));
   else  // one table for every layer and head

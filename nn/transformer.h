@@ -19,8 +19,9 @@ std::optional<Activation> parse_activation(std::string_view name);  // nullopt: 
 
 // The feed-forward's hidden size: 4C, or with swiglu llama's 2/3 of it (three matrices
 // instead of two, about the same parameters), int(8C / 3) rounded up to a multiple of 32
-// (llama rounds to 256, which would more than double a tiny model's).
-int64_t feed_forward_hidden(int64_t n_embd, Activation act);
+// (llama rounds to 256, which would more than double a tiny model's). `hidden` > 0 (the
+// model option ffn_hidden) replaces that default for every activation.
+int64_t feed_forward_hidden(int64_t n_embd, Activation act, int64_t hidden = 0);
 
 // How the model normalises (every block's two norms and the final one): LayerNorm, or
 // llama's RMSNorm (a weight, no bias, no mean taken; nn::LayerNorm's rms).
@@ -41,22 +42,25 @@ enum class DropoutAt { all, residual, attention };
 const char* to_string(DropoutAt d);                                 // "all", "residual", "attention"
 std::optional<DropoutAt> parse_dropout_at(std::string_view name);  // nullopt: none of them
 
-// x (B, T, C) -> Linear C->4C -> activation -> Linear 4C->C -> dropout -> (B, T, C)
-// zero_init_proj: the second Linear's weight starts at zero. With swiglu, H =
-// feed_forward_hidden(): fc is C->2H, its outputs [gate (H); up (H)] (one product for
+// x (B, T, C) -> Linear C->H -> activation -> Linear H->C -> dropout -> (B, T, C), H =
+// feed_forward_hidden(n_embd, act, hidden) (4C by default).
+// zero_init_proj: the second Linear's weight starts at zero. With swiglu, fc is C->2H, its outputs [gate (H); up (H)] (one product for
 // both), then SiLU(gate) * up (B, T, H) -> proj H->C.
 class FeedForward : public Module {
  public:
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Arena arena,
-              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false);
+              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false,
+              int64_t hidden = 0);
   FeedForward(int64_t n_embd, float dropout, bool bias, Activation act, Rng& init,
-              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false);
-  static int64_t parameter_count(int64_t n_embd, bool bias, Activation act) {
-    const int64_t H = feed_forward_hidden(n_embd, act);
-    return Linear::parameter_count(n_embd, fc_outputs(n_embd, act), bias) + Linear::parameter_count(H, n_embd, bias);
+              std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), bool zero_init_proj = false,
+              int64_t hidden = 0);
+  static int64_t parameter_count(int64_t n_embd, bool bias, Activation act, int64_t hidden = 0) {
+    const int64_t H = feed_forward_hidden(n_embd, act, hidden);
+    return Linear::parameter_count(n_embd, fc_outputs(n_embd, act, hidden), bias) +
+           Linear::parameter_count(H, n_embd, bias);
   }
-  static int64_t fc_outputs(int64_t n_embd, Activation act) {  // H, or 2H with swiglu
-    return (act == Activation::swiglu ? 2 : 1) * feed_forward_hidden(n_embd, act);
+  static int64_t fc_outputs(int64_t n_embd, Activation act, int64_t hidden = 0) {  // H, or 2H with swiglu
+    return (act == Activation::swiglu ? 2 : 1) * feed_forward_hidden(n_embd, act, hidden);
   }
   Tensor forward(const Tensor& x) const;
   std::shared_ptr<Linear> fc, proj;
@@ -77,10 +81,10 @@ class Block : public Module {
   Block(int64_t n_embd, int64_t n_head, int64_t block_size, float dropout, bool bias, Activation act,
         Rng& init, std::shared_ptr<Rng> dropout_rng = std::make_shared<Rng>(0), BlockOptions options = {});
   static int64_t parameter_count(int64_t n_embd, int64_t n_head, bool bias, Activation act = Activation::relu,
-                                 bool rms = false, bool qkv_bias = false) {  // n_head >= 1
+                                 bool rms = false, bool qkv_bias = false, int64_t ffn_hidden = 0) {  // n_head >= 1
     return 2 * LayerNorm::parameter_count(n_embd, rms) +
            MultiHead::parameter_count(n_embd, n_head, n_embd / n_head, bias, qkv_bias) +
-           FeedForward::parameter_count(n_embd, bias, act);
+           FeedForward::parameter_count(n_embd, bias, act, ffn_hidden);
   }
   // attention and values (B, T, C): see MultiHead.
   Tensor forward(const Tensor& x, Tensor* attention = nullptr, const Tensor& values = {}) const;
@@ -158,9 +162,16 @@ struct GPTConfig {
   // because neither half alone is a model anyone has asked for, and the other
   // half's default ("the output layer has a bias") is not "off".
   bool gpt2_biases = false;
+  // The feed-forward's hidden width H (SwiGLU's, or the 4C of the others); 0: the
+  // default, feed_forward_hidden()'s. A float because the model options' numbers are
+  // (nn/model_options.h); validate() asks for a whole number. What models made
+  // elsewhere (a GGUF's feed_forward_length) need.
+  float ffn_hidden = 0.0f;
+  int64_t ffn_width() const { return feed_forward_hidden(n_embd, activation, int64_t(ffn_hidden)); }
   // Whether lm_head (and mtp_head) has a bias.
   bool output_bias() const { return bias && !gpt2_biases; }
   static constexpr int64_t kMaxBigramVocab = 1024;
+  static constexpr int64_t kMaxFfnHidden = int64_t(1) << 18;
   int64_t bigram_rows() const { return bigram ? (vocab_size + 1) * vocab_size : 0; }
   int64_t skip_pairs() const { return unet_skips ? n_layer / 2 : 0; }  // encoder blocks that keep their output
   // The encoder block whose output block `layer`'s input takes, and through which gate

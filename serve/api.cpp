@@ -66,6 +66,8 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string
     bad(name, cat("cannot be encoded by this model's tokenizer: ", e.what()));
   }
   if (ids.empty()) bad(name, "is empty");
+  // A model imported from a llama-family GGUF expects its BOS first (Tokenizer::prompt_start).
+  if (const std::optional<int32_t> bos = tokenizer.prompt_start()) ids.insert(ids.begin(), *bos);
   if (int64_t(ids.size()) > max_tokens)
     bad(name, cat("has ", ids.size(), " tokens, more than this server's limit of ", max_tokens));
   return ids;

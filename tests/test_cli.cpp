@@ -115,7 +115,7 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
 
   const std::string shown =
       "options      --pos rope --norm layer --qk-norm --zero-init-proj --logit-softcap 30 --tie-weights --drop-path 0.2 "
-      "--dropout-at residual --unet-skips --mtp 0.3\n";
+      "--dropout-at residual --unet-skips --mtp 0.3 --ffn-hidden 0\n";
   const Result i = folio("info --checkpoint " + run_dir());
   ASSERT_EQ(i.code, 0) << i.err;
   testing::expect_contains(i.out, {shown, "bias on, relu2\n"});
@@ -137,7 +137,8 @@ TEST_F(Cli, ModelOptionsTrainAndAreSavedWithTheRun) {
                              " --n-layer 1 --n-head 2 --n-embd 16 --block-size 8 --max-iters 2 --eval-iters 1 --quiet");
   ASSERT_EQ(plain.code, 0) << plain.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "plain").string()).out,
-                           {"options      --pos learned --norm layer --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0\n"});
+                           {"options      --pos learned --norm layer --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0 "
+                            "--ffn-hidden 0\n"});
 }
 
 // --dtype is saved with the run: --resume keeps it, and may override it. generate and

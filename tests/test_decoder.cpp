@@ -192,6 +192,18 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                     c.norm = nn::Norm::rms;
                                     c.activation = nn::Activation::swiglu;
                                   }), Precision::fp32, 2e-5f},
+                      // --ffn-hidden: a width that is neither default (SwiGLU's 64, 4C 64 at C 16).
+                      DecoderCase{"llama_ffn_hidden_40", with(kSmall, [](auto& c) {
+                                    c.pos = nn::Positions::rope;
+                                    c.norm = nn::Norm::rms;
+                                    c.activation = nn::Activation::swiglu;
+                                    c.bias = false;
+                                    c.ffn_hidden = 40.0f;
+                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"gelu_ffn_hidden_40", with(kSmall, [](auto& c) {
+                                    c.activation = nn::Activation::gelu;
+                                    c.ffn_hidden = 40.0f;
+                                  }), Precision::fp32, 2e-5f},
                       // bf16 products: the decoder rounds the same operands, but its attention
                       // scores and weighted values are fp32 sums (forward's are bf16 products).
                       DecoderCase{"bf16", kSmall, Precision::bf16, 2e-2f},

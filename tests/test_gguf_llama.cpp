@@ -179,7 +179,6 @@ TEST(GgufLlama, ImportRefusesWhatFolioCannotComputeNamingTheKey) {
       {"llama.rope.scaling.type", GgufValue::text("linear")},
       {"llama.rope.scaling.factor", GgufValue::f32(4.0f)},
       {"llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f)},
-      {"llama.feed_forward_length", GgufValue::u32(128)},
       {"llama.expert_count", GgufValue::u32(8)},
       {"llama.rope.dimension_count", GgufValue::u32(8)},
   };

@@ -1,6 +1,6 @@
 // The GGUF export proven in llama.cpp: for each architecture folio exports (gpt2 for
 // learned positions, gptneox for rope, llama for RMSNorm + SwiGLU + rope, qwen3 for
-// that with QK-norm) and each tokenizer kind (char, SentencePiece BPE; qwen3 char only),
+// that with QK-norm) and each tokenizer kind (char, SentencePiece BPE),
 // a tiny trained model is exported, llama.cpp (node-llama-cpp, installed by this test
 // into the build tree) loads it and continues 5 prompts greedily for 64 tokens:
 // the text must equal `folio generate --greedy`, the next-token probabilities folio's
@@ -35,6 +35,7 @@ const Case kCases[] = {
     {"char_llama", "--pos rope --norm rms --activation swiglu --tie-weights", "llama"},
     {"bpe_llama", "--pos rope --norm rms --activation swiglu --tokenizer bpe --vocab-size 400", "llama"},
     {"char_qwen3", "--pos rope --norm rms --activation swiglu --qk-norm", "qwen3"},
+    {"bpe_qwen3", "--pos rope --norm rms --activation swiglu --qk-norm --tokenizer bpe --vocab-size 400", "qwen3"},
 };
 // The cases also exported as f16 and q8_0, for those layouts in llama.cpp's own reader.
 const size_t kRoundedCases[] = {3, 5};

@@ -28,7 +28,8 @@ GPTConfig small() {
 GPTConfig with_other_value(const ModelOption& option, GPTConfig c) {
   const std::string before = option_text(option, c);
   std::visit(Overloaded{[&](const Toggle& t) { c.*(t.at) = !(c.*(t.at)); },
-                        [&](const Number& n) { c.*(n.at) = std::min(c.*(n.at) + 1.5f, n.max); },
+                        // + 2: a whole number, as ffn_hidden asks
+                        [&](const Number& n) { c.*(n.at) = std::min(c.*(n.at) + 2.0f, n.max); },
                         [&](const Choice& ch) {
                           for (const std::string& name : ch.names)
                             if (name != before) return void(ch.set(c, name));
@@ -119,13 +120,15 @@ TEST(ModelOptionTable, FlagsShowEveryValueAndTheSwitchesThatAreOn) {
               !is_switch)
         << options_as_flags(base);
   }
-  EXPECT_EQ(options_as_flags(base), "--pos learned --norm layer --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0");
+  EXPECT_EQ(options_as_flags(base), "--pos learned --norm layer --logit-softcap 0 --drop-path 0 --dropout-at all --mtp 0 "
+                                    "--ffn-hidden 0");
   GPTConfig on = base;
   on.pos = Positions::rope, on.norm = Norm::rms, on.qk_norm = true, on.logit_softcap = 30.0f, on.bigram = true;
   on.drop_path = 0.1f, on.dropout_at = DropoutAt::attention, on.unet_skips = true, on.mtp = 0.25f;
+  on.ffn_hidden = 40.0f;
   EXPECT_EQ(options_as_flags(on),
             "--pos rope --norm rms --qk-norm --logit-softcap 30 --bigram --drop-path 0.1 --dropout-at attention --unet-skips "
-            "--mtp 0.25");
+            "--mtp 0.25 --ffn-hidden 40");
 }
 
 // What a row's range cannot say: rope needs an even head size, and the soft cap's

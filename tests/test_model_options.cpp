@@ -36,7 +36,7 @@ GPTConfig tiny() {  // head size 4: even, as rope needs
 GPTConfig all_options(GPTConfig c = tiny()) {
   c.pos = Positions::rope, c.qk_norm = true, c.activation = Activation::relu2, c.zero_init_proj = true;
   c.logit_softcap = 2.0f, c.tie_weights = true, c.x0_shortcut = true, c.value_embed = true, c.mtp = 0.5f;
-  c.gpt2_biases = true;
+  c.gpt2_biases = true, c.ffn_hidden = 12.0f;
   c.unet_skips = true, c.n_layer = std::max<int64_t>(c.n_layer, 2);  // a pair needs two blocks
   return c;
 }
@@ -61,6 +61,8 @@ std::vector<std::pair<std::string, GPTConfig>> each_option() {
   with("value_embed", [](GPTConfig& c) { c.value_embed = true; });
   with("mtp", [](GPTConfig& c) { c.mtp = 0.7f; });
   with("gpt2_biases", [](GPTConfig& c) { c.gpt2_biases = true, c.tie_weights = true; });
+  with("ffn_hidden", [](GPTConfig& c) { c.ffn_hidden = 6.0f; });  // neither gelu's 4C (16) nor swiglu's
+  with("ffn_hidden_swiglu", [](GPTConfig& c) { c.activation = Activation::swiglu, c.ffn_hidden = 6.0f; });
   with("unet_skips", [](GPTConfig& c) {  // three blocks: the last takes the first's output, the middle none
     c.unet_skips = true;
     c.n_layer = 3;
@@ -353,6 +355,7 @@ TEST(ModelOptions, ParameterCountOfEveryCombination) {
     if (bits & 512) c.unet_skips = true, c.n_layer = 5;  // two pairs around a middle block
     c.mtp = bits & 1024 ? 0.5f : 0.0f;
     c.gpt2_biases = (bits & 2048) && c.bias;  // it needs bias
+    c.ffn_hidden = bits & 4 ? 12.0f : 0.0f;      // with zero_init_proj: no bit of its own, 4096 cases are plenty
     const GPT gpt(c);
     EXPECT_EQ(c.parameter_count(), gpt.num_parameters()) << bits;
     EXPECT_EQ(gpt.flat_parameters().numel(), gpt.num_parameters()) << bits;
