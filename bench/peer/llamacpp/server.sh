@@ -13,6 +13,8 @@
 #                   same Q8_0 blocks)
 #     --threads     llama-server's -t and -tb, and folio serve's --threads (folio's batched
 #                   scheduler decodes every slot on one thread whatever this says)
+#   LLAMA_SERVER_ARGS (environment): more llama-server options, e.g. "-ctk f32 -ctv f32"
+#   for an fp32 KV cache as folio's (llama-server's default is f16, half the bytes)
 #
 # What it does, each step cached under build/peer/ so a second run redoes none of them:
 #  1. installs node-llama-cpp 3.22.1 (the same install decode.sh uses) and clones the
@@ -101,7 +103,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 for n in ${streams//,/ }; do
   port=$(free_port)
   "$server" -m "$gguf" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" --parallel 16 \
-    -c $((16 * block)) --no-webui >"$work/llama-server.log" 2>&1 &
+    -c $((16 * block)) --no-webui ${LLAMA_SERVER_ARGS:-} >"$work/llama-server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 600); do
     python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
