@@ -13,6 +13,7 @@
 #                   same Q8_0 blocks)
 #     --threads     llama-server's -t and -tb, and folio serve's --threads (folio's batched
 #                   scheduler decodes every slot on one thread whatever this says)
+#   LLAMA_SERVER (environment): a llama-server built elsewhere instead of building one
 #   LLAMA_SERVER_ARGS (environment): more llama-server options, e.g. "-ctk f32 -ctv f32"
 #   for an fp32 KV cache as folio's (llama-server's default is f16, half the bytes)
 #
@@ -69,7 +70,7 @@ if [ ! -f "$src/tools/server/CMakeLists.txt" ]; then
 fi
 
 # 2. llama-server alone (about 20 minutes on 2 busy cores; the log is in build/peer/).
-server=$peer/llama-server-build/bin/llama-server
+server=${LLAMA_SERVER:-$peer/llama-server-build/bin/llama-server}  # LLAMA_SERVER: one built elsewhere
 if [ ! -x "$server" ]; then
   echo "building llama-server (log: $peer/llama-server-build.log)" >&2
   { nice -n 5 cmake -S "$src" -B "$peer/llama-server-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
