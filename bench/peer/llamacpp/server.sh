@@ -69,7 +69,8 @@ if [ ! -f "$src/tools/server/CMakeLists.txt" ]; then
   mv "$src.tmp" "$src"
 fi
 
-# 2. llama-server alone (about 20 minutes on 2 busy cores; the log is in build/peer/).
+# 2. llama-server alone (over an hour on 2 cores shared with other builds; the log is in
+#    build/peer/).
 server=${LLAMA_SERVER:-$peer/llama-server-build/bin/llama-server}  # LLAMA_SERVER: one built elsewhere
 if [ ! -x "$server" ]; then
   echo "building llama-server (log: $peer/llama-server-build.log)" >&2
