@@ -4,11 +4,20 @@
     python3 bench/serve_load.py load --checkpoint RUN [--streams 1,4,16,64] [--seconds 30]
                                      [--slots 16] [--no-batching] [--max-tokens 128]
     python3 bench/serve_load.py soak --checkpoint RUN [--seconds 600] [--slots 8]
+    python3 bench/serve_load.py load --url http://127.0.0.1:PORT [--pid PID] [--body JSON]
+                                     [--prompt-ids 1,2,3] [--streams 1,4,16] ...
 
 load: for each N, a fresh `folio serve`, N clients that each stream completions
 back to back (max_tokens tokens each) until the time is up. Reports aggregate
 tokens/s, p50/p99 time to first token and of the time per token after it (each
 request's mean, as events may carry several tokens), errors, 503s, RSS.
+With --url, load drives a server that is already running instead (any server with an
+OpenAI-compatible streamed /v1/completions, e.g. llama-server), the same clients and
+the same figures; --pid names its process for RSS, --body adds fields to every request
+(e.g. '{"ignore_eos": true}' so that it generates max_tokens), and --prompt-ids sends the
+prompt as token ids, so both servers start from the same tokens whatever their
+tokenizers make of the text. --json-only prints the rows alone (one JSON object per
+line), for scripts such as bench/peer/llamacpp/server.sh.
 soak: mixed clients (streamed and whole completions, tokenize, attention), some
 killed at random mid-stream, for --seconds; then checks that /health shows no busy
 slot and nothing queued, and prints RSS over time.
@@ -28,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,16 +59,22 @@ def start_server(args, extra):
     sys.exit("folio serve did not start: " + log.read())
 
 
+def refuse(message):
+    """Bad options: a clear message and exit 2."""
+    print(f"serve_load.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
-def stream_once(port, body, stats, lock, kill_after=None):
+def stream_once(port, body, stats, lock, kill_after=None, host="127.0.0.1"):
     """One streamed completion; records time to first token, gaps, tokens, status."""
     t0 = time.perf_counter()
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c = http.client.HTTPConnection(host, port, timeout=60)
         c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
         r = c.getresponse()
         if r.status != 200:
@@ -123,33 +139,51 @@ def pct(values, p):
 
 
 def load(args):
+    url = None
+    if args.url:
+        url = urllib.parse.urlsplit(args.url)
+        if url.scheme != "http" or not url.hostname or not url.port:
+            refuse(f"--url must be http://HOST:PORT, got {args.url!r}")
+    elif not args.checkpoint:
+        refuse("load needs --checkpoint (a run to serve) or --url (a server already running)")
     extra = ["--max-tokens", str(args.max_tokens)] + (["--no-batching"] if args.no_batching else [])
-    extra += ["--threads", str(args.threads)]
+    extra += ["--threads", str(args.threads), "--weights", args.weights]
     rows = []
+    body = {"prompt": "ROMEO:\n", "max_tokens": args.max_tokens, "temperature": 0.8, "stream": True}
+    if args.prompt_ids:
+        body["prompt"] = [int(x) for x in args.prompt_ids.split(",")]
+    if args.body:
+        body.update(json.loads(args.body))
     for n in [int(x) for x in args.streams.split(",")]:
-        proc, port, cmd = start_server(args, extra)
+        if args.url:  # a server already running: the same for every N
+            host, port, pid = url.hostname, url.port, args.pid
+            cmd = f"{args.url} (already running)"
+        else:
+            proc, port, cmd = start_server(args, extra)
+            host, pid = "127.0.0.1", proc.pid
         stats = {"status": {}, "tokens": 0, "ttft": [], "gaps": [], "errors": 0, "error_kinds": {}, "killed": 0}
         lock = threading.Lock()
-        body = {"prompt": "ROMEO:\n", "max_tokens": args.max_tokens, "temperature": 0.8, "stream": True}
         stream_once(port, body, {"status": {}, "tokens": 0, "ttft": [], "gaps": [], "errors": 0, "error_kinds": {},
-                                 "killed": 0}, lock)  # warm up
+                                 "killed": 0}, lock, host=host)  # warm up
         deadline = time.perf_counter() + args.seconds
         rss = []
 
         def client():
             while time.perf_counter() < deadline:
-                stream_once(port, body, stats, lock)
+                stream_once(port, body, stats, lock, host=host)
 
         threads = [threading.Thread(target=client) for _ in range(n)]
         t0 = time.perf_counter()
         for t in threads:
             t.start()
         while any(t.is_alive() for t in threads):
-            rss.append(rss_kib(proc.pid))
+            if pid:
+                rss.append(rss_kib(pid))
             time.sleep(0.5)
         elapsed = time.perf_counter() - t0
-        proc.terminate()
-        proc.wait(timeout=30)
+        if not args.url:
+            proc.terminate()
+            proc.wait(timeout=30)
         row = {"streams": n, "tokens_per_s": stats["tokens"] / elapsed,
                "ttft_p50_ms": 1e3 * pct(stats["ttft"], 50), "ttft_p99_ms": 1e3 * pct(stats["ttft"], 99),
                "gap_p50_ms": 1e3 * pct(stats["gaps"], 50), "gap_p99_ms": 1e3 * pct(stats["gaps"], 99),
@@ -157,8 +191,11 @@ def load(args):
                "errors": stats["errors"] + sum(v for k, v in stats["status"].items() if k not in (200, 503)),
                "rss_max_mib": max(rss) / 1024 if rss else float("nan")}
         rows.append(row)
-        print(f"# {cmd}", flush=True)
+        if not args.json_only:
+            print(f"# {cmd}", flush=True)
         print(json.dumps(row), flush=True)
+    if args.json_only:
+        return
     print("\n| streams | tokens/s | TTFT p50 / p99 (ms) | per token p50 / p99 (ms) | completions | 503 | errors | RSS max (MiB) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -229,7 +266,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("mode", choices=["load", "soak"])
     p.add_argument("--binary", default=os.path.join(HERE, "build", "folio"))
-    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--checkpoint", help="the run folio serve serves (not with --url)")
+    p.add_argument("--url", help="load: drive this running server (http://HOST:PORT) instead of starting folio serve")
+    p.add_argument("--pid", type=int, help="with --url: the server's process, for RSS")
+    p.add_argument("--body", help="JSON object merged into every load request")
+    p.add_argument("--prompt-ids", help="load: the prompt as comma-separated token ids")
+    p.add_argument("--json-only", action="store_true", help="load: print the rows as JSON lines only")
     p.add_argument("--streams", default="1,4,16,64")
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--slots", type=int, default=16)
@@ -237,9 +279,12 @@ def main():
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--no-batching", action="store_true")
+    p.add_argument("--weights", default="f32", help="folio serve --weights (f32 or int8)")
     p.add_argument("--clients", type=int, default=24)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
+    if args.mode == "soak" and (args.url or not args.checkpoint):
+        refuse("soak starts folio serve itself: it needs --checkpoint and takes no --url")
     (load if args.mode == "load" else soak)(args)
 
 

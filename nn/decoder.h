@@ -76,6 +76,8 @@ class Decoder {
 
  private:
   friend class DecoderMatrices;
+  // Cached keys per tile: one 8-float vector of scores (AVX2's width).
+  static constexpr int64_t kKeyTile = 8;
   // y (N) = W (N, K) x (K) [+ bias], from a Linear's weight (N, K), in the precision of
   // the model's products and stored as --weights says. fp32 weights are copied once into panels of kPanel rows
   // stored column by column, (ceil(N / kPanel), K, kPanel): a product then reads them as
@@ -157,9 +159,10 @@ class Decoder {
     const float* skip_gate;    // (C) for a block the U-net skips feed, else null
     int64_t skip_from;         // the encoder block whose kept output skip_gate scales
     bool keeps_output;         // an encoder block: its output goes to kept_ / bkept_
-    // Per stream: keys (n_head, head_size, block_size), transposed for the scores'
-    // loop, and values (n_head, block_size, head_size); position p in slot p % block_size.
-    std::vector<float> k, v;  // (streams, n_head, head_size, block_size), (streams, n_head, block_size, head_size)
+    // Per stream: keys in tiles of kKeyTile slots, each tile (head_size, kKeyTile), so
+    // that a tile's scores are kKeyTile sums side by side over one contiguous read, and
+    // values (n_head, block_size, head_size); position p in slot p % block_size.
+    std::vector<float> k, v;  // (streams, n_head, key_tiles, head_size, kKeyTile), (streams, n_head, block_size, head_size)
   };
   // One row's attention scratch: scores (block_size), rotated [k; q] (2 * head_size),
   // and the rotary tables of its position (C each).
