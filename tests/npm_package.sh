@@ -27,3 +27,32 @@ npm_package() {
     exit 77
   }
 }
+
+# llama.cpp for the tests that hold folio to it.
+#   llama_cpp_npm DIR
+# node-llama-cpp 3.22.1 with its prebuilt linux-x64 binaries (no source build; the CUDA
+# and Vulkan builds left out) in DIR, or skips the test (exit 77) where Node is too old
+# or npm cannot install it.
+llama_cpp_npm() {
+  node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+    { echo "skipped: node-llama-cpp 3.22 needs Node 20 or later"; exit 77; }
+  npm_install_once "$1" node_modules/node-llama-cpp/dist/index.js --omit=optional \
+    node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 ||
+    { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
+}
+
+#   llama_cpp_source NPM_DIR SRC
+# llama.cpp's source as node-llama-cpp bundles it (a git bundle), cloned into SRC once
+# (5 s, 200 MB) and kept. Under a lock, as the install: two tests started together must
+# not clone into one directory.
+llama_cpp_source() {
+  local npm_dir=$1 src=$2
+  mkdir -p "$(dirname "$src")" || return 1
+  (
+    flock 9 || exit 1
+    [ -f "$src/gguf-py/gguf/__init__.py" ] && exit 0
+    rm -rf "$src.tmp"
+    git clone -q "$npm_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src.tmp" 2>/dev/null &&
+      mv "$src.tmp" "$src"
+  ) 9>"$src.lock"
+}

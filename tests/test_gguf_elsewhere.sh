@@ -19,8 +19,6 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "skipped: node-llama-cpp needs node and npm, absent here"
   exit 77
 fi
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
-  { echo "skipped: node-llama-cpp 3.22 needs Node 20 or later"; exit 77; }
 "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
 command -v spm_train >/dev/null || { echo "skipped: no spm_train (Debian sentencepiece)"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-gguf-elsewhere.XXXXXX")
@@ -30,16 +28,9 @@ cache=$(cd "$(dirname "$folio")" && pwd)/tests  # the build tree's, kept between
 source "$here/tests/npm_package.sh"
 # The install and the llama.cpp clone GgufLlamaCpp and the gguf-py test already use.
 llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
-npm_install_once "$llama_npm" node_modules/node-llama-cpp/dist/index.js --omit=optional \
-  node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 ||
-  { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
+llama_cpp_npm "$llama_npm"
 src=$cache/llama-cpp-src
-if [ ! -f "$src/gguf-py/gguf/__init__.py" ]; then
-  rm -rf "$src.tmp"
-  git clone -q "$llama_npm/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src.tmp" 2>/dev/null ||
-    fail "git clone of node-llama-cpp's llama.cpp bundle"
-  mv "$src.tmp" "$src"
-fi
+llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
 
 # The file made elsewhere: a SentencePiece BPE vocabulary of 400 pieces with byte fallback.
 head -c 200000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"

@@ -21,8 +21,6 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "skipped: node-llama-cpp and js-tiktoken need node and npm, absent here"
   exit 77
 fi
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
-  { echo "skipped: node-llama-cpp 3.22 needs Node 20 or later"; exit 77; }
 "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-ggufpy.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -33,17 +31,10 @@ npm_package "${FOLIO_BYTEBPE_NPM_DIR:-$cache/bytebpe-npm}" js-tiktoken@1.0.21
 # The same install as GgufLlamaCpp.GreedyTextAndProbabilitiesMatchFolio (and its flags:
 # the prebuilt linux-x64 binaries, no source build).
 llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
-npm_install_once "$llama_npm" node_modules/node-llama-cpp/dist/index.js --omit=optional \
-  node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 ||
-  { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
+llama_cpp_npm "$llama_npm"
 # llama.cpp's source, as the package bundles it: cloned once (5 s, 200 MB), kept.
 src=$cache/llama-cpp-src
-if [ ! -f "$src/gguf-py/gguf/__init__.py" ]; then
-  rm -rf "$src.tmp"
-  git clone -q "$llama_npm/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src.tmp" 2>/dev/null ||
-    fail "git clone of node-llama-cpp's llama.cpp bundle"
-  mv "$src.tmp" "$src"
-fi
+llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
 
 # 1. A GPT-2-shaped model with GPT-2's vocabulary. 5,000 bytes and 40 steps: what fits
 # the test's time with a 50,257-row output layer; the text it writes is mostly newlines,
