@@ -2,8 +2,6 @@
 // the choice of the AVX2 products (quant_avx2.cpp) where the CPU has them.
 #include "autograd/kernels/quant.h"
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -169,13 +167,8 @@ void bf16_rows_reference(const bf16* W, const float* x, float* y, int64_t M, int
     }
 }
 
-bool has_f16c() {  // cpuid leaf 1, ecx bit 29 (clang 14's __builtin_cpu_supports does not know "f16c")
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-}
-
 bool avx2_fma_f16c() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+  static const bool has = avx2_fma() && has_f16c();
   return has;
 }
 

@@ -27,6 +27,7 @@
 // tests/test_quant.cpp compares them with.
 #include <cstdint>
 
+#include "autograd/kernels/cpu_features.h"
 #include "autograd/kernels/matmul.h"
 
 namespace folio::kernels {
@@ -103,7 +104,6 @@ void q8q8_rows_reference(const BlockQ8* W, const int8_t* xq, const float* xscale
 void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                      int64_t K, const float* bias, int64_t first_group, int64_t last_group);
 // The AVX2 products; callable only where avx2_fma_f16c() says so.
-bool has_f16c();
 bool avx2_fma_f16c();
 void q8_rows_avx2(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
 void bf16_rows_avx2(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);

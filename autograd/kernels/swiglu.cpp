@@ -8,11 +8,6 @@
 namespace folio::kernels {
 namespace detail {
 
-bool avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-
 // e^x = 2^n e^r, n = round(x / ln 2), |r| <= ln 2 / 2; e^r by Cephes' expf polynomial.
 // 2^n as 2^(n/2) 2^(n - n/2), so that n from -150 to 128 needs no exponent outside the
 // normal range: the product rounds once, into a subnormal or to inf where e^x does.

@@ -7,6 +7,8 @@
 // elsewhere. tests/test_swiglu.cpp holds both against std::exp.
 #include <cstdint>
 
+#include "autograd/kernels/cpu_features.h"
+
 namespace folio::kernels {
 
 // e^x to about 1 ulp over the whole float range: +inf above ~88.72, subnormals down
@@ -20,7 +22,6 @@ void swiglu_rows(const float* x, float* out, int64_t rows, int64_t H);
 void swiglu_rows_backward(const float* x, const float* g, float* gx, bool store, int64_t rows, int64_t H);
 
 namespace detail {
-bool avx2_fma();  // this CPU runs the *_avx2 kernels
 float exp_plain(float x);
 void exp_n_plain(const float* x, float* y, int64_t n);
 void exp_n_avx2(const float* x, float* y, int64_t n);
