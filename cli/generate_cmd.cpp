@@ -1,4 +1,6 @@
 // folio generate: write text from a checkpoint, streaming it as it is sampled.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -36,7 +38,22 @@ void declare(po::options_description& opts) {
   add_threads(opts);
   opts.add_options()("decode-threads", with_default<int64_t>(1),
                      "threads a decode step's large products split their rows across (the prompt's use --threads; "
-                     "1: one thread, which on a busy machine does not wait for a descheduled other)");
+                     "1: one thread, which on a busy machine does not wait for a descheduled other)")
+      ("timings", po::bool_switch(),
+       "after each sample, print to standard error the prompt's tokens/s (its prefill and the first token) and "
+       "the generated tokens' (each later token's decode step and sampling)");
+}
+
+// What --timings prints: the prompt's evaluation (the first next(), a prefill of the
+// window and one sample) and the decode steps after it, counted as llama.cpp counts them.
+std::string timings_line(int64_t prompt_tokens, double prompt_s, int64_t decoded, double decode_s) {
+  auto rate = [](int64_t n, double s) { return s > 0 ? cat(n / s) : std::string("inf"); };
+  std::string line = cat("timings: prompt ", prompt_tokens, " tokens in ", prompt_s * 1e3, " ms (",
+                         rate(prompt_tokens, prompt_s), " tokens/s)");
+  if (decoded > 0)
+    line += cat("; generated ", decoded, " more tokens in ", decode_s * 1e3, " ms (", rate(decoded, decode_s),
+                " tokens/s)");
+  return line + "\n";
 }
 
 // The sampling options, each checked under the flag's name (SampleOptions::validate
@@ -103,7 +120,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("the prompt: ", e.what()));
   }
   if (from_document_start) text.clear();
+  const bool timings = vm["timings"].as<bool>();
+  // The tokens the first step evaluates: the window's, at most block_size.
+  const int64_t prompt_tokens = std::min<int64_t>(int64_t(prompt.size()), ck->model->config().block_size);
   return [=] {
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     Rng rng(seed);
     infer::Generator generator(*ck->model, 1, so.kv_cache, weights);
     generator.set_decode_threads(int(decode_threads));
@@ -113,11 +135,18 @@ std::function<int()> prepare(const po::variables_map& vm) {
       // a token may carry part of one (a byte-fallback piece).
       std::fwrite(text.data(), 1, text.size(), stdout);
       generator.start(0, prompt, so, rng, ck->tokenizer.get());
+      double prompt_s = 0.0;
+      Clock::time_point decode_start{};
       for (int64_t n = 0; n < so.max_new_tokens; ++n) {
+        const auto t = Clock::now();
         const std::string piece = generator.next().text;
+        if (n == 0) prompt_s = seconds_since(t), decode_start = Clock::now();
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
       }
+      if (timings && so.max_new_tokens > 0)
+        std::fputs(timings_line(prompt_tokens, prompt_s, so.max_new_tokens - 1, seconds_since(decode_start)).c_str(),
+                   stderr);
       const std::string rest = generator.finish().text;
       std::fwrite(rest.data(), 1, rest.size(), stdout);
     }

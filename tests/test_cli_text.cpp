@@ -91,6 +91,23 @@ TEST_F(CliText, DecodeThreadsLeaveTheText) {
   EXPECT_EQ(two.out, one.out);
 }
 
+// --timings counts the tokens as llama.cpp does: the prompt's window (here cut to the
+// model's 16 positions) at the first step, then one decode step per later token; the
+// text is the same with or without it.
+TEST_F(CliText, TimingsCountThePromptWindowAndTheLaterTokens) {
+  const std::string prompt(20, 'e');
+  const Result plain = run("generate" + model() + " --prompt " + prompt + " --max-new-tokens 6 --seed 3");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const Result timed = run("generate" + model() + " --prompt " + prompt + " --max-new-tokens 6 --seed 3 --timings");
+  ASSERT_EQ(timed.code, 0) << timed.err;
+  EXPECT_EQ(timed.out, plain.out);
+  expect_contains(timed.err, {"timings: prompt 16 tokens in ", " tokens/s); generated 5 more tokens in "});
+  const Result one = run("generate" + model() + " --prompt Th --max-new-tokens 1 --timings");
+  ASSERT_EQ(one.code, 0) << one.err;
+  expect_contains(one.err, {"timings: prompt 2 tokens in "});
+  EXPECT_EQ(one.err.find("generated"), std::string::npos) << one.err;
+}
+
 TEST_F(CliText, CountsAgreeWithTheirNouns) {
   // A char model on ASCII text: one byte a token, said in the singular.
   expect_contains(*train_out_, {", 1 byte a token"});
