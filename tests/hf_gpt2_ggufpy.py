@@ -3,7 +3,10 @@ SpecialVocab and GGUFWriter), as llama.cpp's converter does for GPT2LMHeadModel
 (conversion/gpt2.py in its source) but without torch or transformers, which that
 converter imports and this machine lacks. folio's own GGUF exporter takes no part: the
 names, the hparams keys and the tokenizer's layout all come from llama.cpp's code.
-    PYTHONPATH=LLAMA_CPP/gguf-py python3 hf_gpt2_ggufpy.py HF_DIR OUT.gguf
+    PYTHONPATH=LLAMA_CPP/gguf-py python3 hf_gpt2_ggufpy.py HF_DIR OUT.gguf [f32|q8_0]
+q8_0 stores the matrices as the converter's --outtype q8_0 does: every 2-D tensor but the
+position table in Q8_0 blocks (gguf-py's bit-exact port of ggml's quantizer), the
+vectors in F32.
 """
 import json
 import pathlib
@@ -28,7 +31,9 @@ def load_safetensors(path):
     return out
 
 
-def main(hf_dir, out_path):
+def main(hf_dir, out_path, dtype="f32"):
+    if dtype not in ("f32", "q8_0"):
+        sys.exit(f"the dtype must be f32 or q8_0, got {dtype!r}")
     hf = pathlib.Path(hf_dir)
     hparams = json.loads((hf / "config.json").read_text(encoding="utf-8"))
     n_layer = hparams["n_layer"]
@@ -42,7 +47,7 @@ def main(hf_dir, out_path):
     writer.add_feed_forward_length(4 * hparams["n_embd"])
     writer.add_head_count(hparams["n_head"])
     writer.add_layer_norm_eps(hparams["layer_norm_epsilon"])
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32 if dtype == "f32" else gguf.LlamaFileType.MOSTLY_Q8_0)
 
     # The tokenizer as the converter's _set_vocab_gpt2 writes it. It reads vocab.json
     # through transformers' AutoTokenizer; here vocab.json is read directly, in id order.
@@ -77,7 +82,12 @@ def main(hf_dir, out_path):
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         if new_name is None:
             sys.exit(f"gguf-py's TensorNameMap has no name for {name}")
-        writer.add_tensor(new_name, np.ascontiguousarray(data, dtype=np.float32))
+        data = np.ascontiguousarray(data, dtype=np.float32)
+        if dtype == "q8_0" and data.ndim == 2 and new_name != "position_embd.weight" and data.shape[1] % 32 == 0:
+            writer.add_tensor(new_name, gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0),
+                              raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(new_name, data)
         print(f"{name} -> {new_name} {list(data.shape)}")
 
     writer.write_header_to_file()
@@ -88,4 +98,4 @@ def main(hf_dir, out_path):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])
