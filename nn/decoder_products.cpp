@@ -146,18 +146,20 @@ void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][
 }  // namespace
 
 void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const {
-  // Tiles of about 256 KiB of fp32 weights, which stay in cache while the product reads them.
-  const int64_t rows = std::clamp<int64_t>((int64_t(1) << 16) / K, 1, N);
+  // Tiles of about 256 KiB of fp32 weights, which stay in cache while the product
+  // reads them; whole groups of 8 rows, as int8 stores them.
+  const int64_t group = kernels::kQ8Group;
+  const int64_t rows = std::min(std::max<int64_t>((int64_t(1) << 16) / K / group, 1) * group, N);
   scratch.tile.resize(size_t(rows * K));
   if (rows < N) scratch.ytile.resize(size_t(M * rows));
   for (int64_t first = 0; first < N; first += rows) {
     const int64_t n = std::min(rows, N - first);
     float* tile = scratch.tile.data();  // (n, K)
-    for (int64_t r = 0; r < n; ++r) {
-      if (stored == Weights::int8) kernels::dequantize_q8x8_row(q8.data(), first + r, K, tile + r * K);
-      else
+    if (stored == Weights::int8)
+      kernels::dequantize_q8x8_groups(q8.data(), first / group, (first + n + group - 1) / group, N, K, tile);
+    else
+      for (int64_t r = 0; r < n; ++r)
         for (int64_t k = 0; k < K; ++k) tile[r * K + k] = kernels::to_float(w16[size_t((first + r) * K + k)]);
-    }
     float* out = rows < N ? scratch.ytile.data() : y;  // (M, n)
     kernels::matmul({.M = M, .N = n, .K = K, .trans_b = true}, x, tile, out, bias ? bias + first : nullptr);
     if (out != y)

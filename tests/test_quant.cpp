@@ -189,8 +189,9 @@ void repacked(const BlockQ8* W, const int8_t* xq, const float* xs, float* y, int
   if (half < G) Fn(P.data(), xq, xs, y, M, N, K, bias, half, G);
 }
 
-// Rows of the repacked blocks come back as the blocks they were made from, and the
-// padding rows of the last group are zeros.
+// Rows of the repacked blocks come back as the blocks they were made from, one at a
+// time and a range of groups at a time, and the padding rows of the last group are
+// zeros (and are not written back as rows).
 TEST(Quant, RepackedBlocksKeepEachRow) {
   for (const Shape s : kShapes) {
     const int64_t nb = q8_blocks(s.K), G = q8x8_groups(s.N);
@@ -206,6 +207,22 @@ TEST(Quant, RepackedBlocksKeepEachRow) {
       dequantize_q8x8_row(P.data(), n, s.K, got.data());
       ASSERT_EQ(got, want) << "row " << n << " of N " << s.N << " K " << s.K;
     }
+    // Groups widened together (a prompt's tiles), the chosen kernel and the plain one,
+    // all groups and a range that starts past the first: the same rows.
+    for (const auto& [name, widen] : {std::pair{"chosen", &dequantize_q8x8_groups},
+                                      std::pair{"plain", &detail::dequantize_q8x8_groups_plain}})
+      for (const int64_t first : {int64_t(0), G / 2}) {
+        std::vector<float> rows(size_t((G - first) * kQ8Group * s.K), -7.0f);  // (rows, K)
+        widen(P.data(), first, G, s.N, s.K, rows.data());
+        for (int64_t n = first * kQ8Group; n < s.N; ++n) {
+          dequantize_q8(W.data() + n * nb, s.K, want.data());
+          const float* row = rows.data() + (n - first * kQ8Group) * s.K;
+          ASSERT_EQ(std::vector<float>(row, row + s.K), want)
+              << name << ": row " << n << " of groups " << first << ".." << G << ", N " << s.N << " K " << s.K;
+        }
+        for (size_t i = size_t((s.N - first * kQ8Group) * s.K); i < rows.size(); ++i)
+          ASSERT_EQ(rows[i], -7.0f) << name << ": wrote past row N " << s.N;
+      }
     for (int64_t n = s.N; n < G * kQ8Group; ++n)
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ8x8& blk = P[size_t((n / kQ8Group) * nb + b)];

@@ -81,6 +81,11 @@ inline int64_t q8x8_groups(int64_t N) { return (N + kQ8Group - 1) / kQ8Group; }
 void repack_q8x8(const BlockQ8* W, int64_t N, int64_t K, BlockQ8x8* out);
 // Row n of P (q8x8_groups(N), q8_blocks(K)) -> w (K), as dequantize_q8 of its blocks.
 void dequantize_q8x8_row(const BlockQ8x8* P, int64_t n, int64_t K, float* w);
+// The rows of groups [first_group, last_group) that are below N -> w (rows, K), each
+// as dequantize_q8x8_row writes it: a prompt's product widens its weights a tile of
+// groups at a time (nn/decoder_products.cpp).
+void dequantize_q8x8_groups(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
+                            float* w);
 // y (M, N) = xq (M, K) W^T [+ bias (N)] for the output columns of groups
 // [first_group, last_group) only (their rows n < N): W as repack_q8x8 wrote it, xq as
 // quantize_rows_q8 wrote it. Disjoint group ranges write disjoint columns of y, so
@@ -103,6 +108,8 @@ void q8q8_rows_reference(const BlockQ8* W, const int8_t* xq, const float* xscale
                          int64_t K, const float* bias);
 void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                      int64_t K, const float* bias, int64_t first_group, int64_t last_group);
+void dequantize_q8x8_groups_plain(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
+                                  float* w);
 // The AVX2 products; callable only where avx2_fma_f16c() says so.
 bool avx2_fma_f16c();
 void q8_rows_avx2(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
@@ -111,6 +118,8 @@ void q8q8_rows_avx2(const BlockQ8* W, const int8_t* xq, const float* xscale, flo
                     int64_t K, const float* bias);
 void q8x8_rows_avx2(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                     int64_t K, const float* bias, int64_t first_group, int64_t last_group);
+void dequantize_q8x8_groups_avx2(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
+                                 float* w);
 }  // namespace detail
 
 }  // namespace folio::kernels

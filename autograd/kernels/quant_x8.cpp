@@ -1,5 +1,5 @@
-// The decoder's layout of Q8_0 blocks (BlockQ8x8, quant.h): the repacking, one row
-// back to floats, the plain integer product on it, and the choice of the AVX2 one
+// The decoder's layout of Q8_0 blocks (BlockQ8x8, quant.h): the repacking, rows back
+// to floats, the plain integer product on it, and the choice of the AVX2 one
 // (quant_avx2.cpp) where the CPU has it.
 #include <algorithm>
 #include <cstring>
@@ -33,6 +33,12 @@ void dequantize_q8x8_row(const BlockQ8x8* P, int64_t n, int64_t K, float* w) {
 
 namespace detail {
 
+void dequantize_q8x8_groups_plain(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
+                                  float* w) {
+  for (int64_t n = first_group * kQ8Group; n < std::min(N, last_group * kQ8Group); ++n)
+    dequantize_q8x8_row(P, n, K, w + (n - first_group * kQ8Group) * K);
+}
+
 // As q8q8_rows_plain, group by group: each block's exact int32 sum scaled by
 // (weight scale * activation scale) and added in block order.
 void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
@@ -57,6 +63,12 @@ void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, 
 }
 
 }  // namespace detail
+
+void dequantize_q8x8_groups(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
+                            float* w) {
+  detail::avx2_fma_f16c() ? detail::dequantize_q8x8_groups_avx2(P, first_group, last_group, N, K, w)
+                          : detail::dequantize_q8x8_groups_plain(P, first_group, last_group, N, K, w);
+}
 
 void q8x8_rows(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
                const float* bias, int64_t first_group, int64_t last_group) {
