@@ -20,7 +20,8 @@
 # What it does, each step cached under build/peer/ so a second run redoes none of them:
 #  1. installs node-llama-cpp 3.22.1 (the same install decode.sh uses) and clones the
 #     llama.cpp source it bundles (llama/gitRelease.bundle);
-#  2. builds only the llama-server target from it: Release, CPU, GGML_NATIVE, no curl,
+#  2. builds only the llama-server and llama-bench targets from it (decode.sh uses the
+#     second): Release, CPU, GGML_NATIVE, no curl,
 #     no OpenSSL, no web UI (nothing downloaded at build time), under nice;
 #  3. writes the run if none is given and folio-exports it to GGUF;
 #  4. for each stream count, runs each server alone: folio serve --slots 16 (started by
@@ -69,7 +70,7 @@ if [ ! -f "$src/tools/server/CMakeLists.txt" ]; then
   mv "$src.tmp" "$src"
 fi
 
-# 2. llama-server alone (over an hour on 2 cores shared with other builds; the log is in
+# 2. llama-server and llama-bench alone (over an hour on 2 cores shared with other builds; the log is in
 #    build/peer/).
 server=${LLAMA_SERVER:-$peer/llama-server-build/bin/llama-server}  # LLAMA_SERVER: one built elsewhere
 if [ ! -x "$server" ]; then
@@ -77,7 +78,7 @@ if [ ! -x "$server" ]; then
   { nice -n 5 cmake -S "$src" -B "$peer/llama-server-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
       -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_CCACHE=OFF &&
-    nice -n 5 cmake --build "$peer/llama-server-build" --target llama-server -j"$(nproc)"; } \
+    nice -n 5 cmake --build "$peer/llama-server-build" --target llama-server llama-bench -j"$(nproc)"; } \
     >"$peer/llama-server-build.log" 2>&1 || { echo "server.sh: building llama-server failed: see $peer/llama-server-build.log" >&2; exit 1; }
 fi
 
