@@ -314,11 +314,16 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
     for (int64_t b = 0; b < B; ++b)
       norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C);
     L.qkv->apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
-    for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
-      add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
-      const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
-                         bsin_.data() + b * C};
-      attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
+    if (prompt && B >= kPromptProductRows) {  // restart's rows: one stream, positions 0..B-1
+      for (int64_t b = 0; b < B; ++b) add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
+      attend_prompt(L, rows[0].stream, B, bqkv_.data(), by_.data());
+    } else {
+      for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
+        add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
+        const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
+                           bsin_.data() + b * C};
+        attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
+      }
     }
     L.proj->apply_rows(by_.data(), bh_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];

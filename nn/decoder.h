@@ -73,6 +73,9 @@ class Decoder {
   // many ranges of rows, one OpenMP thread each; the results do not change.
   void set_threads(int threads);
   int threads() const { return scratch_.threads; }
+  // A prompt of this many rows or more attends through matrix products (nn/decoder_prompt.cpp);
+  // a shorter one row by row, which costs less than the products' calls.
+  static constexpr int64_t kPromptProductRows = 32;
 
  private:
   friend class DecoderMatrices;
@@ -183,6 +186,11 @@ class Decoder {
   std::span<const float> run_rows(std::span<const Row> rows, int64_t with_logits, bool prompt);
   // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
   void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
+  // A prompt's rows from an empty cache (restart's: positions 0..T-1 of one stream),
+  // qkv (T, 3C) -> y (T, C), each head's scores and weighted values as two matrix
+  // products (nn/decoder_prompt.cpp), caching every position's key and value as
+  // attend does. From kPromptProductRows rows on.
+  void attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, float* y);
   // qkv (3C): each head's value gains its slice of the token's value embedding, as
   // MultiHead::project (nothing without value embeddings).
   void add_value_embedding(const Layer& L, int32_t id, float* qkv) const;
@@ -212,6 +220,8 @@ class Decoder {
   // blogits_ (rows with logits, V), batt_ (B, block_size), brot_ (B, 2 * head_size), bcos_, bsin_ (B, C).
   std::vector<float> bx_, by_, bh_, bqkv_, bff_, blogits_, batt_, brot_, bcos_, bsin_, bx0_;  // bx0_ (B, C)
   std::vector<float> bkept_;  // (skip_pairs, B, C)
+  // attend_prompt's: one head's pq_, pk_, pv_, py_ (T, head_size) and scores_ (T, T)
+  std::vector<float> pq_, pk_, pv_, py_, scores_;
   std::vector<Row> rows_;     // (B) the rows of the step being run
   Scratch scratch_;
 };

@@ -330,6 +330,39 @@ TEST(Decoder, TwoThreadsStepAsOne) {
   expect_error([&] { decoder.set_threads(0); }, {"threads must be at least 1", "0"});
 }
 
+// A prompt of Decoder::kPromptProductRows rows or more attends through two matrix
+// products a head (nn/decoder_prompt.cpp), not row by row: its logits, and those of
+// the steps after it (which read the keys and values it cached), are the forward's.
+TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
+  const nn::GPTConfig base{.vocab_size = 13, .block_size = 56, .n_layer = 2, .n_head = 4, .n_embd = 32};
+  const nn::GPTConfig configs[] = {base, with(base, [](auto& c) {
+                                     c.pos = nn::Positions::rope;
+                                     c.qk_norm = true;
+                                     c.value_embed = true;
+                                   }),
+                                   with(base, [](auto& c) {
+                                     c.pos = nn::Positions::rope;
+                                     c.norm = nn::Norm::rms;
+                                     c.activation = nn::Activation::swiglu;
+                                     c.bias = false;
+                                   })};
+  for (const nn::GPTConfig& config : configs) {
+    const std::unique_ptr<nn::GPT> model = model_for({"long", config, Precision::fp32, 0.0f});
+    NoGradGuard no_grad;
+    std::vector<int32_t> ids(size_t(config.block_size));
+    for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
+    const std::span<const int32_t> all(ids);
+    const int64_t T = nn::Decoder::kPromptProductRows + 8;
+    nn::Decoder decoder(*model, 2);
+    decoder.restart(all.first(3), 0);  // another stream's cache, which the prompt must leave alone
+    EXPECT_LE(max_diff(decoder.restart(all.first(T), 1), forward_last(*model, all.first(T))), 2e-5f);
+    for (int64_t t = T; t < config.block_size; ++t)
+      EXPECT_LE(max_diff(decoder.step(ids[t], 1), forward_last(*model, all.first(t + 1))), 2e-5f)
+          << "position " << t << ", rope " << (config.pos == nn::Positions::rope);
+    EXPECT_LE(max_diff(decoder.step(ids[3], 0), forward_last(*model, all.first(4))), 2e-5f) << "the other stream";
+  }
+}
+
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
   nn::GPT gpt(kSmall);
   gpt.eval();
