@@ -21,9 +21,10 @@
 #   GGUF (environment): this file instead of folio export's of RUN
 #   LLAMA_BENCH (environment): llama-bench, built from the same llama.cpp source for this
 #   CPU (GGML_NATIVE); default build/peer/llama-server-build/bin/llama-bench, which
-#   server.sh builds. Where it exists, a third row gives its pp (prompt) and tg (decode)
-#   figures on the same GGUF and threads, 3 repetitions each: llama.cpp at its best,
-#   beside the npm package's portable build.
+#   server.sh builds. Where it exists, a third row gives its pp (the prompt, from an
+#   empty cache) and tg (N tokens after a cache as long as the prompt, -d) figures on
+#   the same GGUF and threads, 3 repetitions each: llama.cpp at its best, beside the
+#   npm package's portable build.
 #
 # Both sides time the same two things: from the prompt's ids to the first token (the
 # prefill, one sample included), then the N tokens after it, each a decode step and a
@@ -73,20 +74,21 @@ read -r llama_prompt llama_tps < <(python3 -c 'import json,sys; j = json.load(op
 calc() { python3 -c "print($1)"; }
 bench=${LLAMA_BENCH:-$here/build/peer/llama-server-build/bin/llama-bench}
 if [ -x "$bench" ]; then
-  "$bench" -m "$gguf" -p "$got" -n "$n" -t "$threads" -r 3 -o json >"$work/bench.json" 2>"$work/bench.err" ||
+  # pp: the prompt from an empty cache; tg: N tokens after a cache of the prompt's
+  # length (-d), as the other two rows decode after their prompt.
+  { "$bench" -m "$gguf" -p "$got" -n 0 -t "$threads" -r 3 -o json >"$work/pp.json" &&
+    "$bench" -m "$gguf" -p 0 -n "$n" -d "$got" -t "$threads" -r 3 -o json >"$work/tg.json"; } 2>"$work/bench.err" ||
     { cat "$work/bench.err" >&2; exit 1; }
   read -r bench_prompt bench_tps < <(python3 -c 'import json, sys
-rows = json.load(open(sys.argv[1]))
-pp = [r["avg_ts"] for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0]
-tg = [r["avg_ts"] for r in rows if r["n_gen"] > 0 and r["n_prompt"] == 0]
-print(pp[0], tg[0])' "$work/bench.json")
+pp, tg = (json.load(open(f))[0]["avg_ts"] for f in sys.argv[1:3])
+print(pp, tg)' "$work/pp.json" "$work/tg.json")
 fi
 
 printf '| side | GGUF | threads | prompt tokens | prompt tokens/s | decoded tokens | tokens/s |\n|---|---|---:|---:|---:|---:|---:|\n'
 printf '| folio generate --weights %s | (the checkpoint) | %s | %s | %.1f | %s | %.1f |\n' "$weights" "$threads" "$got" "$folio_prompt" "$n" "$folio_tps"
 printf '| llama.cpp (node-llama-cpp 3.22.1) | %s | %s | %s | %.1f | %s | %.1f |\n' "$dtype" "$threads" "$got" "$llama_prompt" "$n" "$llama_tps"
-[ -x "$bench" ] && printf '| llama-bench (the bundled source, GGML_NATIVE; pp%s, tg%s) | %s | %s | %s | %.1f | %s | %.1f |\n' \
-  "$got" "$n" "$dtype" "$threads" "$got" "$bench_prompt" "$n" "$bench_tps"
+[ -x "$bench" ] && printf '| llama-bench (the bundled source, GGML_NATIVE; pp%s, tg%s @ d%s) | %s | %s | %s | %.1f | %s | %.1f |\n' \
+  "$got" "$n" "$got" "$dtype" "$threads" "$got" "$bench_prompt" "$n" "$bench_tps"
 printf '\nfolio / llama.cpp: decode %.2f, prompt %.2f\n' "$(calc "$folio_tps / $llama_tps")" "$(calc "$folio_prompt / $llama_prompt")"
 [ -x "$bench" ] && printf 'folio / llama-bench: decode %.2f, prompt %.2f\n' "$(calc "$folio_tps / $bench_tps")" "$(calc "$folio_prompt / $bench_prompt")"
 exit 0
