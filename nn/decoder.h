@@ -73,8 +73,10 @@ class Decoder {
   // many ranges of rows, one OpenMP thread each; the results do not change.
   void set_threads(int threads);
   int threads() const { return scratch_.threads; }
-  // A prompt of this many rows or more attends through matrix products (nn/decoder_prompt.cpp);
-  // a shorter one row by row, which costs less than the products' calls.
+  // A prompt of this many rows or more runs as the forward does: its products
+  // oneDNN's blocked fp32 product (int8 and bf16 on widened tiles), its attention
+  // through matrix products (nn/decoder_prompt.cpp). A shorter one runs through a
+  // step's kernels, which read the weights once for its few rows.
   static constexpr int64_t kPromptProductRows = 32;
 
  private:
@@ -120,14 +122,14 @@ class Decoder {
     // Y (M, N) = X (M, K) W^T [+ bias], reading the weights once for all M rows: the
     // panels four rows at a time (fp32), or one oneDNN product (bf16), on
     // step_threads(scratch) threads (1 unless Decoder::set_threads asked for more).
-    // With `prompt` (a prefill's many rows), fp32 products are oneDNN's blocked product
+    // With `prompt` and at least kPromptProductRows rows (a long prefill), fp32 products are oneDNN's blocked product
     // on the Linear's own weights instead, with the threads of the calling thread's
     // setting: as fast as the model's forward, where four rows per pass would read the
     // weights T / 4 times.
     // With --weights bf16, rows are products of the stored weights widened in
     // registers, each weight row used for all M rows while in cache; with int8, the
     // rows are quantized to int8 blocks too and multiplied in integers (integer_rows,
-    // kernels::q8x8_rows, on the blocks repacked in groups of 8 rows). A prompt's rows
+    // kernels::q8x8_rows, on the blocks repacked in groups of 8 rows). A long prompt's rows
     // are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
     // weights the row products use; the activations stay fp32), so that a prefill costs about what an f32 one does
     // plus the widening (N * K, against its M * N * K).

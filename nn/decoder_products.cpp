@@ -168,17 +168,21 @@ void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch&
 }
 
 void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const {
+  // A long prompt's rows are bound by arithmetic, not by reading the weights: there
+  // oneDNN's blocked fp32 product does more per instruction than the row kernels
+  // (int8 on widened tiles: the integer dots take about 6 instructions per 32
+  // products, fp32 FMAs 4, and the activations keep fp32). A step's few rows (M
+  // streams), and a short prompt's, are bound by reading the weights, which the row
+  // kernels do once for four rows (f32 panels) or all of them (int8, at a quarter of
+  // the bytes); widening a whole int8 matrix for a 7-token prompt cost more than its
+  // product.
+  const bool long_prompt = prompt && M >= kPromptProductRows;
   if (stored != Weights::f32) {
-    // A prompt's many rows are bound by arithmetic, not by reading the weights: there
-    // oneDNN's blocked fp32 product on widened tiles does more per instruction than
-    // the integer dots (about 10 instructions per 32 products, fp32 FMAs 4), and
-    // the activations keep fp32. A step's few rows (M streams) are bound by reading
-    // the weights, which the integer product does at a quarter of f32's bytes.
-    if (prompt && M > 1) return widened_rows(x, y, M, scratch);
+    if (long_prompt) return widened_rows(x, y, M, scratch);
     return stored == Weights::int8 ? integer_rows(x, y, M, scratch)
                                    : kernels::bf16_rows(w16.data(), x, y, M, N, K, bias);
   }
-  if (prompt && packed)  // fp32: as the model's own forward computes its products
+  if (long_prompt && packed)  // fp32: as the model's own forward computes its products
     return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
   if (!packed) {  // bf16: one oneDNN product, as the model's own bf16 products
     scratch.x16.resize(M * K);  // (M, K)

@@ -330,9 +330,12 @@ TEST(Decoder, TwoThreadsStepAsOne) {
   expect_error([&] { decoder.set_threads(0); }, {"threads must be at least 1", "0"});
 }
 
-// A prompt of Decoder::kPromptProductRows rows or more attends through two matrix
-// products a head (nn/decoder_prompt.cpp), not row by row: its logits, and those of
-// the steps after it (which read the keys and values it cached), are the forward's.
+// A prompt of Decoder::kPromptProductRows rows or more runs as the forward does
+// (oneDNN's products, int8 and bf16 on widened tiles; attention through two matrix
+// products a head, nn/decoder_prompt.cpp), a shorter one through a step's kernels
+// (which DecoderMatchesForward's prompts of at most 10 rows cover): its logits, and
+// those of the steps after it (which read the keys and values it cached), are the
+// forward's, in every weight format.
 TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
   const nn::GPTConfig base{.vocab_size = 13, .block_size = 56, .n_layer = 2, .n_head = 4, .n_embd = 32};
   const nn::GPTConfig configs[] = {base, with(base, [](auto& c) {
@@ -346,21 +349,25 @@ TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
                                      c.activation = nn::Activation::swiglu;
                                      c.bias = false;
                                    })};
-  for (const nn::GPTConfig& config : configs) {
-    const std::unique_ptr<nn::GPT> model = model_for({"long", config, Precision::fp32, 0.0f});
-    NoGradGuard no_grad;
-    std::vector<int32_t> ids(size_t(config.block_size));
-    for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
-    const std::span<const int32_t> all(ids);
-    const int64_t T = nn::Decoder::kPromptProductRows + 8;
-    nn::Decoder decoder(*model, 2);
-    decoder.restart(all.first(3), 0);  // another stream's cache, which the prompt must leave alone
-    EXPECT_LE(max_diff(decoder.restart(all.first(T), 1), forward_last(*model, all.first(T))), 2e-5f);
-    for (int64_t t = T; t < config.block_size; ++t)
-      EXPECT_LE(max_diff(decoder.step(ids[t], 1), forward_last(*model, all.first(t + 1))), 2e-5f)
-          << "position " << t << ", rope " << (config.pos == nn::Positions::rope);
-    EXPECT_LE(max_diff(decoder.step(ids[3], 0), forward_last(*model, all.first(4))), 2e-5f) << "the other stream";
-  }
+  for (const nn::GPTConfig& config : configs)
+    for (const nn::Weights w : nn::kAllWeights) {
+      const std::unique_ptr<nn::GPT> model = model_for({"long", config, Precision::fp32, 0.0f});
+      NoGradGuard no_grad;
+      // as DecoderMatchesForward's cases: the weights' rounding, and int8's activations'
+      const float tol = w == nn::Weights::f32 ? 2e-5f : w == nn::Weights::bf16 ? 1e-3f : 1e-2f;
+      std::vector<int32_t> ids(size_t(config.block_size));
+      for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
+      const std::span<const int32_t> all(ids);
+      const int64_t T = nn::Decoder::kPromptProductRows + 8;
+      nn::Decoder decoder(*model, 2, w);
+      decoder.restart(all.first(3), 0);  // another stream's cache, which the prompt must leave alone
+      EXPECT_LE(max_diff(decoder.restart(all.first(T), 1), forward_last(*model, all.first(T))), tol)
+          << nn::to_string(w);
+      for (int64_t t = T; t < config.block_size; ++t)
+        EXPECT_LE(max_diff(decoder.step(ids[t], 1), forward_last(*model, all.first(t + 1))), tol)
+            << "position " << t << ", rope " << (config.pos == nn::Positions::rope) << ", " << nn::to_string(w);
+      EXPECT_LE(max_diff(decoder.step(ids[3], 0), forward_last(*model, all.first(4))), tol) << "the other stream";
+    }
 }
 
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
