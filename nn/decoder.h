@@ -201,9 +201,10 @@ class Decoder {
   void embed(const Row& row, float* x, float* cos, float* sin) const;
   void check_id(int32_t id) const;
   void check_step(int32_t id, int64_t stream) const;
-  // The feed-forward's activation, in place, on `rows` rows of fc's outputs (H each, or
-  // 2H with swiglu) -> rows of H, packed.
-  void activate(float* f, int64_t rows) const;
+  // The feed-forward's activation on `rows` rows of fc's outputs (H each, or 2H with
+  // swiglu) -> rows of H, packed: in place, or (a long prompt's SwiGLU, whose rows
+  // split across threads) into bact_. Returns where they are.
+  const float* activate(float* f, int64_t rows);
   void softcap(float* logits, int64_t n) const;
   void ensure_batch(int64_t B, int64_t with_logits);  // the batch scratch holds B rows, with_logits of logits
   const GPT& model_;
@@ -224,6 +225,7 @@ class Decoder {
   std::vector<float> bkept_;  // (skip_pairs, B, C)
   // attend_prompt's: one head's pq_, pk_, pv_, py_ (T, head_size) and scores_ (T, T)
   std::vector<float> pq_, pk_, pv_, py_, scores_;
+  std::vector<float> bact_;  // (B, H) a long prompt's SwiGLU outputs, rows split across threads
   std::vector<Row> rows_;     // (B) the rows of the step being run
   Scratch scratch_;
 };

@@ -349,11 +349,13 @@ TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
                                      c.activation = nn::Activation::swiglu;
                                      c.bias = false;
                                    }),
-                                   // fc (3072, 768) is more than one tile of widened weights (4 MiB)
+                                   // GPT-2's GELU; fc (3072, 768) is many tiles of widened weights
                                    with(base, [](auto& c) {
                                      c.n_layer = 1;
                                      c.n_embd = 768;
-                                   })};
+                                     c.activation = nn::Activation::gelu_tanh;
+                                   }),
+                                   with(base, [](auto& c) { c.activation = nn::Activation::gelu; })};
   for (const nn::GPTConfig& config : configs)
     for (const nn::Weights w : nn::kAllWeights) {
       const std::unique_ptr<nn::GPT> model = model_for({"long", config, Precision::fp32, 0.0f});
