@@ -75,7 +75,6 @@ Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const Decode
   if (matrices_->blocks.size() != 4 * model.blocks.size())
     fail("decoder", "matrices of ", matrices_->blocks.size() / 4, " blocks for a model of ", model.blocks.size());
   const int64_t C = config_.n_embd, cache = streams * config_.block_size * C;  // n_head * head_size == C
-  const int64_t key_slots = (config_.block_size + kKeyTile - 1) / kKeyTile * kKeyTile;  // whole tiles
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     const Block& b = *model.blocks[l];
     const Matrix* m = matrices_->blocks.data() + 4 * l;
@@ -93,7 +92,7 @@ Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const Decode
                        .skip_gate = skip ? model.skip_gates->gate[size_t(skip->gate)].data() : nullptr,
                        .skip_from = skip ? skip->from : 0,
                        .keeps_output = int64_t(l) < config_.skip_pairs(),
-                       .k = std::vector<float>(streams * key_slots * C),
+                       .k = std::vector<float>(streams * key_slots() * C),
                        .v = std::vector<float>(cache)});
   }
   length_.assign(size_t(streams), 0);
@@ -131,29 +130,46 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t st
   return run_rows(rows_, every_position ? T : 1, !every_position);
 }
 
+int64_t Decoder::key_slots() const { return (config_.block_size + kKeyTile - 1) / kKeyTile * kKeyTile; }
+
+float* Decoder::head_keys(Layer& L, int64_t stream, int64_t h) const {
+  const int64_t nh = config_.n_head, hs = config_.n_embd / nh;
+  return L.k.data() + (stream * nh + h) * hs * key_slots();
+}
+
+float* Decoder::head_values(Layer& L, int64_t stream, int64_t h) const {
+  const int64_t nh = config_.n_head, hs = config_.n_embd / nh;
+  return L.v.data() + (stream * nh + h) * config_.block_size * hs;
+}
+
+Decoder::HeadQK Decoder::cache_head(Layer& L, int64_t stream, int64_t h, int64_t slot, float* kqv, const RowScratch& s) {
+  const int64_t hs = config_.n_embd / config_.n_head;
+  float *k = kqv, *q = k + hs, *v = q + hs;
+  // q and k as position_query_key() makes them: RMS-normalised, then rotated.
+  if (config_.qk_norm) {
+    kernels::rms_norm_row(k, k, hs, kRmsNormEps);
+    kernels::rms_norm_row(q, q, hs, kRmsNormEps);
+  }
+  if (rolls()) {  // into the row's scratch: [rotated k; rotated q]
+    kernels::rotate_half_row(k, s.rot, hs / 2, s.cos, s.sin, 1.0f);
+    kernels::rotate_half_row(q, s.rot + hs, hs / 2, s.cos, s.sin, 1.0f);
+    k = s.rot, q = s.rot + hs;
+  }
+  float* tile = head_keys(L, stream, h) + slot / kKeyTile * hs * kKeyTile;  // (hs, kKeyTile): this slot's
+  for (int64_t d = 0; d < hs; ++d) tile[d * kKeyTile + slot % kKeyTile] = k[d];
+  std::memcpy(head_values(L, stream, h) + slot * hs, v, sizeof(float) * hs);
+  return {k, q};
+}
+
 void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
   const int64_t nh = config_.n_head, hs = config_.n_embd / nh, block = config_.block_size;
   const int64_t slot = pos % block, keys_seen = std::min(pos + 1, block);
-  const int64_t key_slots = (block + kKeyTile - 1) / kKeyTile * kKeyTile;
   const float scale = 1.0f / std::sqrt(float(hs));
   float* att = s.att;
   for (int64_t h = 0; h < nh; ++h) {
-    float *k = qkv + h * 3 * hs, *q = k + hs, *v = q + hs;  // per head [k; q; v]
-    float* keys = L.k.data() + (stream * nh + h) * hs * key_slots;  // (key_slots / kKeyTile, hs, kKeyTile)
-    float* values = L.v.data() + (stream * nh + h) * block * hs;
-    // q and k as position_query_key() makes them: RMS-normalised, then rotated.
-    if (config_.qk_norm) {
-      kernels::rms_norm_row(k, k, hs, kRmsNormEps);
-      kernels::rms_norm_row(q, q, hs, kRmsNormEps);
-    }
-    if (rolls()) {  // into the row's scratch: [rotated k; rotated q]
-      kernels::rotate_half_row(k, s.rot, hs / 2, s.cos, s.sin, 1.0f);
-      kernels::rotate_half_row(q, s.rot + hs, hs / 2, s.cos, s.sin, 1.0f);
-      k = s.rot, q = s.rot + hs;
-    }
-    float* tile = keys + slot / kKeyTile * hs * kKeyTile;  // (hs, kKeyTile): this slot's
-    for (int64_t d = 0; d < hs; ++d) tile[d * kKeyTile + slot % kKeyTile] = k[d];
-    std::memcpy(values + slot * hs, v, sizeof(float) * hs);
+    const float* q = cache_head(L, stream, h, slot, qkv + h * 3 * hs, s).q;  // per head [k; q; v]
+    const float* keys = head_keys(L, stream, h);  // (key_slots / kKeyTile, hs, kKeyTile)
+    const float* values = head_values(L, stream, h);  // (block, hs)
     // The scores, a tile of kKeyTile keys at a time: their sums side by side in one
     // vector, a key dimension at a time (none across a vector), each tile read as one
     // contiguous run. With the keys as one (hs, block) matrix the scores read hs rows
@@ -344,12 +360,11 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
     for (int64_t b = 0; b < B; ++b)
       norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C);
     L.qkv->apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
+    for (int64_t b = 0; b < B; ++b) add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
     if (prompt && B >= kPromptProductRows) {  // restart's rows: one stream, positions 0..B-1
-      for (int64_t b = 0; b < B; ++b) add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
       attend_prompt(L, rows[0].stream, B, bqkv_.data(), by_.data());
     } else {
       for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
-        add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
         const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
                            bsin_.data() + b * C};
         attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);

@@ -186,6 +186,20 @@ class Decoder {
   // so a prompt's rows, in order, see the rows before them. Returns the logits of the
   // last `with_logits` rows (with_logits, V); `prompt` as Matrix::apply_rows.
   std::span<const float> run_rows(std::span<const Row> rows, int64_t with_logits, bool prompt);
+  // The cache's slots for keys: block_size rounded up to whole tiles.
+  int64_t key_slots() const;
+  // Head h's cached keys (key_slots / kKeyTile, head_size, kKeyTile) and values
+  // (block_size, head_size) in `stream`'s cache of layer L.
+  float* head_keys(Layer& L, int64_t stream, int64_t h) const;
+  float* head_values(Layer& L, int64_t stream, int64_t h) const;
+  // One row's head h, kqv its [k; q; v] (3 * head_size): k and q as
+  // position_query_key() makes them (RMS-normalised in place, then rotated into s.rot
+  // with s.cos, s.sin), its key and value cached at `slot`. Returns k and q as
+  // attention reads them (in kqv, or in s.rot).
+  struct HeadQK {
+    const float *k, *q;
+  };
+  HeadQK cache_head(Layer& L, int64_t stream, int64_t h, int64_t slot, float* kqv, const RowScratch& s);
   // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
   void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
   // A prompt's rows from an empty cache (restart's: positions 0..T-1 of one stream),
