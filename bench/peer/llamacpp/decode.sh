@@ -39,11 +39,8 @@ npm_dir=${LLAMACPP_NPM_DIR:-${FOLIO_GGUF_NPM_DIR:-$here/build/tests/gguf-npm}}
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-decode.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-if [ ! -f "$npm_dir/node_modules/node-llama-cpp/dist/index.js" ]; then
-  mkdir -p "$npm_dir"
-  (cd "$npm_dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --silent --omit=optional \
-     node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >/dev/null)
-fi
+source "$here/tests/npm_package.sh"  # the tests' install of node-llama-cpp, under their lock
+llama_cpp_npm "$npm_dir"
 gguf=${GGUF:-$work/model.gguf}
 [ -n "${GGUF:-}" ] || "$folio" export --dtype "$dtype" "$run" "$gguf" 2>/dev/null
 

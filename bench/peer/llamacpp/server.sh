@@ -58,17 +58,10 @@ cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/
 trap cleanup EXIT
 
 # 1. The package and the llama.cpp source it bundles.
-if [ ! -f "$npm_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" ]; then
-  mkdir -p "$npm_dir"
-  (cd "$npm_dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --silent --omit=optional \
-     node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >/dev/null)
-fi
+source "$here/tests/npm_package.sh"  # the tests' install and clone, each under their lock
+llama_cpp_npm "$npm_dir"
 src=$peer/llama-cpp-src
-if [ ! -f "$src/tools/server/CMakeLists.txt" ]; then
-  rm -rf "$src.tmp"
-  git clone -q "$npm_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src.tmp" 2>/dev/null
-  mv "$src.tmp" "$src"
-fi
+llama_cpp_source "$npm_dir" "$src" || { echo "server.sh: could not clone node-llama-cpp's llama.cpp bundle" >&2; exit 1; }
 
 # 2. llama-server and llama-bench alone (over an hour on 2 cores shared with other builds; the log is in
 #    build/peer/).
