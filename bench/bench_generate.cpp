@@ -1,13 +1,13 @@
 // Generation speed: characters per second of folio generate's loop at config S
 // (4 layers, 4 heads, n_embd 128, block_size 64, vocab 65), greedy, from a one-
-// character prompt, with the KV cache (nn::Decoder; the context drops block_size/2
+// character prompt, with the KV cache (infer::Decoder; the context drops block_size/2
 // characters at once when full, so the cache is rebuilt every 32 characters; with
 // --pos rope it rolls and is never rebuilt) and without it (the whole context
 // recomputed for every character). Run at 1 thread, the way a user samples while a
 // machine trains:
 //   build/bench/bench_generate --threads=1
 //
-// Decode and Prefill: the decoder alone (nn/decoder.h), per weight format (--weights
+// Decode and Prefill: the decoder alone (infer/decoder.h), per weight format (--weights
 // f32, bf16, int8), on three shapes with random weights: S (above), 25M (8 layers of
 // 512, a character vocabulary, the model) and GPT-2 small (12 layers of 768,
 // vocabulary 50257, 124M). Decode reports tokens/s, the bytes of matrices a token reads
@@ -25,7 +25,7 @@
 #include "bench/bench_common.h"
 #include "bench/triad.h"
 #include "infer/generator.h"
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 
 namespace {
 
@@ -89,7 +89,7 @@ void BM_Decode(benchmark::State& state) {
   const nn::GPT& model = model_of_size(state.range(0));
   const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
   state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
-  nn::Decoder decoder(model, 1, weights);
+  infer::Decoder decoder(model, 1, weights);
   decoder.set_threads(int(state.range(2)));
   const int64_t V = model.config().vocab_size, block = model.config().block_size;
   const std::vector<int32_t> prompt{0};
@@ -122,7 +122,7 @@ void BM_Prefill(benchmark::State& state) {
   const nn::GPT& model = model_of_size(state.range(0));
   const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
   state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
-  nn::Decoder decoder(model, 1, weights);
+  infer::Decoder decoder(model, 1, weights);
   std::vector<int32_t> prompt(512);
   for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((7 * t + 3) % 65);
   for (auto _ : state) benchmark::DoNotOptimize(decoder.restart(prompt).data());

@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "autograd/kernels/quant.h"
+#include "infer/kernels/quant.h"
 #include "bench/bench_common.h"
 
 namespace {

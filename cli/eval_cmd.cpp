@@ -10,7 +10,7 @@
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 #include "train/run_state.h"
 
 namespace folio::cli {
@@ -127,8 +127,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
     ck->model->eval();
     // Weights stored small are read by the decoder, as generate and serve read them: a
     // window is a prompt, whose every position's logits its prefill gives.
-    std::unique_ptr<nn::Decoder> decoder;
-    if (weights != nn::Weights::f32) decoder = std::make_unique<nn::Decoder>(*ck->model, 1, weights);
+    std::unique_ptr<infer::Decoder> decoder;
+    if (weights != nn::Weights::f32) decoder = std::make_unique<infer::Decoder>(*ck->model, 1, weights);
     double total = 0;  // nats, summed over windows of mean losses
     std::vector<int32_t> x, y;  // (B, T) each
     for (int64_t w = 0; w < windows; w += batch) {

@@ -5,7 +5,7 @@
 
 #include "autograd/parallel.h"
 #include "base/error.h"
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 
 namespace folio::infer {
 
@@ -22,18 +22,18 @@ void check_generator(const nn::GPT& model, int64_t streams, bool kv_cache, Weigh
 
 Generator::Generator(const nn::GPT& model, int64_t streams, bool kv_cache, Weights weights) : model_(model) {
   check_generator(model, streams, kv_cache, weights);
-  if (kv_cache) decoder_ = std::make_unique<nn::Decoder>(model, streams, weights);
+  if (kv_cache) decoder_ = std::make_unique<Decoder>(model, streams, weights);
   streams_.resize(size_t(streams));
 }
 
-std::shared_ptr<const nn::DecoderMatrices> Generator::store(const nn::GPT& model, Weights weights) {
-  return nn::Decoder::store(model, weights);
+std::shared_ptr<const DecoderMatrices> Generator::store(const nn::GPT& model, Weights weights) {
+  return Decoder::store(model, weights);
 }
 
-Generator::Generator(const nn::GPT& model, int64_t streams, std::shared_ptr<const nn::DecoderMatrices> matrices)
+Generator::Generator(const nn::GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices)
     : model_(model) {
   check_generator(model, streams, true, Weights::f32);
-  decoder_ = std::make_unique<nn::Decoder>(model, streams, std::move(matrices));
+  decoder_ = std::make_unique<Decoder>(model, streams, std::move(matrices));
   streams_.resize(size_t(streams));
 }
 

@@ -3,7 +3,7 @@
 // window and its shift, sampling, and the text of what is generated, cut at stop
 // strings. folio generate, folio serve's slots and the benchmarks generate through it.
 //
-// A Generator holds `streams` sequences side by side on one nn::Decoder (a stream per
+// A Generator holds `streams` sequences side by side on one Decoder (a stream per
 // sequence; the packed weights are shared). logits() runs one step for the streams it
 // is given: a prefill (the decoder's batched step over the context) for a stream whose
 // context is new, one batched step, a product per weight matrix, for the rest.
@@ -25,14 +25,11 @@
 #include "nn/transformer.h"
 #include "nn/weights.h"
 
-namespace folio::nn {
-class Decoder;
-class DecoderMatrices;
-}
-
 namespace folio::infer {
 
 using nn::Weights;
+class Decoder;
+class DecoderMatrices;
 
 class Generator {
  public:
@@ -43,8 +40,8 @@ class Generator {
                      Weights weights = Weights::f32);
   // With the KV cache, on matrices stored once (store()) and shared with other
   // generators of the model: their format is the weights'.
-  Generator(const nn::GPT& model, int64_t streams, std::shared_ptr<const nn::DecoderMatrices> matrices);
-  static std::shared_ptr<const nn::DecoderMatrices> store(const nn::GPT& model, Weights weights);
+  Generator(const nn::GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices);
+  static std::shared_ptr<const DecoderMatrices> store(const nn::GPT& model, Weights weights);
   ~Generator();
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
@@ -76,7 +73,7 @@ class Generator {
   Token finish(int64_t stream = 0);
 
   int64_t streams() const { return int64_t(streams_.size()); }
-  // The threads a decode step's products split across (nn::Decoder::set_threads;
+  // The threads a decode step's products split across (Decoder::set_threads;
   // nothing without the KV cache, whose forward uses the OpenMP setting).
   void set_decode_threads(int threads);
 
@@ -96,7 +93,7 @@ class Generator {
   // Without the cache: the model's forward over the stream's window; its last row (V).
   void recompute(const Stream& s, float* row) const;
   const nn::GPT& model_;
-  std::unique_ptr<nn::Decoder> decoder_;  // null without the KV cache
+  std::unique_ptr<Decoder> decoder_;  // null without the KV cache
   std::vector<Stream> streams_;
   std::vector<int64_t> stepping_;  // (B) the streams of one batched step
   std::vector<int32_t> ids_;       // (B) their last tokens

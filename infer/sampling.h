@@ -24,7 +24,7 @@ struct SampleOptions {
   // and the model sees between block_size / 2 and block_size tokens.
   // Rotary positions (--pos rope) with the cache ignore it: a key rotated by its own
   // position stays valid, so the cache rolls a token at a time and never recomputes
-  // (nn::Decoder::step). The first layer then sees exactly what a recompute of the last
+  // (infer::Decoder::step). The first layer then sees exactly what a recompute of the last
   // block_size tokens would; deeper layers' cached keys also carry what their tokens
   // saw before the window moved on, as in sliding-window attention.
   int64_t context_shift = 0;

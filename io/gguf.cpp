@@ -9,7 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
-#include "autograd/kernels/quant.h"  // fp16: Q8_0 scales and f16 tensors, as the int8 weights
+#include "autograd/kernels/fp16.h"  // Q8_0 scales and f16 tensors
 
 namespace folio {
 namespace {

@@ -7,6 +7,11 @@ The arrows the code still has and the table forbids are listed in KNOWN, each wi
 what removes it: they pass, but a new one fails, and so does a KNOWN arrow that is
 gone (delete its line, so that it cannot come back unseen).
 
+Inference is one room: the decoder and the products of weights stored for it (int8,
+bf16) live in infer/, and nn/ keeps the model (its description, its layers, its
+training forward). A folder's own kernels (ROOMS) are raw loops that only their room
+uses: no other library folder includes them, and they include only kernels and base.
+
     python3 scripts/check-layers.py          # exit 0, or 1 with each bad include
     python3 scripts/check-layers.py --list   # also print the folder-to-folder arrows
 """
@@ -29,12 +34,34 @@ MAY_INCLUDE = {
 # library (tests, benchmarks, fuzz targets, examples).
 ANYTHING = {"cli", "python", "tests", "bench", "fuzz", "examples"}
 
+# A room's own kernels: the folder (under the room) and what it may include. Only the
+# room itself and the ANYTHING folders include its headers.
+ROOMS = {
+    "infer/kernels": {"autograd/kernels", "base"},
+}
+
 # (file, included header): the arrows still to remove, and what removes each.
 KNOWN = {
     ("train/generate.h", "infer/generator.h"): "the old header's forward, kept for one release of the package",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"', re.M)
+
+
+def room_of(path):
+    """The ROOMS entry a file or header path lies under, or None."""
+    return next((room for room in ROOMS if path.startswith(room + "/")), None)
+
+
+def room_violation(file, header, src):
+    """Why `file` (in folder src) may not include `header` by the ROOMS rule, or None."""
+    inside, target = room_of(file), room_of(header)
+    if target and target != inside and src not in ANYTHING and src != target.split("/")[0]:
+        return f'{file}: includes "{header}", the kernels of {target.split("/")[0]}/ alone'
+    if inside and target != inside and not any(header.startswith(d + "/") for d in ROOMS[inside]):
+        allowed = ", ".join(sorted(ROOMS[inside]))
+        return f'{file}: includes "{header}", but {inside}/ may include {allowed} (and itself)'
+    return None
 
 
 def arrows(root):
@@ -53,6 +80,8 @@ def main():
     root = pathlib.Path(__file__).resolve().parent.parent
     seen, bad, pairs = set(), [], {}
     for file, header, src, dst in arrows(root):
+        if why := room_violation(file, header, src):
+            bad.append(why)
         if src in ANYTHING or src == dst or dst not in MAY_INCLUDE:
             continue  # a header of the same folder, or a generated one (folio/version.h)
         pairs[(src, dst)] = pairs.get((src, dst), 0) + 1

@@ -101,7 +101,7 @@ class Scheduler {
 
   const ModelCheckpoint& model_;
   const SchedulerOptions options_;
-  std::shared_ptr<const nn::DecoderMatrices> matrices_;  // unbatched: the slots' decoders share them
+  std::shared_ptr<const infer::DecoderMatrices> matrices_;  // unbatched: the slots' decoders share them
   std::mutex mutex_;
   std::condition_variable work_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -1,11 +1,11 @@
-// The one-token decoder (nn/decoder.h) against the model it decodes: at every
+// The one-token decoder (infer/decoder.h) against the model it decodes: at every
 // position, its logits are GPT::forward's over the same prefix.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
 
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 #include "support.h"
 
 namespace folio {
@@ -85,7 +85,7 @@ TEST_P(DecoderMatchesForward, AtEveryPositionAfterEveryRestart) {
   const int64_t block = c.config.block_size, V = c.config.vocab_size;
   std::vector<int32_t> ids(block);
   for (int64_t t = 0; t < block; ++t) ids[t] = int32_t((7 * t + 3) % V);
-  nn::Decoder decoder(gpt, 1, c.weights);
+  infer::Decoder decoder(gpt, 1, c.weights);
   for (int64_t start : {int64_t(1), block / 2, block}) {  // restart with `start` tokens, then step to the end
     const std::span<const int32_t> all(ids);
     EXPECT_LE(max_diff(decoder.restart(all.first(start)), forward_last(gpt, all.first(start))), c.tol);
@@ -108,13 +108,13 @@ TEST_P(BatchMatchesStep, RowByRowAsStreamsJoinAndLeave) {
   const nn::GPT& gpt = *model;
   NoGradGuard no_grad;
   const int64_t block = c.config.block_size, V = c.config.vocab_size, S = 3;
-  nn::Decoder batched(gpt, S, c.weights);
-  std::vector<std::unique_ptr<nn::Decoder>> alone;
+  infer::Decoder batched(gpt, S, c.weights);
+  std::vector<std::unique_ptr<infer::Decoder>> alone;
   std::vector<int32_t> next(S);
   for (int64_t s = 0; s < S; ++s) {
     std::vector<int32_t> prompt(size_t(s + 1));
     for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((5 * t + 3 * s + 1) % V);
-    alone.push_back(std::make_unique<nn::Decoder>(gpt, 1, c.weights));
+    alone.push_back(std::make_unique<infer::Decoder>(gpt, 1, c.weights));
     EXPECT_LE(max_diff(batched.restart(prompt, s), alone.back()->restart(prompt)), 1e-6f);
     next[size_t(s)] = int32_t((s + 2) % V);
   }
@@ -245,7 +245,7 @@ TEST(Decoder, RotaryCacheRollsAsARecomputeOfTheLastBlockInOneLayer) {
   const int64_t block = config.block_size;
   std::vector<int32_t> ids(4 * block);
   for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((5 * t + 2) % config.vocab_size);
-  nn::Decoder decoder(gpt);
+  infer::Decoder decoder(gpt);
   ASSERT_TRUE(decoder.rolls());
   const std::span<const int32_t> all(ids);
   decoder.restart(all.first(3));
@@ -258,7 +258,7 @@ TEST(Decoder, RotaryCacheRollsAsARecomputeOfTheLastBlockInOneLayer) {
   // two-layer model differs from the recompute once the window has moved.
   nn::GPT deep(with(config, [](auto& c) { c.n_layer = 2; }));
   deep.eval();
-  nn::Decoder rolling(deep);
+  infer::Decoder rolling(deep);
   rolling.restart(all.first(1));
   std::span<const float> last;
   for (size_t t = 1; t < ids.size(); ++t) last = rolling.step(ids[t]);
@@ -271,12 +271,12 @@ TEST(Decoder, RotaryCacheRollsAsARecomputeOfTheLastBlockInOneLayer) {
 TEST(Decoder, StoresEachWeightFormatInItsBytes) {
   nn::GPT gpt(with(kSmall, [](auto& c) { c.n_embd = 64; }));
   gpt.eval();
-  const int64_t f32 = nn::Decoder(gpt).matrix_bytes();
+  const int64_t f32 = infer::Decoder(gpt).matrix_bytes();
   EXPECT_EQ(f32 % 4, 0);
-  EXPECT_EQ(nn::Decoder(gpt, 1, nn::Weights::bf16).matrix_bytes(), f32 / 2);
-  EXPECT_EQ(nn::Decoder(gpt, 1, nn::Weights::int8).matrix_bytes(), f32 / 4 / 32 * 34);
+  EXPECT_EQ(infer::Decoder(gpt, 1, nn::Weights::bf16).matrix_bytes(), f32 / 2);
+  EXPECT_EQ(infer::Decoder(gpt, 1, nn::Weights::int8).matrix_bytes(), f32 / 4 / 32 * 34);
   gpt.set_precision(Precision::bf16);
-  expect_error([&] { nn::Decoder(gpt, 1, nn::Weights::int8); }, {"weights int8", "fp32 products", "bf16"});
+  expect_error([&] { infer::Decoder(gpt, 1, nn::Weights::int8); }, {"weights int8", "fp32 products", "bf16"});
 }
 
 // folio serve --no-batching's slots: decoders on one stored copy of the matrices run
@@ -286,8 +286,8 @@ TEST(Decoder, DecodersSharingTheirMatricesRunAsOnesOfTheirOwn) {
   gpt.eval();
   NoGradGuard no_grad;
   for (nn::Weights w : {nn::Weights::f32, nn::Weights::int8}) {
-    const auto matrices = nn::Decoder::store(gpt, w);
-    nn::Decoder own(gpt, 1, w), first(gpt, 1, matrices), second(gpt, 1, matrices);
+    const auto matrices = infer::Decoder::store(gpt, w);
+    infer::Decoder own(gpt, 1, w), first(gpt, 1, matrices), second(gpt, 1, matrices);
     EXPECT_EQ(matrices.use_count(), 3);  // the store and the two decoders: nothing copied
     EXPECT_EQ(first.weights(), w);
     EXPECT_EQ(first.matrix_bytes(), own.matrix_bytes());
@@ -315,7 +315,7 @@ TEST(Decoder, TwoThreadsStepAsOne) {
   gpt.eval();
   NoGradGuard no_grad;
   for (nn::Weights w : nn::kAllWeights) {
-    nn::Decoder one(gpt, 2, w), two(gpt, 2, w);
+    infer::Decoder one(gpt, 2, w), two(gpt, 2, w);
     two.set_threads(2);
     EXPECT_EQ(two.threads(), 2);
     const std::vector<int32_t> a = {1, 2, 3}, b = {7};
@@ -326,13 +326,13 @@ TEST(Decoder, TwoThreadsStepAsOne) {
     const std::vector<int32_t> ids = {8, 9};
     EXPECT_EQ(max_diff(one.step_batch(streams, ids), two.step_batch(streams, ids)), 0.0f) << nn::to_string(w);
   }
-  nn::Decoder decoder(gpt);
+  infer::Decoder decoder(gpt);
   expect_error([&] { decoder.set_threads(0); }, {"threads must be at least 1", "0"});
 }
 
 // A prompt of Decoder::kPromptProductRows rows or more runs as the forward does
 // (oneDNN's products, int8 and bf16 on widened tiles; attention through two matrix
-// products a head, nn/decoder_prompt.cpp), a shorter one through a step's kernels
+// products a head, infer/decoder_prompt.cpp), a shorter one through a step's kernels
 // (which DecoderMatchesForward's prompts of at most 10 rows cover): its logits, and
 // those of the steps after it (which read the keys and values it cached), are the
 // forward's, in every weight format.
@@ -367,8 +367,8 @@ TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
       std::vector<int32_t> ids(size_t(config.block_size));
       for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
       const std::span<const int32_t> all(ids);
-      const int64_t T = nn::Decoder::kPromptProductRows + 8;
-      nn::Decoder decoder(*model, 2, w);
+      const int64_t T = infer::Decoder::kPromptProductRows + 8;
+      infer::Decoder decoder(*model, 2, w);
       decoder.restart(all.first(3), 0);  // another stream's cache, which the prompt must leave alone
       EXPECT_LE(max_diff(decoder.restart(all.first(T), 1), forward_last(*model, all.first(T))), tol)
           << nn::to_string(w);
@@ -382,7 +382,7 @@ TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
 TEST(Decoder, RefusesPastTheContextAndOutsideTheVocabulary) {
   nn::GPT gpt(kSmall);
   gpt.eval();
-  nn::Decoder decoder(gpt);
+  infer::Decoder decoder(gpt);
   const std::vector<int32_t> full(kSmall.block_size, 1);
   decoder.restart(full);
   expect_error([&] { decoder.step(1); }, {"block_size 10", "restart"});

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "autograd/kernels/matmul.h"
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 #include "tests/gradcheck.h"
 #include "tests/support.h"
 #include "train/data_parallel.h"
@@ -143,7 +143,7 @@ TEST(ModelOptions, DecoderEqualsTheWholeForward) {
     const std::vector<int32_t> ids{3, 1, 4, 1, 5, 0, 2, 6, 5, 3, 5, 2, 6, 0, 1, 4, 4, 2};  // B 2 x T 9
     const int64_t B = 2, T = 9, V = c.vocab_size;
     const Tensor whole = gpt.forward(ids, B, T).logits;  // (B, T, V)
-    nn::Decoder decoder(gpt);
+    infer::Decoder decoder(gpt);
     for (int64_t b = 0; b < B; ++b) {
       const std::span<const int32_t> seq(ids.data() + b * T, size_t(T));
       constexpr int64_t kPrompt = 5;  // a prefill, then a step per token

@@ -1,8 +1,9 @@
-// Weights stored small (autograd/kernels/quant.h): the fp16 scales against F16C, Q8_0
-// quantization of weights and of activation rows, and every product (AVX2, plain;
-// fp32 or int8 activations) against its reference in double, on ragged shapes: K not
-// a multiple of 32 (nor of 8), one row and several, N not a multiple of the four rows
-// the AVX2 products take at a time nor of the 8 of the decoder's repacked blocks.
+// Weights stored small (infer/kernels/quant.h): the fp16 scales (autograd/kernels/
+// fp16.h) against F16C, Q8_0 quantization of weights and of activation rows, and every
+// product (AVX2, plain; fp32 or int8 activations) against its reference in double, on
+// ragged shapes: K not a multiple of 32 (nor of 8), one row and several, N not a
+// multiple of the four rows the AVX2 products take at a time nor of the 8 of the
+// decoder's repacked blocks.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -12,7 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "autograd/kernels/quant.h"
+#include "autograd/kernels/fp16.h"
+#include "infer/kernels/quant.h"
 
 namespace folio::kernels {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 #include "nn/transformer.h"
 #include "train/data_parallel.h"
 #include "io/safetensors.h"
@@ -255,7 +255,7 @@ TEST(Reference, DecoderGivesPyTorchsLogits) {
     NoGradGuard no_grad;
     const int64_t B = r->B, T = r->T, V = r->config.vocab_size;
     std::vector<float> logits(size_t(B * T * V));
-    nn::Decoder decoder(*m);
+    infer::Decoder decoder(*m);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t) {
         const int32_t id = r->ids[size_t(b * T + t)];

@@ -73,7 +73,7 @@ TEST_F(ServeInt8, CompletesARequest) {
 }
 
 // --no-batching: a thread and a decoder per slot, all on one stored copy of the int8
-// matrices (nn::Decoder::store).
+// matrices (infer::Decoder::store).
 TEST_F(ServeInt8, CompletesRequestsOnUnbatchedSlots) {
   serve::ServerOptions o;
   o.scheduler.weights = infer::Weights::int8;

@@ -1,6 +1,6 @@
 #pragma once
 // Loops over one row of the last dimension, shared by the ops (which run them over
-// every row of a tensor) and the one-token decoder (nn/decoder.cpp), so both compute
+// every row of a tensor) and the one-token decoder (infer/decoder.cpp), so both compute
 // the same sums in the same order.
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "autograd/kernels/quant.h"
+#include "infer/kernels/quant.h"
 
 namespace folio::kernels {
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "autograd/kernels/cpu_features.h"
+#include "autograd/kernels/fp16.h"
 #include "autograd/kernels/matmul.h"
 
 namespace folio::kernels {
@@ -41,10 +42,6 @@ struct BlockQ8 {
 static_assert(sizeof(BlockQ8) == 34, "a Q8_0 block is 34 bytes");
 
 inline int64_t q8_blocks(int64_t K) { return (K + kQ8Block - 1) / kQ8Block; }
-
-// IEEE half <-> float, round to nearest even; subnormals kept, overflow to infinity.
-uint16_t fp16_from_float(float x);
-float fp16_to_float(uint16_t h);
 
 // w (K) -> out (q8_blocks(K)).
 void quantize_q8(const float* w, int64_t K, BlockQ8* out);
@@ -83,7 +80,7 @@ void repack_q8x8(const BlockQ8* W, int64_t N, int64_t K, BlockQ8x8* out);
 void dequantize_q8x8_row(const BlockQ8x8* P, int64_t n, int64_t K, float* w);
 // The rows of groups [first_group, last_group) that are below N -> w (rows, K), each
 // as dequantize_q8x8_row writes it: a prompt's product widens its weights a tile of
-// groups at a time (nn/decoder_products.cpp).
+// groups at a time (infer/decoder_products.cpp).
 void dequantize_q8x8_groups(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
                             float* w);
 // y (M, N) = xq (M, K) W^T [+ bias (N)] for the output columns of groups

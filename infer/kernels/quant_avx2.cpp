@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "autograd/kernels/quant.h"
+#include "infer/kernels/quant.h"
 
 #define FOLIO_AVX2 __attribute__((target("avx2,fma,f16c")))
 

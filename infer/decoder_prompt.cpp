@@ -9,9 +9,11 @@
 
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/rows.h"
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 
-namespace folio::nn {
+namespace folio::infer {
+
+using namespace nn;  // the model the decoder reads
 
 void Decoder::attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, float* y) {
   const int64_t C = config_.n_embd, nh = config_.n_head, hs = C / nh;
@@ -41,4 +43,4 @@ void Decoder::attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, flo
   }
 }
 
-}  // namespace folio::nn
+}  // namespace folio::infer

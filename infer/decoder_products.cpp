@@ -1,4 +1,4 @@
-// The decoder's matrix products (nn/decoder.h's Matrix): the weights as stored for
+// The decoder's matrix products (infer/decoder.h's Matrix): the weights as stored for
 // inference (fp32 panels, bf16, Q8_0 blocks) and the products over one row, a batch's
 // rows and a prompt's.
 #include <omp.h>
@@ -10,10 +10,12 @@
 
 #include "base/error.h"
 #include "autograd/kernels/matmul.h"
-#include "autograd/kernels/quant.h"
-#include "nn/decoder.h"
+#include "infer/kernels/quant.h"
+#include "infer/decoder.h"
 
-namespace folio::nn {
+namespace folio::infer {
+
+using namespace nn;  // the model the decoder reads
 namespace {
 
 const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
@@ -212,4 +214,4 @@ void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& s
   });
 }
 
-}  // namespace folio::nn
+}  // namespace folio::infer

@@ -1,4 +1,4 @@
-#include "nn/decoder.h"
+#include "infer/decoder.h"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,9 @@
 #include "autograd/kernels/rows.h"
 #include "autograd/kernels/swiglu.h"
 
-namespace folio::nn {
+namespace folio::infer {
+
+using namespace nn;  // the model the decoder reads
 namespace {
 
 // A block's products in Layer's order (qkv, proj, fc, fc2): weight and bias (qkv's
@@ -390,4 +392,4 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
   return {blogits_.data(), size_t(with_logits * V)};
 }
 
-}  // namespace folio::nn
+}  // namespace folio::infer

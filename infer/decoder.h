@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "autograd/kernels/matmul.h"
-#include "autograd/kernels/quant.h"
+#include "infer/kernels/quant.h"
 #include "nn/transformer.h"
 #include "nn/weights.h"
 
-namespace folio::nn {
+namespace folio::infer {
 
 class DecoderMatrices;
 
@@ -35,12 +35,12 @@ class Decoder {
   // must outlive the decoder and not change while it decodes.
   // `streams` caches (each 2 * n_layer * block_size * n_embd floats) share them.
   // `weights` other than f32 need the model's fp32 products (precision fp32).
-  explicit Decoder(const GPT& model, int64_t streams = 1, Weights weights = Weights::f32);
+  explicit Decoder(const nn::GPT& model, int64_t streams = 1, nn::Weights weights = nn::Weights::f32);
   // The same on matrices stored once (store()) and shared, read only, by any number of
   // decoders of that model: folio serve --no-batching's decoder per slot keeps one
   // copy of the weights, not one per slot.
-  Decoder(const GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices);
-  static std::shared_ptr<const DecoderMatrices> store(const GPT& model, Weights weights = Weights::f32);
+  Decoder(const nn::GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices);
+  static std::shared_ptr<const DecoderMatrices> store(const nn::GPT& model, nn::Weights weights = nn::Weights::f32);
 
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
   // as one batched step over the prompt (the prefill), whose keys and values fill the
@@ -60,8 +60,8 @@ class Decoder {
   std::span<const float> step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids);
   int64_t length(int64_t stream = 0) const { return length_[size_t(stream)]; }  // positions run since restart
   int64_t streams() const { return int64_t(length_.size()); }
-  bool rolls() const { return config_.pos == Positions::rope; }
-  Weights weights() const { return weights_; }
+  bool rolls() const { return config_.pos == nn::Positions::rope; }
+  nn::Weights weights() const { return weights_; }
   // The bytes of the matrices a token's step reads (every block's and the output
   // layer's, as stored): what a step costs in memory traffic, the caches aside.
   int64_t matrix_bytes() const;
@@ -75,7 +75,7 @@ class Decoder {
   int threads() const { return scratch_.threads; }
   // A prompt of this many rows or more runs as the forward does: its products
   // oneDNN's blocked fp32 product (int8 and bf16 on widened tiles), its attention
-  // through matrix products (nn/decoder_prompt.cpp). A shorter one runs through a
+  // through matrix products (infer/decoder_prompt.cpp). A shorter one runs through a
   // step's kernels, which read the weights once for its few rows.
   static constexpr int64_t kPromptProductRows = 32;
 
@@ -117,7 +117,7 @@ class Decoder {
     static int64_t panel_floats(const Tensor& weight) {
       return (weight.size(0) + kPanel - 1) / kPanel * kPanel * weight.size(1);
     }
-    Matrix(const Tensor& weight, const Tensor& bias, Precision p, Weights w, PanelStore& store);
+    Matrix(const Tensor& weight, const Tensor& bias, Precision p, nn::Weights w, PanelStore& store);
     void apply(const float* x, float* y, Scratch& scratch) const;
     // Y (M, N) = X (M, K) W^T [+ bias], reading the weights once for all M rows: the
     // panels four rows at a time (fp32), or one oneDNN product (bf16), on
@@ -142,7 +142,7 @@ class Decoder {
     int step_threads(const Scratch& scratch) const;
     const float* bias;
     int64_t N, K;
-    Weights stored;                  // f32: panels, or bf16 products with w16
+    nn::Weights stored;              // f32: panels, or bf16 products with w16
     const float* weight;             // (N, K) the Linear's own, in the model
     const float* packed = nullptr;   // fp32 products: panels in the store
     std::vector<kernels::bf16> w16;  // bf16 products or --weights bf16: the weights rounded, as Linear's (N, K)
@@ -174,7 +174,7 @@ class Decoder {
   struct RowScratch {
     float *att, *rot, *cos, *sin;
   };
-  static int64_t panel_floats(const GPT& model, Weights w);  // of all its products (0 for bf16 or small ones)
+  static int64_t panel_floats(const nn::GPT& model, nn::Weights w);  // of all its products (0 for bf16 or small ones)
   // One row of a batched step: token `id` of `stream` at position `pos`; `previous` is
   // the token before it (the bigram table's; unused at position 0).
   struct Row {
@@ -204,7 +204,7 @@ class Decoder {
   void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
   // A prompt's rows from an empty cache (restart's: positions 0..T-1 of one stream),
   // qkv (T, 3C) -> y (T, C), each head's scores and weighted values as two matrix
-  // products (nn/decoder_prompt.cpp), caching every position's key and value as
+  // products (infer/decoder_prompt.cpp), caching every position's key and value as
   // attend does. From kPromptProductRows rows on.
   void attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, float* y);
   // qkv (3C): each head's value gains its slice of the token's value embedding, as
@@ -221,9 +221,9 @@ class Decoder {
   const float* activate(float* f, int64_t rows);
   void softcap(float* logits, int64_t n) const;
   void ensure_batch(int64_t B, int64_t with_logits);  // the batch scratch holds B rows, with_logits of logits
-  const GPT& model_;
-  const GPTConfig& config_;
-  Weights weights_;
+  const nn::GPT& model_;
+  const nn::GPTConfig& config_;
+  nn::Weights weights_;
   std::shared_ptr<const DecoderMatrices> matrices_;
   std::vector<Layer> layers_;
   const Matrix* lm_head_;  // in matrices_
@@ -248,11 +248,11 @@ class Decoder {
 // by Decoder::store; every block's four in Layer's order, then the output layer.
 class DecoderMatrices {
  public:
-  DecoderMatrices(const GPT& model, Weights weights);
-  Weights weights;                      // how they are stored: f32 panels, bf16, Q8_0 blocks
+  DecoderMatrices(const nn::GPT& model, nn::Weights weights);
+  nn::Weights weights;                  // how they are stored: f32 panels, bf16, Q8_0 blocks
   Decoder::PanelStore store;            // the fp32 panels of all of them (empty otherwise)
   std::vector<Decoder::Matrix> blocks;  // (n_layer * 4): qkv (3C, C), proj (C, C), fc (H or 2H, C), fc2 (C, H) of each
   Decoder::Matrix lm_head;              // (V, C)
 };
 
-}  // namespace folio::nn
+}  // namespace folio::infer
