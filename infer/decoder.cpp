@@ -1,30 +1,20 @@
 #include "infer/decoder.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 
 #include <omp.h>
 
 #include "base/error.h"
-#include "autograd/kernels/matmul.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/kernels/swiglu.h"
+#include "autograd/kernels/vecmath.h"
 
 namespace folio::infer {
 
 using namespace nn;  // the model the decoder reads
 namespace {
-
-// A block's products in Layer's order (qkv, proj, fc, fc2): weight and bias (qkv's
-// only with gpt2_biases; an undefined tensor is none).
-std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Block& b) {
-  return {{{&b.attn->qkv_weight(), &b.attn->qkv_bias()},
-           {&b.attn->proj->weight, &b.attn->proj->bias},
-           {&b.ffwd->fc->weight, &b.ffwd->fc->bias},
-           {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};
-}
 
 const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
@@ -39,30 +29,6 @@ void norm_row(const float* x, const float* w, const float* b, float* out, int64_
 }
 
 }  // namespace
-
-int64_t Decoder::panel_floats(const GPT& model, Weights w) {
-  if (model.precision() != Precision::fp32 || w != Weights::f32) return 0;
-  int64_t n = Matrix::panel_floats(model.lm_head->weight);
-  for (const auto& b : model.blocks)
-    for (const auto& [weight, bias] : block_products(*b)) n += Matrix::panel_floats(*weight);
-  return n;
-}
-
-namespace {
-Weights checked(const GPT& model, Weights w) {
-  if (w != Weights::f32 && model.precision() != Precision::fp32)
-    fail("decoder", "weights ", to_string(w), " need fp32 products; the model's are ", to_string(model.precision()));
-  return w;
-}
-}  // namespace
-
-DecoderMatrices::DecoderMatrices(const GPT& model, Weights w)
-    : weights(checked(model, w)), store(Decoder::panel_floats(model, w)),
-      lm_head(model.lm_head->weight, model.lm_head->bias, model.precision(), w, store) {
-  for (const auto& b : model.blocks)
-    for (const auto& [weight, bias] : block_products(*b))
-      blocks.emplace_back(*weight, *bias, model.precision(), w, store);
-}
 
 std::shared_ptr<const DecoderMatrices> Decoder::store(const GPT& model, Weights weights) {
   return std::make_shared<const DecoderMatrices>(model, weights);
@@ -79,7 +45,7 @@ Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const Decode
   const int64_t C = config_.n_embd, cache = streams * config_.block_size * C;  // n_head * head_size == C
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     const Block& b = *model.blocks[l];
-    const Matrix* m = matrices_->blocks.data() + 4 * l;
+    const StoredMatrix* m = matrices_->blocks.data() + 4 * l;
     const auto skip = config_.skip_into(int64_t(l));
     layers_.push_back({.ln1_w = b.ln1->weight.data(),
                        .ln1_b = data_or_null(b.ln1->bias),
@@ -99,9 +65,6 @@ Decoder::Decoder(const GPT& model, int64_t streams, std::shared_ptr<const Decode
   }
   length_.assign(size_t(streams), 0);
   last_id_.assign(size_t(streams), 0);
-  x_.resize(C), h_.resize(2 * C), qkv_.resize(3 * C), att_.resize(config_.block_size), y_.resize(C);
-  ff_.resize(FeedForward::fc_outputs(C, config_.activation, int64_t(config_.ffn_hidden))), logits_.resize(config_.vocab_size), cos_.resize(C), sin_.resize(C), x0_.resize(C);
-  kept_.resize(config_.skip_pairs() * C);
 }
 
 void Decoder::set_threads(int threads) {
@@ -130,84 +93,6 @@ std::span<const float> Decoder::restart(std::span<const int32_t> ids, int64_t st
   // tokens generate produces (with int8 weights, the activations quantized as a
   // step's are).
   return run_rows(rows_, every_position ? T : 1, !every_position);
-}
-
-int64_t Decoder::key_slots() const { return (config_.block_size + kKeyTile - 1) / kKeyTile * kKeyTile; }
-
-float* Decoder::head_keys(Layer& L, int64_t stream, int64_t h) const {
-  const int64_t nh = config_.n_head, hs = config_.n_embd / nh;
-  return L.k.data() + (stream * nh + h) * hs * key_slots();
-}
-
-float* Decoder::head_values(Layer& L, int64_t stream, int64_t h) const {
-  const int64_t nh = config_.n_head, hs = config_.n_embd / nh;
-  return L.v.data() + (stream * nh + h) * config_.block_size * hs;
-}
-
-Decoder::HeadQK Decoder::cache_head(Layer& L, int64_t stream, int64_t h, int64_t slot, float* kqv, const RowScratch& s) {
-  const int64_t hs = config_.n_embd / config_.n_head;
-  float *k = kqv, *q = k + hs, *v = q + hs;
-  // q and k as position_query_key() makes them: RMS-normalised, then rotated.
-  if (config_.qk_norm) {
-    kernels::rms_norm_row(k, k, hs, kRmsNormEps);
-    kernels::rms_norm_row(q, q, hs, kRmsNormEps);
-  }
-  if (rolls()) {  // into the row's scratch: [rotated k; rotated q]
-    kernels::rotate_half_row(k, s.rot, hs / 2, s.cos, s.sin, 1.0f);
-    kernels::rotate_half_row(q, s.rot + hs, hs / 2, s.cos, s.sin, 1.0f);
-    k = s.rot, q = s.rot + hs;
-  }
-  float* tile = head_keys(L, stream, h) + slot / kKeyTile * hs * kKeyTile;  // (hs, kKeyTile): this slot's
-  for (int64_t d = 0; d < hs; ++d) tile[d * kKeyTile + slot % kKeyTile] = k[d];
-  std::memcpy(head_values(L, stream, h) + slot * hs, v, sizeof(float) * hs);
-  return {k, q};
-}
-
-void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
-  const int64_t nh = config_.n_head, hs = config_.n_embd / nh, block = config_.block_size;
-  const int64_t slot = pos % block, keys_seen = std::min(pos + 1, block);
-  const float scale = 1.0f / std::sqrt(float(hs));
-  float* att = s.att;
-  for (int64_t h = 0; h < nh; ++h) {
-    const float* q = cache_head(L, stream, h, slot, qkv + h * 3 * hs, s).q;  // per head [k; q; v]
-    const float* keys = head_keys(L, stream, h);  // (key_slots / kKeyTile, hs, kKeyTile)
-    const float* values = head_values(L, stream, h);  // (block, hs)
-    // The scores, a tile of kKeyTile keys at a time: their sums side by side in one
-    // vector, a key dimension at a time (none across a vector), each tile read as one
-    // contiguous run. With the keys as one (hs, block) matrix the scores read hs rows
-    // block_size floats apart, which at block 256 and 16 streams was twice the time
-    // of the values' contiguous loop (perf). A partial last tile sums slots not yet
-    // written (zeros or an earlier sequence's keys) and drops them. The slots hold
-    // positions in rolling order; a softmax and a weighted sum do not care about the
-    // order of their terms.
-    for (int64_t t = 0; t * kKeyTile < keys_seen; ++t) {
-      const float* key_tile = keys + t * hs * kKeyTile;  // (hs, kKeyTile)
-      float sums[kKeyTile] = {};
-      for (int64_t d = 0; d < hs; ++d) {
-        const float qd = q[d], *key_d = key_tile + d * kKeyTile;
-#pragma omp simd
-        for (int64_t j = 0; j < kKeyTile; ++j) sums[j] += qd * key_d[j];
-      }
-      const int64_t n = std::min(kKeyTile, keys_seen - t * kKeyTile);
-      for (int64_t j = 0; j < n; ++j) att[t * kKeyTile + j] = sums[j];
-    }
-    kernels::softmax_row(att, att, keys_seen, keys_seen, scale);
-    float* y = y_heads + h * hs;  // heads side by side
-    for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
-    for (int64_t j = 0; j < keys_seen; ++j) {
-      const float w = att[j];
-#pragma omp simd
-      for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
-    }
-  }
-}
-
-void Decoder::add_value_embedding(const Layer& L, int32_t id, float* qkv) const {
-  if (!L.value_embed) return;
-  const int64_t C = config_.n_embd, hs = C / config_.n_head;
-  const float* ve = L.value_embed + int64_t(id) * C;  // (C): head h's slice at h * hs
-  for (int64_t h = 0; h < config_.n_head; ++h)
-    for (int64_t d = 0; d < hs; ++d) qkv[h * 3 * hs + 2 * hs + d] += ve[h * hs + d];  // per head [k; q; v]
 }
 
 void Decoder::check_id(int32_t id) const {
@@ -264,14 +149,14 @@ const float* Decoder::activate(float* f, int64_t rows) {
       }
       // In place a row's output overwrites an earlier row's input, so split rows go to
       // a buffer of their own.
-      bact_.resize(size_t(n));
+      act_.resize(size_t(n));
 #pragma omp parallel
       {
         const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
         const int64_t first = rows * t / T, last = rows * (t + 1) / T;
-        kernels::swiglu_rows(f + first * 2 * H, bact_.data() + first * H, last - first, H);
+        kernels::swiglu_rows(f + first * 2 * H, act_.data() + first * H, last - first, H);
       }
-      return bact_.data();
+      return act_.data();
     }
     case Activation::gelu_tanh:
 #pragma omp parallel for if (split) schedule(static)
@@ -288,45 +173,19 @@ void Decoder::softcap(float* logits, int64_t n) const {
 
 std::span<const float> Decoder::step(int32_t id, int64_t stream) {
   check_step(id, stream);
-  const int64_t C = config_.n_embd, pos = length_[size_t(stream)];
-  embed({.stream = stream, .pos = pos, .id = id, .previous = last_id_[size_t(stream)]}, x_.data(), cos_.data(),
-        sin_.data());
-  x0_ = x_;
-  const RowScratch s{att_.data(), h_.data(), cos_.data(), sin_.data()};  // h_ is free while attending
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    Layer& L = layers_[l];
-    if (L.x0_gate)  // as GPT::block_input
-      for (int64_t c = 0; c < C; ++c) x_[c] += L.x0_gate[c] * x0_[c];
-    if (L.skip_gate)
-      for (int64_t c = 0; c < C; ++c) x_[c] += L.skip_gate[c] * kept_[L.skip_from * C + c];
-    norm_row(x_.data(), L.ln1_w, L.ln1_b, h_.data(), C);
-    L.qkv->apply(h_.data(), qkv_.data(), scratch_);
-    add_value_embedding(L, id, qkv_.data());
-    attend(L, stream, pos, qkv_.data(), y_.data(), s);
-    L.proj->apply(y_.data(), h_.data(), scratch_);
-    for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
-    norm_row(x_.data(), L.ln2_w, L.ln2_b, h_.data(), C);
-    L.fc->apply(h_.data(), ff_.data(), scratch_);
-    const float* act = activate(ff_.data(), 1);  // (H)
-    L.fc2->apply(act, h_.data(), scratch_);
-    for (int64_t c = 0; c < C; ++c) x_[c] += h_[c];
-    if (L.keeps_output) std::copy(x_.begin(), x_.end(), kept_.begin() + int64_t(l) * C);
-  }
-  norm_row(x_.data(), model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias), h_.data(), C);
-  lm_head_->apply(h_.data(), logits_.data(), scratch_);
-  softcap(logits_.data(), config_.vocab_size);
-  ++length_[size_t(stream)];
-  last_id_[size_t(stream)] = id;
-  return logits_;
+  const size_t s = size_t(stream);
+  rows_.assign({{.stream = stream, .pos = length_[s], .id = id, .previous = last_id_[s]}});
+  return run_rows(rows_, 1, false);
 }
 
-void Decoder::ensure_batch(int64_t B, int64_t with_logits) {
+void Decoder::ensure_rows(int64_t B, int64_t with_logits) {
   const int64_t C = config_.n_embd, hs = C / config_.n_head;
-  if (int64_t(blogits_.size()) < with_logits * config_.vocab_size) blogits_.resize(with_logits * config_.vocab_size);
-  if (int64_t(bx_.size()) >= B * C) return;
-  bx_.resize(B * C), by_.resize(B * C), bh_.resize(B * C), bqkv_.resize(B * 3 * C), bff_.resize(B * FeedForward::fc_outputs(C, config_.activation, int64_t(config_.ffn_hidden)));
-  batt_.resize(B * config_.block_size), brot_.resize(B * 2 * hs);
-  bcos_.resize(B * C), bsin_.resize(B * C), bx0_.resize(B * C), bkept_.resize(config_.skip_pairs() * B * C);
+  if (int64_t(logits_.size()) < with_logits * config_.vocab_size) logits_.resize(with_logits * config_.vocab_size);
+  if (int64_t(x_.size()) >= B * C) return;
+  const int64_t F = FeedForward::fc_outputs(C, config_.activation, int64_t(config_.ffn_hidden));  // H, or 2H
+  x_.resize(B * C), x0_.resize(B * C), y_.resize(B * C), h_.resize(B * C), qkv_.resize(B * 3 * C), ff_.resize(B * F);
+  att_.resize(B * config_.block_size), rot_.resize(B * 2 * hs), cos_.resize(B * C), sin_.resize(B * C);
+  kept_.resize(config_.skip_pairs() * B * C);
 }
 
 std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std::span<const int32_t> ids) {
@@ -346,50 +205,49 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
 std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with_logits, bool prompt) {
   const int64_t B = int64_t(rows.size()), C = config_.n_embd, V = config_.vocab_size, hs = C / config_.n_head;
   if (B == 0) return {};
-  ensure_batch(B, with_logits);
-  for (int64_t b = 0; b < B; ++b) embed(rows[b], bx_.data() + b * C, bcos_.data() + b * C, bsin_.data() + b * C);
-  std::copy(bx_.begin(), bx_.begin() + B * C, bx0_.begin());
+  ensure_rows(B, with_logits);
+  for (int64_t b = 0; b < B; ++b) embed(rows[b], x_.data() + b * C, cos_.data() + b * C, sin_.data() + b * C);
+  std::copy(x_.begin(), x_.begin() + B * C, x0_.begin());
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& L = layers_[l];
     if (L.x0_gate)  // as GPT::block_input
       for (int64_t b = 0; b < B; ++b)
-        for (int64_t c = 0; c < C; ++c) bx_[b * C + c] += L.x0_gate[c] * bx0_[b * C + c];
+        for (int64_t c = 0; c < C; ++c) x_[b * C + c] += L.x0_gate[c] * x0_[b * C + c];
     if (L.skip_gate) {
-      const float* kept = bkept_.data() + L.skip_from * B * C;  // (B, C)
+      const float* kept = kept_.data() + L.skip_from * B * C;  // (B, C)
       for (int64_t b = 0; b < B; ++b)
-        for (int64_t c = 0; c < C; ++c) bx_[b * C + c] += L.skip_gate[c] * kept[b * C + c];
+        for (int64_t c = 0; c < C; ++c) x_[b * C + c] += L.skip_gate[c] * kept[b * C + c];
     }
     for (int64_t b = 0; b < B; ++b)
-      norm_row(bx_.data() + b * C, L.ln1_w, L.ln1_b, bh_.data() + b * C, C);
-    L.qkv->apply_rows(bh_.data(), bqkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
-    for (int64_t b = 0; b < B; ++b) add_value_embedding(L, rows[b].id, bqkv_.data() + b * 3 * C);
+      norm_row(x_.data() + b * C, L.ln1_w, L.ln1_b, h_.data() + b * C, C);
+    L.qkv->apply_rows(h_.data(), qkv_.data(), B, scratch_, prompt);  // (B, C) -> (B, 3C)
+    for (int64_t b = 0; b < B; ++b) add_value_embedding(L, rows[b].id, qkv_.data() + b * 3 * C);
     if (prompt && B >= kPromptProductRows) {  // restart's rows: one stream, positions 0..B-1
-      attend_prompt(L, rows[0].stream, B, bqkv_.data(), by_.data());
+      attend_prompt(L, rows[0].stream, B, qkv_.data(), y_.data());
     } else {
       for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
-        const RowScratch s{batt_.data() + b * config_.block_size, brot_.data() + b * 2 * hs, bcos_.data() + b * C,
-                           bsin_.data() + b * C};
-        attend(L, rows[b].stream, rows[b].pos, bqkv_.data() + b * 3 * C, by_.data() + b * C, s);
+        const RowScratch s{att_.data() + b * config_.block_size, rot_.data() + b * 2 * hs, cos_.data() + b * C,
+                           sin_.data() + b * C};
+        attend(L, rows[b].stream, rows[b].pos, qkv_.data() + b * 3 * C, y_.data() + b * C, s);
       }
     }
-    L.proj->apply_rows(by_.data(), bh_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
-    for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
+    L.proj->apply_rows(y_.data(), h_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
+    for (int64_t i = 0; i < B * C; ++i) x_[i] += h_[i];
     for (int64_t b = 0; b < B; ++b)
-      norm_row(bx_.data() + b * C, L.ln2_w, L.ln2_b, bh_.data() + b * C, C);
-    L.fc->apply_rows(bh_.data(), bff_.data(), B, scratch_, prompt);  // (B, C) -> (B, H), or (B, 2H) with swiglu
-    const float* act = activate(bff_.data(), B);  // (B, H)
-    L.fc2->apply_rows(act, bh_.data(), B, scratch_, prompt);  // (B, H) -> (B, C)
-    for (int64_t i = 0; i < B * C; ++i) bx_[i] += bh_[i];
-    if (L.keeps_output) std::copy_n(bx_.begin(), B * C, bkept_.begin() + int64_t(l) * B * C);
+      norm_row(x_.data() + b * C, L.ln2_w, L.ln2_b, h_.data() + b * C, C);
+    L.fc->apply_rows(h_.data(), ff_.data(), B, scratch_, prompt);  // (B, C) -> (B, H), or (B, 2H) with swiglu
+    const float* act = activate(ff_.data(), B);  // (B, H)
+    L.fc2->apply_rows(act, h_.data(), B, scratch_, prompt);  // (B, H) -> (B, C)
+    for (int64_t i = 0; i < B * C; ++i) x_[i] += h_[i];
+    if (L.keeps_output) std::copy_n(x_.begin(), B * C, kept_.begin() + int64_t(l) * B * C);
   }
   const int64_t first = B - with_logits;  // the rows whose logits are asked for: the last ones
   for (int64_t b = first; b < B; ++b)
-    norm_row(bx_.data() + b * C, model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias),
-                            bh_.data() + b * C, C);
-  lm_head_->apply_rows(bh_.data() + first * C, blogits_.data(), with_logits, scratch_, prompt);  // (with_logits, C) -> (with_logits, V)
-  softcap(blogits_.data(), with_logits * V);
+    norm_row(x_.data() + b * C, model_.ln_f->weight.data(), data_or_null(model_.ln_f->bias), h_.data() + b * C, C);
+  lm_head_->apply_rows(h_.data() + first * C, logits_.data(), with_logits, scratch_, prompt);  // (with_logits, C) -> (with_logits, V)
+  softcap(logits_.data(), with_logits * V);
   for (const Row& r : rows) length_[size_t(r.stream)] = r.pos + 1, last_id_[size_t(r.stream)] = r.id;
-  return {blogits_.data(), size_t(with_logits * V)};
+  return {logits_.data(), size_t(with_logits * V)};
 }
 
 }  // namespace folio::infer

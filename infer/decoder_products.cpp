@@ -1,17 +1,18 @@
-// The decoder's matrix products (infer/decoder.h's Matrix): the weights as stored for
+// The decoder's matrix products (infer/decoder_matrices.h): the weights as stored for
 // inference (fp32 panels, bf16, Q8_0 blocks) and the products over one row, a batch's
 // rows and a prompt's.
 #include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <new>
 
 #include "base/error.h"
 #include "autograd/kernels/matmul.h"
 #include "infer/kernels/quant.h"
-#include "infer/decoder.h"
+#include "infer/decoder_matrices.h"
 
 namespace folio::infer {
 
@@ -19,6 +20,15 @@ using namespace nn;  // the model the decoder reads
 namespace {
 
 const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+// A block's products in DecoderMatrices' order (qkv, proj, fc, fc2): weight and bias
+// (qkv's only with gpt2_biases; an undefined tensor is none).
+std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Block& b) {
+  return {{{&b.attn->qkv_weight(), &b.attn->qkv_bias()},
+           {&b.attn->proj->weight, &b.attn->proj->bias},
+           {&b.ffwd->fc->weight, &b.ffwd->fc->bias},
+           {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};
+}
 
 // f(first, last) over [0, count) split into `threads` contiguous ranges, one per
 // OpenMP thread (in the calling thread alone when threads is 1).
@@ -33,7 +43,7 @@ void split(int threads, int64_t count, F f) {
 }
 
 }  // namespace
-Decoder::PanelStore::PanelStore(int64_t floats) {
+PanelStore::PanelStore(int64_t floats) {
   constexpr size_t kHuge = size_t(2) << 20;
   const size_t bytes = (size_t(floats) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
   if (bytes == 0) return;
@@ -43,15 +53,15 @@ Decoder::PanelStore::PanelStore(int64_t floats) {
   size_ = floats;
 }
 
-void Decoder::PanelStore::Free::operator()(float* p) const { std::free(p); }
+void PanelStore::Free::operator()(float* p) const { std::free(p); }
 
-float* Decoder::PanelStore::take(int64_t floats) {
+float* PanelStore::take(int64_t floats) {
   if (used_ + floats > size_) fail("decoder", "panel store of ", size_, " floats asked for ", used_ + floats);
   used_ += floats;
   return data_.get() + used_ - floats;
 }
 
-Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, Weights stored_as, PanelStore& store)
+StoredMatrix::StoredMatrix(const Tensor& weight, const Tensor& bias_, Precision p, Weights stored_as, PanelStore& store)
     : bias(data_or_null(bias_)), N(weight.size(0)), K(weight.size(1)), stored(stored_as), weight(weight.data()) {
   const float* w = weight.data();
   if (stored == Weights::int8) {  // quantized once, here, as the checkpoint loads
@@ -74,54 +84,26 @@ Decoder::Matrix::Matrix(const Tensor& weight, const Tensor& bias_, Precision p, 
       for (int64_t n = first; n < first + kPanel; ++n) *out++ = n < N ? w[n * K + k] : 0.0f;
 }
 
-int64_t Decoder::Matrix::bytes() const {
+int64_t StoredMatrix::bytes() const {
   // int8: the Q8_0 blocks of the N rows, 34 bytes per 32 weights (the last group's
   // padding rows, at most 7, aside)
   if (stored == Weights::int8) return N * kernels::q8_blocks(K) * int64_t(sizeof(kernels::BlockQ8));
   return N * K * (packed ? int64_t(sizeof(float)) : int64_t(sizeof(kernels::bf16)));
 }
 
-int Decoder::Matrix::step_threads(const Scratch& scratch) const {
+int StoredMatrix::step_threads(const ProductScratch& scratch) const {
   const int64_t rows = stored == Weights::int8 ? kernels::q8x8_groups(N) : packed ? (N + kPanel - 1) / kPanel : N;
   return N * K >= kSplitWeights ? int(std::clamp<int64_t>(scratch.threads, 1, rows)) : 1;
 }
 
 // x (M, K) quantized once for the whole product, then int8 x int8 dots per block.
-void Decoder::Matrix::integer_rows(const float* x, float* y, int64_t M, Scratch& scratch) const {
+void StoredMatrix::integer_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const {
   const int64_t nb = kernels::q8_blocks(K);
   scratch.xq.resize(size_t(M * nb * kernels::kQ8Block));
   scratch.xscale.resize(size_t(M * nb));
   kernels::quantize_rows_q8(x, M, K, scratch.xq.data(), scratch.xscale.data());
   split(step_threads(scratch), kernels::q8x8_groups(N), [&](int64_t first, int64_t last) {
     kernels::q8x8_rows(q8.data(), scratch.xq.data(), scratch.xscale.data(), y, M, N, K, bias, first, last);
-  });
-}
-
-void Decoder::Matrix::apply(const float* x, float* y, Scratch& scratch) const {
-  if (stored == Weights::int8) return integer_rows(x, y, 1, scratch);
-  if (stored == Weights::bf16)  // one row: a range of weight rows writes that range of y
-    return split(step_threads(scratch), N, [&](int64_t first, int64_t last) {
-      kernels::bf16_rows(w16.data() + first * K, x, y + first, 1, last - first, K, bias ? bias + first : nullptr);
-    });
-  if (!packed) {  // bf16: both operands in bf16, as the model's bf16 products round them
-    scratch.x16.resize(K);
-    kernels::to_bf16(x, scratch.x16.data(), K);
-    return kernels::matmul({.M = 1, .N = N, .K = K, .trans_b = true}, scratch.x16.data(), w16.data(), y, bias);
-  }
-  // One panel of kPanel outputs at a time: its sums stay in registers while the
-  // panel's weights stream past once, in order, with no sum across lanes at the end.
-  split(step_threads(scratch), (N + kPanel - 1) / kPanel, [&](int64_t first_panel, int64_t last_panel) {
-    for (int64_t p = first_panel; p < last_panel; ++p) {
-      const float* w = packed + p * K * kPanel;
-      float sums[kPanel] = {};
-      for (int64_t k = 0; k < K; ++k) {
-        const float xk = x[k];
-#pragma omp simd
-        for (int64_t i = 0; i < kPanel; ++i) sums[i] += xk * w[k * kPanel + i];
-      }
-      const int64_t first = p * kPanel, n = std::min(kPanel, N - first);
-      for (int64_t i = 0; i < n; ++i) y[first + i] = sums[i] + (bias ? bias[first + i] : 0.0f);
-    }
   });
 }
 
@@ -147,7 +129,7 @@ void panel_rows(const float* panel, const float* x, int64_t K, float (&sums)[4][
 
 }  // namespace
 
-void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch& scratch) const {
+void StoredMatrix::widened_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const {
   // Tiles of about 256 KiB of fp32 weights, which stay in cache while the product
   // reads them; whole groups of 8 rows, as int8 stores them.
   const int64_t group = kernels::kQ8Group;
@@ -169,7 +151,7 @@ void Decoder::Matrix::widened_rows(const float* x, float* y, int64_t M, Scratch&
   }
 }
 
-void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& scratch, bool prompt) const {
+void StoredMatrix::apply_rows(const float* x, float* y, int64_t M, ProductScratch& scratch, bool prompt) const {
   // A long prompt's rows are bound by arithmetic, not by reading the weights: there
   // oneDNN's blocked fp32 product does more per instruction than the row kernels
   // (int8 on widened tiles: the integer dots take about 6 instructions per 32
@@ -178,21 +160,33 @@ void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& s
   // kernels do once for four rows (f32 panels) or all of them (int8, at a quarter of
   // the bytes); widening a whole int8 matrix for a 7-token prompt cost more than its
   // product.
-  const bool long_prompt = prompt && M >= kPromptProductRows;
-  if (stored != Weights::f32) {
-    if (long_prompt) return widened_rows(x, y, M, scratch);
-    return stored == Weights::int8 ? integer_rows(x, y, M, scratch)
-                                   : kernels::bf16_rows(w16.data(), x, y, M, N, K, bias);
+  if (prompt && M >= kPromptProductRows) {
+    if (stored != Weights::f32) return widened_rows(x, y, M, scratch);
+    if (packed)  // fp32: as the model's own forward computes its products
+      return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
   }
-  if (long_prompt && packed)  // fp32: as the model's own forward computes its products
-    return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
-  if (!packed) {  // bf16: one oneDNN product, as the model's own bf16 products
+  if (stored == Weights::int8) return integer_rows(x, y, M, scratch);
+  if (stored == Weights::bf16) {
+    // A range of weight rows writes that range of y's row. bf16_rows writes its rows
+    // as many outputs apart as it computes, so only one row splits across threads.
+    const int threads = M == 1 ? step_threads(scratch) : 1;
+    return split(threads, N, [&](int64_t first, int64_t last) {
+      kernels::bf16_rows(w16.data() + first * K, x, y + first, M, last - first, K, bias ? bias + first : nullptr);
+    });
+  }
+  if (!packed) {  // bf16 products: one oneDNN product, both operands in bf16 as the model's round them
     scratch.x16.resize(M * K);  // (M, K)
     kernels::to_bf16(x, scratch.x16.data(), M * K);
     return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, scratch.x16.data(), w16.data(), y, bias);
   }
-  // Panel by panel; within a panel, rows four at a time. A panel (K * kPanel floats)
-  // is read from memory for the first four rows and from cache for the rest.
+  packed_rows(x, y, M, scratch);
+}
+
+// Panel by panel, each panel's kPanel outputs summed in registers while its weights
+// stream past once, in order, with no sum across lanes at the end; within a panel,
+// rows four at a time. A panel (K * kPanel floats) is read from memory for the first
+// four rows and from cache for the rest.
+void StoredMatrix::packed_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const {
   split(step_threads(scratch), (N + kPanel - 1) / kPanel, [&](int64_t first_panel, int64_t last_panel) {
     for (int64_t p = first_panel; p < last_panel; ++p) {
       const float* w = packed + p * K * kPanel;
@@ -212,6 +206,31 @@ void Decoder::Matrix::apply_rows(const float* x, float* y, int64_t M, Scratch& s
       }
     }
   });
+}
+
+namespace {
+Weights checked(const GPT& model, Weights w) {
+  if (w != Weights::f32 && model.precision() != Precision::fp32)
+    fail("decoder", "weights ", to_string(w), " need fp32 products; the model's are ", to_string(model.precision()));
+  return w;
+}
+
+// The floats of all the model's fp32 panels (0 for bf16 products or stored weights)
+int64_t panel_floats(const GPT& model, Weights w) {
+  if (model.precision() != Precision::fp32 || w != Weights::f32) return 0;
+  int64_t n = StoredMatrix::panel_floats(model.lm_head->weight);
+  for (const auto& b : model.blocks)
+    for (const auto& [weight, bias] : block_products(*b)) n += StoredMatrix::panel_floats(*weight);
+  return n;
+}
+}  // namespace
+
+DecoderMatrices::DecoderMatrices(const GPT& model, Weights w)
+    : weights(checked(model, w)), store(panel_floats(model, w)),
+      lm_head(model.lm_head->weight, model.lm_head->bias, model.precision(), w, store) {
+  for (const auto& b : model.blocks)
+    for (const auto& [weight, bias] : block_products(*b))
+      blocks.emplace_back(*weight, *bias, model.precision(), w, store);
 }
 
 }  // namespace folio::infer

@@ -83,9 +83,8 @@ std::span<const float> Generator::logits(std::span<const int64_t> streams) {
     prefill = prefill || at(streams[b]).fresh;
   }
   // The common case, a step of streams whose contexts are cached: the decoder's rows
-  // themselves (one stream: its matrix-vector step).
+  // themselves.
   if (decoder_ && !prefill) {
-    if (B == 1) return decoder_->step(at(streams[0]).window.back(), streams[0]);
     ids_.clear();
     for (int64_t stream : streams) ids_.push_back(at(stream).window.back());
     return decoder_->step_batch(streams, ids_);

@@ -330,9 +330,9 @@ TEST(Decoder, TwoThreadsStepAsOne) {
   expect_error([&] { decoder.set_threads(0); }, {"threads must be at least 1", "0"});
 }
 
-// A prompt of Decoder::kPromptProductRows rows or more runs as the forward does
+// A prompt of kPromptProductRows rows or more runs as the forward does
 // (oneDNN's products, int8 and bf16 on widened tiles; attention through two matrix
-// products a head, infer/decoder_prompt.cpp), a shorter one through a step's kernels
+// products a head, infer/decoder_attention.cpp), a shorter one through a step's kernels
 // (which DecoderMatchesForward's prompts of at most 10 rows cover): its logits, and
 // those of the steps after it (which read the keys and values it cached), are the
 // forward's, in every weight format.
@@ -367,7 +367,7 @@ TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
       std::vector<int32_t> ids(size_t(config.block_size));
       for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
       const std::span<const int32_t> all(ids);
-      const int64_t T = infer::Decoder::kPromptProductRows + 8;
+      const int64_t T = infer::kPromptProductRows + 8;
       infer::Decoder decoder(*model, 2, w);
       decoder.restart(all.first(3), 0);  // another stream's cache, which the prompt must leave alone
       EXPECT_LE(max_diff(decoder.restart(all.first(T), 1), forward_last(*model, all.first(T))), tol)
