@@ -8,7 +8,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "data/dataset.h"
+#include "base/read_file.h"
 #include "io/hf_gpt2.h"
 #include "io/json.h"
 #include "io/safetensors.h"
