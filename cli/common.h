@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/edit_distance.h"
 #include "base/error.h"
 #include "autograd/ops.h"
 #include "nn/weights.h"
@@ -40,8 +41,6 @@ struct Command {
 // its --config file into `vm`; false after printing --help. An unknown option is a
 // UsageError that names the nearest known one.
 bool parse(const Command& command, int argc, char** argv, po::variables_map& vm);
-// The edit distance between two names, for "did you mean".
-size_t edit_distance(std::string_view a, std::string_view b);
 // The long name of `options`' option a typo or two away from `name` (dashes or
 // underscores: --n_layer, n-layr), or "" when none is that near.
 std::string nearest_option(std::string name, const po::options_description& options);
