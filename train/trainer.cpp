@@ -94,10 +94,9 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     std::unique_ptr<nn::GPT> init_model;
     if (init) {
       InitModel from = model_from(*init, opt_.model, opt_.dropout_given, data_.tokenizer->vocab_size());
-      init_model = std::move(from.model);
-      init_note_ = std::move(from.note);
+      init_model = std::move(from.model), init_note_ = std::move(from.note);
+      opt_.model = init_model->config();
     }
-    if (init_model) opt_.model = init_model->config();
     opt_.model.vocab_size = data_.tokenizer->vocab_size();
     check_saveable(&opt_.model, opt_.train);
     check_splits(data_, opt_.model.block_size);
