@@ -56,3 +56,28 @@ llama_cpp_source() {
       mv "$src.tmp" "$src"
   ) 9>"$src.lock"
 }
+
+# The start of the tests that hold llama.cpp to folio through llama.cpp's own gguf-py
+# (test_gguf_elsewhere.sh, test_hf_gpt2_ggufpy.sh), called with $folio and $here set:
+#   llama_cpp_test NAME
+# Skips (exit 77) without node, npm or Debian's numpy. Sets python (/usr/bin/python3,
+# where python3-numpy installs), work (a temporary directory, removed at exit unless
+# KEEP is set), cache (the build tree's tests/, kept between runs), llama_npm
+# (node-llama-cpp, the install GgufLlamaCpp uses) and src (llama.cpp's source, with
+# gguf-py); defines fail MESSAGE.
+llama_cpp_test() {
+  python=/usr/bin/python3
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "skipped: node-llama-cpp needs node and npm, absent here"
+    exit 77
+  fi
+  "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
+  work=$(mktemp -d "${TMPDIR:-/tmp}/folio-$1.XXXXXX")
+  trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+  fail() { echo "FAILED: $*" >&2; exit 1; }
+  cache=$(cd "$(dirname "$folio")" && pwd)/tests
+  llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
+  llama_cpp_npm "$llama_npm"
+  src=$cache/llama-cpp-src
+  llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
+}
