@@ -33,7 +33,8 @@ namespace folio {
 ImportedModel model_from_hf(const std::string& dir);
 
 // Why GPT2LMHeadModel cannot hold this model, one line per reason, each naming the
-// flag that would make it exportable; empty when it can.
+// flag that would make it exportable; empty when it can. The model options' lines are
+// their rows' HF answers (nn/model_options.h); the activation and biases are checked here.
 std::vector<std::string> hf_refusals(const nn::GPTConfig& config);
 
 // Writes config.json, model.safetensors and, for a bytebpe tokenizer, vocab.json and

@@ -69,6 +69,7 @@ struct Walked {
   std::string name;  // "llama-qk-norm-true": where on the walk
   GPTConfig config;
   std::string flag;  // the option as set ("--qk-norm"), which a refusal must name; "" for a base
+  const nn::ModelOption* option = nullptr;  // the option moved; null for a base
 };
 
 // Each base, then each option's other values on it. A value the base cannot hold at all
@@ -84,7 +85,7 @@ std::vector<Walked> walk(const std::vector<std::pair<std::string, GPTConfig>>& b
         } catch (const Error&) {
           v.bias = true;
         }
-        out.push_back({cat(base, "-", o.flag, "-", option_text(o, v)), v, flag_as_set(o, v)});
+        out.push_back({cat(base, "-", o.flag, "-", option_text(o, v)), v, flag_as_set(o, v), &o});
       }
   }
   return out;
@@ -188,7 +189,8 @@ TEST(OptionWalk, EveryOptionValueGivesTheNumpyReferencesLoss) {
 }
 
 // What the walks below check through folio export, llama.cpp and numpy, here on the
-// configs alone, where neither is installed: each refusal of a value names its flag.
+// configs alone, where neither is installed: each refusal of a value names its flag,
+// and a value that exports has an answer that says where the format writes it.
 TEST(OptionWalk, EveryRefusalOfAnOptionValueNamesItsFlag) {
   const auto tok = chars();
   size_t refused = 0;
@@ -196,6 +198,8 @@ TEST(OptionWalk, EveryRefusalOfAnOptionValueNamesItsFlag) {
     for (const Walked& w : walk(hf ? hf_bases(tok->vocab_size()) : gguf_bases(tok->vocab_size()))) {
       const std::vector<std::string> why = hf ? hf_refusals(w.config) : gguf_refusals(w.config, *tok);
       if (w.flag.empty()) EXPECT_TRUE(why.empty()) << w.name << ": " << why.at(0);
+      if (why.empty() && w.option)
+        EXPECT_STRNE((hf ? w.option->hf : w.option->gguf).how(), "") << w.name << " exports, and its row says not where";
       if (why.empty()) continue;
       ++refused;
       std::string all;
