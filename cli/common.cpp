@@ -108,12 +108,14 @@ std::set<std::string>& config_file_options() {
 }
 
 void add_threads(po::options_description& options) {
-  options.add_options()("threads", with_default<int>(0), "threads (0: all cores, or OMP_NUM_THREADS)");
+  options.add_options()("threads", with_default<int64_t>(0),
+                        cat("threads, at most ", kMaxThreads, " (0: all cores, or OMP_NUM_THREADS)").c_str());
 }
 
 void apply_threads(const po::variables_map& vm) {
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw UsageError(cat("--threads must be >= 0 (0: all cores), got ", threads));
+  int64_t threads = vm["threads"].as<int64_t>();
+  if (threads < 0 || threads > kMaxThreads)
+    throw UsageError(cat("--threads must be in [0, ", kMaxThreads, "] (0: all cores), got ", threads));
   // More threads than cores only makes them wait for each other (1000 on 2 cores ran
   // a step 50x slower); allowed, since a container may see fewer cores than it has.
   if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && threads > cores)
@@ -213,6 +215,13 @@ std::string nearest_option(std::string name, const po::options_description& opti
   for (const auto& o : options.options())
     if (const size_t d = edit_distance(name, o->long_name()); d < best_distance)
       best_distance = d, best = o->long_name();
+  if (!best.empty() || name.empty()) return best;
+  // Else the one option that `name` begins (--max-new: --max-new-tokens), if only one.
+  for (const auto& o : options.options()) {
+    if (!o->long_name().starts_with(name)) continue;
+    if (!best.empty()) return "";
+    best = o->long_name();
+  }
   return best;
 }
 
@@ -295,7 +304,9 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   options.add_options()("help,h", "show this help");
   command.declare(options);
   po::command_line_parser parser(argc, argv);
-  parser.options(options);
+  // Boost would take a prefix (--max-iter) as the one option it begins: a typo should
+  // get "did you mean", not a guess.
+  parser.options(options).style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing);
   po::positional_options_description positional;
   if (command.positional) parser.positional(positional.add(command.positional, -1));
   po::parsed_options parsed(&options);

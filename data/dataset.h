@@ -23,6 +23,10 @@ namespace folio {
 // corpus is 1.1 MB.
 constexpr int64_t kMaxTextFileBytes = int64_t(1) << 30;  // 1 GiB
 
+// A text whose bytes are more than this fraction invalid UTF-8 is refused as not text
+// (a stray Latin-1 byte is read as U+FFFD with a warning; random bytes are ~43 % invalid).
+constexpr double kMaxInvalidUtf8Fraction = 0.10;
+
 // The whole file as bytes. Only regular files are read: a device (/dev/zero) could
 // be endless and opening a FIFO waits for a writer, so those are refused from their
 // type, before opening. Errors: "[data] <path>: cannot open (<strerror>)",

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "data/batch_sampler.h"
 
 namespace folio {
@@ -36,7 +37,7 @@ const char* to_string(OnDivergence d);  // "skip", "rollback", "stop", "off"
 struct TrainConfig {
   static constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
   static constexpr double kMaxTime = 1e9;  // seconds: ~30 years
-  static constexpr int64_t kMaxThreads = 1 << 16;
+  static constexpr int64_t kMaxThreads = folio::kMaxThreads;  // autograd/parallel.h: every command's
   static constexpr int64_t kMaxSpikeWindow = 100000;  // steps: the window is saved with the run
 
   std::string data;             // corpus path
