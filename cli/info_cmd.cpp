@@ -77,7 +77,14 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
   std::optional<TrainState> state;
   const std::filesystem::path state_path = std::filesystem::path(ck->path).parent_path() / "state.safetensors";
-  if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) state = load_state(state_path.string());
+  // Only --resume needs the state: unreadable, it costs info the training lines, not the
+  // model's (generate and serve read the weights alone too).
+  if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) try {
+      state = load_state(state_path.string());
+    } catch (const Error& e) {
+      warn(cat(state_path.string(), " cannot be read, so the training state is not shown (--resume needs that file): ",
+               e.what()));
+    }
   if (vm.count("export-tokenizer")) {
     const std::optional<std::string> model = ck->tokenizer->export_model();
     if (!model)
