@@ -20,6 +20,7 @@ void declare(po::options_description& opts) {
        "the matrices' type: f32, f16 or q8_0 (blocks of 32 int8 with an f16 scale; a matrix whose rows are not "
        "whole blocks is written f16); norms and biases stay f32")
       ("paths", po::value<std::vector<std::string>>()->composing(), "RUN (its model.safetensors) or a .safetensors checkpoint, then OUT.gguf (or OUT_DIR with --format hf)");
+  add_overwrite(opts);
 }
 
 GgufDtype dtype_of(const std::string& text) {
@@ -59,11 +60,7 @@ void note_what_is_left_out(const nn::GPTConfig& c) {
 std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
   const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
-  std::error_code ec;
-  if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
-    throw UsageError(cat(out, ": exists and is not a directory"));
-  if (std::filesystem::exists(std::filesystem::path(out) / "model.safetensors", ec))
-    throw UsageError(cat(out, " already holds a model.safetensors; export into a new directory"));
+  check_output(vm, out, out, {"config.json", "model.safetensors", "vocab.json", "merges.txt"});
   const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel",
                                   [](const ModelCheckpoint& c) { return hf_refusals(c.model->config()); });
   return [=] {
@@ -81,8 +78,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (format == "hf") return prepare_hf(vm);
   const GgufDtype dtype = dtype_of(vm["dtype"].as<std::string>());
   const auto [checkpoint, out] = checkpoint_and_output(vm, "GGUF file to write");
-  std::error_code ec;
-  if (std::filesystem::is_directory(out, ec)) throw UsageError(cat(out, ": is a directory, not a file to write"));
+  check_output(vm, out, out);
   const auto ck = load_exportable(checkpoint, "llama.cpp architecture", [](const ModelCheckpoint& c) {
     return gguf_refusals(c.model->config(), *c.tokenizer);
   });
@@ -108,7 +104,8 @@ const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.
                          "--pos rope as gptneox. Options no llama.cpp graph computes are refused, each with the\n"
                          "flag that makes a model exportable (docs/export.md). --format hf writes HF's GPT-2\n"
                          "directory (config.json, model.safetensors, and vocab.json + merges.txt for a bytebpe\n"
-                         "tokenizer) for a model trained with --gpt2-biases, learned positions and LayerNorm.",
+                         "tokenizer) for a model trained with --gpt2-biases, learned positions and LayerNorm.\n"
+                         "An existing OUT is refused unless --overwrite.",
                          declare, prepare, "paths"};
 
 }  // namespace folio::cli
