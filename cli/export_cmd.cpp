@@ -61,12 +61,19 @@ std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
   const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
   check_output(vm, out, out, {"config.json", "model.safetensors", "vocab.json", "merges.txt"});
-  const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel",
-                                  [](const ModelCheckpoint& c) { return hf_refusals(c.model->config()); });
+  const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel", [](const ModelCheckpoint& c) {
+    auto why = hf_refusals(c.model->config());
+    // vocab.json and merges.txt hold a byte-level BPE alone; a directory without them
+    // is weights no HF tokenizer and no folio import --from-hf can use.
+    if (std::string(c.tokenizer->kind()) != "bytebpe")
+      why.push_back(cat("the tokenizer, ", c.tokenizer->describe(), ": GPT-2's directory holds only a byte-level BPE "
+                        "(vocab.json, merges.txt), so HF and folio import --from-hf could not tokenize for it; "
+                        "folio export (GGUF) writes the model with its tokenizer; a model trained with GPT-2's own "
+                        "(--tokenizer DIR of its vocab.json and merges.txt) exports here"));
+    return why;
+  });
   return [=] {
     for (const std::string& file : write_hf(*ck->model, *ck->tokenizer, out)) std::fprintf(stderr, "wrote %s\n", file.c_str());
-    if (std::string(ck->tokenizer->kind()) != "bytebpe")
-      std::fprintf(stderr, "note: the %s tokenizer has no vocab.json/merges.txt form: none written\n", ck->tokenizer->kind());
     note_what_is_left_out(ck->model->config());
     return 0;
   };
@@ -103,8 +110,8 @@ const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.
                          "as llama.cpp's llama (qwen3 with --qk-norm); GELU with learned positions as gpt2, with\n"
                          "--pos rope as gptneox. Options no llama.cpp graph computes are refused, each with the\n"
                          "flag that makes a model exportable (docs/export.md). --format hf writes HF's GPT-2\n"
-                         "directory (config.json, model.safetensors, and vocab.json + merges.txt for a bytebpe\n"
-                         "tokenizer) for a model trained with --gpt2-biases, learned positions and LayerNorm.\n"
+                         "directory (config.json, model.safetensors, vocab.json, merges.txt) for a model trained\n"
+                         "with --gpt2-biases, learned positions, LayerNorm and GPT-2's byte-level BPE.\n"
                          "An existing OUT is refused unless --overwrite.",
                          declare, prepare, "paths"};
 

@@ -1,9 +1,12 @@
 // What the commands write where the user says: a file or directory already there is
 // refused (exit 2, naming it and --overwrite) by every command, and left as it was;
-// --overwrite replaces it; an output that cannot be written is exit 2 before any work.
+// --overwrite replaces it; an output that cannot be written is exit 2 before any
+// work. Then what those outputs hold: HF's directory only with a tokenizer that goes
+// in it.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "data/base64.h"
 #include "support.h"
 
 namespace folio {
@@ -29,6 +32,19 @@ class CliOutputs : public testing::CliCorpusTest {
     EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
   }
 };
+
+// GPT-2's byte-level BPE, small: the 256 bytes, then a few merges.
+std::string tiktoken_file() {
+  std::string lines;
+  int rank = 0;
+  for (int b = 0; b < 256; ++b) lines += base64_encode(std::string(1, static_cast<char>(b))) + " " + std::to_string(rank++) + "\n";
+  for (const std::string t : {"he", "the", " the", "\xE6\x97", "\xE6\x97\xA5", "ee", "eeee", "eeeeeeee"})
+    lines += base64_encode(t) + " " + std::to_string(rank++) + "\n";
+  return lines;
+}
+
+// GPT-2's shape, which export --format hf writes.
+const std::string kGpt2Shape = " --activation gelu-tanh --gpt2-biases --tie-weights";
 
 TEST_F(CliOutputs, EveryCommandRefusesToReplaceWhatIsThereUnlessOverwrite) {
   ASSERT_EQ(folio("train --data " + text() + run("run", 2) + " --activation gelu --no-bias --pos rope").code, 0);
@@ -92,6 +108,34 @@ TEST_F(CliOutputs, AnOutputThatCannotBeWrittenIsExitTwo) {
     const Result r = folio("export --format hf " + p("run") + " " + out);
     EXPECT_EQ(r.code, 2) << out << "\n" << r.err;
     expect_contains(r.err, {out});
+  }
+}
+
+// HF's directory with GPT-2's byte-level BPE: written, refused a second time,
+// replaced with --overwrite, and imported back. Any other tokenizer is refused: the
+// directory would hold weights nothing could tokenize for.
+TEST_F(CliOutputs, HfExportHoldsItsTokenizerOrIsRefused) {
+  spit(dir_ / "tiny.tiktoken", tiktoken_file());
+  ASSERT_EQ(folio("train --data " + text() + run("bpe", 2) + " --tokenizer " + p("tiny.tiktoken") + kGpt2Shape).code, 0);
+  const Result e = folio("export --format hf " + p("bpe") + " " + p("hf"));
+  ASSERT_EQ(e.code, 0) << e.err;
+  for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"})
+    EXPECT_TRUE(fs::exists(dir_.path / "hf" / f)) << f;
+  expect_refused("export --format hf " + p("bpe") + " " + p("hf"), p("hf") + ": already holds config.json, model");
+  const Result over = folio("export --format hf " + p("bpe") + " " + p("hf") + " --overwrite");
+  ASSERT_EQ(over.code, 0) << over.err;
+  const Result back = folio("import " + p("back") + " --from-hf " + p("hf"));
+  EXPECT_EQ(back.code, 0) << back.err;
+
+  ASSERT_EQ(folio("train --data " + text() + run("spm", 2) + " --tokenizer bpe --vocab-size 400" + kGpt2Shape).code, 0);
+  ASSERT_EQ(folio("train --data " + text() + run("chars", 2) + kGpt2Shape).code, 0);
+  for (const char* other : {"spm", "chars"}) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio("export --format hf " + p(other) + " " + p("hf-other"));
+    EXPECT_EQ(r.code, 2) << r.err;
+    expect_contains(r.err, {"maps to no HF GPT2LMHeadModel", "the tokenizer, ", "vocab.json, merges.txt",
+                            "folio export (GGUF)"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "");
   }
 }
 
