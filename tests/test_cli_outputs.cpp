@@ -2,7 +2,7 @@
 // refused (exit 2, naming it and --overwrite) by every command, and left as it was;
 // --overwrite replaces it; an output that cannot be written is exit 2 before any
 // work. Then what those outputs hold: HF's directory only with a tokenizer that goes
-// in it.
+// in it, and refusals that name the options the user set.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -137,6 +137,20 @@ TEST_F(CliOutputs, HfExportHoldsItsTokenizerOrIsRefused) {
                             "folio export (GGUF)"});
     EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "");
   }
+}
+
+// A SwiGLU model is refused for its activation, the option its user gave, and not for
+// a --ffn-hidden they never gave; a width they did give is named.
+TEST_F(CliOutputs, HfRefusalsNameTheOptionsTheUserSet) {
+  ASSERT_EQ(folio("train --data " + text() + run("swiglu", 2) + kGpt2Shape + " --activation swiglu").code, 0);
+  const Result r = folio("export --format hf " + p("swiglu") + " " + p("hf"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_contains(r.err, {"--activation swiglu"});
+  EXPECT_EQ(r.err.find("--ffn-hidden"), std::string::npos) << r.err;
+  ASSERT_EQ(folio("train --data " + text() + run("wide", 2) + kGpt2Shape + " --ffn-hidden 64").code, 0);
+  const Result w = folio("export --format hf " + p("wide") + " " + p("hf"));
+  EXPECT_EQ(w.code, 2) << w.err;
+  expect_contains(w.err, {"--ffn-hidden 64"});
 }
 
 }  // namespace
