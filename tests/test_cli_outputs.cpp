@@ -2,7 +2,8 @@
 // refused (exit 2, naming it and --overwrite) by every command, and left as it was;
 // --overwrite replaces it; an output that cannot be written is exit 2 before any
 // work. Then what those outputs hold: HF's directory only with a tokenizer that goes
-// in it, and refusals that name the options the user set.
+// in it, refusals that name the options the user set, the attention table's columns
+// in line.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -33,7 +34,8 @@ class CliOutputs : public testing::CliCorpusTest {
   }
 };
 
-// GPT-2's byte-level BPE, small: the 256 bytes, then a few merges.
+// GPT-2's byte-level BPE, small: the 256 bytes, then merges that make tokens a table
+// must make room for: "日" (3 bytes, two terminal columns) and "eeeeeeee" (8 letters).
 std::string tiktoken_file() {
   std::string lines;
   int rank = 0;
@@ -151,6 +153,55 @@ TEST_F(CliOutputs, HfRefusalsNameTheOptionsTheUserSet) {
   const Result w = folio("export --format hf " + p("wide") + " " + p("hf"));
   EXPECT_EQ(w.code, 2) << w.err;
   expect_contains(w.err, {"--ffn-hidden 64"});
+}
+
+// The display width of a table line: a code point a column, "日" two.
+size_t columns(const std::string& line) {
+  size_t n = 0;
+  for (const unsigned char c : line) n += (c & 0xC0) != 0x80;
+  for (size_t at = line.find("\xE6\x97\xA5"); at != std::string::npos; at = line.find("\xE6\x97\xA5", at + 1)) ++n;
+  return n;
+}
+
+// The columns at which the words of a line (runs of anything but spaces) end.
+std::vector<size_t> word_ends(const std::string& line) {
+  std::vector<size_t> ends;
+  std::string word;
+  size_t col = 0;
+  for (size_t i = 0; i <= line.size(); ++i) {
+    if (i == line.size() || line[i] == ' ') {
+      if (!word.empty()) ends.push_back(col);
+      word.clear();
+      col += i < line.size();
+      continue;
+    }
+    word += line[i];
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) col += 1;
+    if (word.size() >= 3 && word.compare(word.size() - 3, 3, "\xE6\x97\xA5") == 0) col += 1;
+  }
+  return ends;
+}
+
+// Tokens longer than a weight ("eeeeeeee"), wider than their code points ("日") and
+// byte tokens ("<0xC3>"): each key's weights end where its label does.
+TEST_F(CliOutputs, AttentionTableColumnsLineUpWhateverTheLabels) {
+  spit(dir_ / "tiny.tiktoken", tiktoken_file());
+  ASSERT_EQ(folio("train --data " + text() + run("bpe", 2) + " --tokenizer " + p("tiny.tiktoken") + kGpt2Shape).code, 0);
+  const Result r = folio("attention --checkpoint " + p("bpe") + " --prompt 'the 日 eeeeeeee \xC3\xA9 x' --layer 0 --head 0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_contains(r.out, {"\xE6\x97\xA5", "eeeeeeee", "<0xC3>"});
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_GT(lines.size(), 3u) << r.out;
+  const std::vector<size_t> keys = word_ends(lines[1]);  // the header: a label a key
+  for (size_t i = 2; i < lines.size(); ++i) {
+    EXPECT_EQ(columns(lines[i]), columns(lines[1])) << r.out;
+    std::vector<size_t> row = word_ends(lines[i]);
+    ASSERT_EQ(row.size(), keys.size() + 1) << lines[i];
+    row.erase(row.begin());  // the query's label
+    EXPECT_EQ(row, keys) << r.out;
+  }
 }
 
 }  // namespace
