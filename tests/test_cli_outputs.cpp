@@ -2,9 +2,10 @@
 // refused (exit 2, naming it and --overwrite) by every command, and left as it was;
 // --overwrite replaces it; an output that cannot be written is exit 2 before any
 // work. Then what those outputs hold: HF's directory only with a tokenizer that goes
-// in it, refusals that name the options the user set, the attention table's columns
-// in line.
+// in it, the attention table's columns in line, serve's banner naming its weights.
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include "base/error.h"
 #include "data/base64.h"
@@ -201,6 +202,25 @@ TEST_F(CliOutputs, AttentionTableColumnsLineUpWhateverTheLabels) {
     ASSERT_EQ(row.size(), keys.size() + 1) << lines[i];
     row.erase(row.begin());  // the query's label
     EXPECT_EQ(row, keys) << r.out;
+  }
+}
+
+// serve's first line says how it stores the weights it serves.
+TEST_F(CliOutputs, ServeBannerNamesItsWeights) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2)).code, 0);
+  for (const char* weights : {"int8", "f32"}) {
+    const std::string out = p(cat("serve-", weights, ".out"));
+    const testing::Child c = testing::spawn_folio(
+        testing::words(cat("serve --checkpoint ", p("run"), " --port 0 --quiet --threads 1 --weights ", weights)), out,
+        p("serve.err"));
+    std::string banner;
+    for (int i = 0; i < 2000 && banner.find("on http://") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      banner = slurp(out);
+    }
+    ::kill(c.pid, SIGTERM);
+    EXPECT_FALSE(testing::wait_child(c.pid, 30).timed_out);
+    expect_contains(banner, {cat(", ", weights, " weights, ")});
   }
 }
 
