@@ -2,6 +2,7 @@
 // every command has, and the parsing of a command's options from its arguments and
 // --config file (folio.cpp's main, and the Python module's folio.train).
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,23 +67,66 @@ std::string unescaped(const std::string& s) {
   return out;
 }
 
-void check_output_file(const std::string& path, const char* flag) {
+namespace {
+
+// Refuses (as a UsageError starting with `named`) a directory `dir` in which no file
+// can be made. An existing output directory is asked through its permissions and
+// mount (a probe file would touch what a refusal must leave as it was); the directory
+// a new output goes into, through a probe file (removed at once), which asks the file
+// system itself, as permission bits cannot (root passes them, /proc refuses root).
+void check_takes_files(const std::string& named, const std::filesystem::path& dir, bool probe) {
+  int err = 0;
+  if (!probe) {
+    struct statvfs vfs {};
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) err = errno;
+    else if (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) err = EROFS;
+  } else {
+    const std::filesystem::path file = dir / cat(".folio-probe.", ::getpid());
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) err = errno;
+    else ::close(fd), ::unlink(file.c_str());
+  }
+  if (err)
+    throw UsageError(cat(named, ": cannot write in ", dir.string(), " (",
+                         std::error_code(err, std::generic_category()).message(), ")"));
+}
+
+}  // namespace
+
+void add_overwrite(po::options_description& options) {
+  options.add_options()("overwrite", po::bool_switch(),
+                        "replace what is already at the output path (without it, an existing output is refused)");
+}
+
+void check_output(const po::variables_map& vm, const std::string& named, const std::string& path,
+                  const std::vector<std::string>& files_inside) {
   namespace fs = std::filesystem;
-  if (path.empty()) return;  // standard output
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw UsageError(cat("--", flag, " ", path, ": is a directory, not a file"));
-  const fs::path parent = fs::absolute(path, ec).parent_path();
-  if (!fs::is_directory(parent, ec))
-    throw UsageError(cat("--", flag, " ", path, ": ", parent.string(), " is not an existing directory"));
-  // The file is written next to itself and renamed (write_file_atomic): ask the
-  // directory itself, as permission bits cannot (root passes them, /proc refuses root).
-  const fs::path probe = parent / cat(".folio-probe.", ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw UsageError(cat("--", flag, " ", path, ": cannot write in ", parent.string(), " (",
-                         std::error_code(errno, std::generic_category()).message(), ")"));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  const bool overwrite = vm.count("overwrite") && vm["overwrite"].as<bool>();
+  if (files_inside.empty()) {  // one file, written next to itself and renamed (write_file_atomic)
+    if (fs::is_directory(path, ec)) throw UsageError(cat(named, ": is a directory, not a file"));
+    const fs::path parent = fs::absolute(path, ec).parent_path();
+    if (!fs::is_directory(parent, ec))
+      throw UsageError(cat(named, ": ", parent.string(), " is not an existing directory"));
+    if (!overwrite && fs::exists(fs::symlink_status(path, ec)))
+      throw UsageError(cat(named, ": already exists; --overwrite replaces it, or give another path"));
+    check_takes_files(named, parent, true);
+    return;
+  }
+  // A directory, made if missing: its nearest existing ancestor must take new entries.
+  const fs::path wanted = fs::absolute(path, ec);
+  fs::path p = wanted;
+  while (p.has_parent_path() && p != p.parent_path() && !fs::exists(p, ec)) p = p.parent_path();
+  if (!fs::is_directory(p, ec))
+    throw UsageError(p == wanted ? cat(named, ": exists and is not a directory")
+                                 : cat(named, ": ", p.string(), " is not a directory"));
+  std::string there;
+  for (const std::string& f : files_inside)
+    if (fs::exists(fs::symlink_status(fs::path(path) / f, ec))) there += cat(there.empty() ? "" : ", ", f);
+  if (!overwrite && !there.empty())
+    throw UsageError(cat(named, ": already holds ", there, "; --overwrite replaces ",
+                         there.find(',') == std::string::npos ? "it" : "them", ", or give another directory"));
+  check_takes_files(named, p, p != wanted);
 }
 
 void write_output(const std::string& path, const std::string& text, const std::string& what) {

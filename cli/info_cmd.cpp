@@ -20,6 +20,7 @@ void declare_info(po::options_description& opts) {
   opts.add_options()("export-tokenizer", po::value<std::string>(),
                      "write the checkpoint's SentencePiece model to this file (a standard .model, as spm_encode "
                      "and python3-sentencepiece load)");
+  add_overwrite(opts);
 }
 
 // The --tokenizer and --vocab-size that describe the checkpoint's tokenizer. A run
@@ -91,7 +92,7 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
       throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
                            " tokenizer, which has no file format of its own (folio info lists its characters)"));
     const std::string out = vm["export-tokenizer"].as<std::string>();
-    check_output_file(out, "export-tokenizer");
+    check_output(vm, "--export-tokenizer " + out, out);
     return [=] {
       write_output(out, *model, cat("the SentencePiece model of ", ck->path, ", ", ck->tokenizer->vocab_size(), " pieces"));
       return 0;

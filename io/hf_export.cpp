@@ -118,7 +118,9 @@ std::vector<std::string> hf_refusals(const nn::GPTConfig& c) {
   refuse(c.qk_norm, "--qk-norm: GPT-2 does not normalise queries and keys; train without --qk-norm");
   refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap, ": GPT-2's logits are not capped; train with "
                                      "--logit-softcap 0"));
-  refuse(c.ffn_width() != 4 * c.n_embd,
+  // Another activation's own width (SwiGLU's 8C/3) is its refusal above: this names
+  // --ffn-hidden only when the user set it.
+  refuse(c.ffn_hidden > 0 && c.ffn_width() != 4 * c.n_embd,
          cat("--ffn-hidden ", c.ffn_width(), ": folio writes GPT-2's 4C feed-forward (", 4 * c.n_embd,
              "); train without --ffn-hidden"));
   refuse(c.bigram, "--bigram: GPT-2 has no bigram table; train without --bigram");
