@@ -32,12 +32,18 @@ void declare(po::options_description& opts) {
 }
 
 // The run a checkpoint belongs to: DIR/state.safetensors for a run directory or a file
-// inside one (DIR/best.safetensors), if there is one.
-std::optional<TrainState> run_of(const ModelCheckpoint& ck) {
+// inside one (DIR/best.safetensors), if there is one. Only --resume needs the state: an
+// unreadable one is a warning, and `unreadable` says why (the weights are evaluated).
+std::optional<TrainState> run_of(const ModelCheckpoint& ck, std::string& unreadable) {
   const std::filesystem::path state = std::filesystem::path(ck.path).parent_path() / "state.safetensors";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(state, ec)) return std::nullopt;
-  return load_state(state.string());
+  try {
+    return load_state(state.string());
+  } catch (const Error& e) {
+    unreadable = cat(state.string(), " cannot be read (", e.what(), ")");
+    return std::nullopt;
+  }
 }
 
 struct Text {
@@ -54,12 +60,18 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
   if (t.split != "val" && t.split != "train" && t.split != "all")
     throw UsageError(cat("--split must be val, train or all, got '", t.split, "'"));
   std::optional<TrainState> run;
-  if (!vm.count("data") || !vm.count("val-fraction")) run = run_of(ck);
+  std::string unreadable;
+  if (!vm.count("data") || !vm.count("val-fraction")) run = run_of(ck, unreadable);
   if (vm.count("data")) t.path = vm["data"].as<std::string>();
   else if (run) t.path = run->config.data;
+  else if (!unreadable.empty())
+    throw UsageError(cat("--data is needed: ", unreadable, ", so it cannot say what ", ck.path, " trained on"));
   else
     throw UsageError(cat("--data is needed: ", ck.path, " has no run beside it (no state.safetensors) to say what it "
                          "trained on"));
+  if (!unreadable.empty())
+    warn(cat(unreadable, ": the run's --val-fraction is not known, so 0.1 is used (--val-fraction chooses; only "
+             "--resume needs that file)"));
   // A run saves its train fraction; 1 - 0.9 is shown (and stored in JSON) as 0.1.
   t.val_fraction = vm.count("val-fraction") ? vm["val-fraction"].as<double>()
                    : run                    ? std::stod(shown(1.0 - run->config.train_fraction))

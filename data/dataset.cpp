@@ -38,9 +38,15 @@ SplitText read_and_split(const std::string& path, double train_fraction) {
   if (!(train_fraction > 0.0 && train_fraction <= 1.0))
     fail("data", "train fraction must be in (0, 1], got ", train_fraction);
   std::string bytes = read_file(path);
+  const auto size = int64_t(bytes.size());
   // As folio tokenize does: a stray Latin-1 byte should not stop a run. Valid UTF-8 is
   // left untouched.
   const int64_t replaced = replace_invalid_utf8(bytes);
+  // But a file that is mostly not UTF-8 (random bytes are ~43 % invalid) is not a text
+  // to learn: a model trained on its U+FFFD would be a model of noise.
+  if (double(replaced) > kMaxInvalidUtf8Fraction * double(size))
+    fail("data", path, ": ", replaced, " of its ", size, " bytes (", std::round(1000.0 * double(replaced) / double(size)) / 10,
+         " %) are not valid UTF-8, more than the ", 100 * kMaxInvalidUtf8Fraction, " % a text may have: give a UTF-8 text (iconv -f LATIN1 -t UTF-8 converts a Latin-1 one)");
   const size_t characters = count_utf8(bytes, path);
   const size_t train_chars = size_t(std::floor(double(characters) * train_fraction));
   size_t to_skip = train_chars, at = 0;

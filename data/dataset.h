@@ -19,6 +19,10 @@
 
 namespace folio {
 
+// A text whose bytes are more than this fraction invalid UTF-8 is refused as not text
+// (a stray Latin-1 byte is read as U+FFFD with a warning; random bytes are ~43 % invalid).
+constexpr double kMaxInvalidUtf8Fraction = 0.10;
+
 struct Split {
   std::vector<int32_t> train, val;
 };

@@ -70,6 +70,9 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
            {"train --config " + (dir_ / "noeq.ini"), "noeq.ini:1: expected a line such as 'max-iters = 5000'"},
            {"train --n-embed 64", "unknown option '--n-embed' (did you mean --n-embd?)"},
            {"train --max_iters 64", "(did you mean --max-iters?)"},
+           // A prefix is a typo too, not the one option it begins.
+           {"train --max-iter 5", "unknown option '--max-iter' (did you mean --max-iters?)"},
+           {"generate --max-new 5", "unknown option '--max-new' (did you mean --max-new-tokens?)"},
            {"trian --n-layer 1", "did you mean train?"}}) {
     const Result r = folio(args + " --out " + (dir_ / "x"));
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
