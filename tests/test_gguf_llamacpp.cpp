@@ -44,11 +44,11 @@ const size_t kRoundedCases[] = {3, 5};
 // it cannot be had here.
 std::string llama_npm_dir(std::string& why) {
   if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
-    why = "node and npm are not installed";
+    why = "node and npm are not installed (bash scripts/test.sh fetches Node 20 and npm into build/node)";
     return "";
   }
   if (std::system("node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)'") != 0) {
-    why = "node-llama-cpp 3.22 needs Node 20 or later";
+    why = "node-llama-cpp 3.22 needs Node 20 or later (bash scripts/test.sh fetches Node 20 and npm into build/node)";
     return "";
   }
   // FOLIO_GGUF_NPM_DIR shares one install between build trees (85 MB each otherwise).

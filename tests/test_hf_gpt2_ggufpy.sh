@@ -18,7 +18,7 @@ folio=$1
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=/usr/bin/python3  # Debian's, where python3-numpy installs (scripts/setup.sh)
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: node-llama-cpp and js-tiktoken need node and npm, absent here"
+  echo "skipped: node-llama-cpp and js-tiktoken need node and npm, absent here (bash scripts/test.sh fetches Node 20 and npm into build/node)"
   exit 77
 fi
 "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
