@@ -12,9 +12,10 @@ here from lm-evaluation-harness's code:
     time, and the continuation's tokens' log-probabilities are summed;
   - pred = argmax(sums), pred_norm = argmax(sums / len(choice)) (completion_len: code
     points, no leading space); numpy's argmax keeps the first of equals.
-Each item prints as one JSON line: logprobs, pred, pred_norm, label, cut, and
-pred_norm_tokens (the argmax over sums / continuation tokens, llm.c's normalisation,
-which the test uses to show that it tells the two apart).
+Each item prints as one JSON line: logprobs, pred, pred_norm, label, cut, and the
+argmax over sums / continuation tokens (pred_norm_tokens, llm.c's normalisation) and
+over sums / UTF-8 bytes (pred_norm_bytes), which the test uses to show that it tells
+them from characters.
 
     python3 tests/task_scores_numpy.py --checkpoint runs/x --task hellaswag_val.jsonl
 """
@@ -77,6 +78,7 @@ def main():
             "pred": int(np.argmax(sums)),
             "pred_norm": int(np.argmax(sums / np.array([float(len(c)) for c in choices]))),
             "pred_norm_tokens": int(np.argmax(sums / np.array(lengths, dtype=float))),
+            "pred_norm_bytes": int(np.argmax(sums / np.array([float(len(c.encode())) for c in choices]))),
             "label": label,
             "cut": cut,
         }))

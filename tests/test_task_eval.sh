@@ -3,10 +3,11 @@
 # written from lm-eval's code: for a char model and a SentencePiece BPE model, on task
 # files in HellaSwag's exact layout, the plain one and ARC's (letters and digits as
 # labels, 3 to 5 choices, contexts long enough to be cut to the window, one ending in a
-# space, and for BPE choices with characters of several bytes), every choice's summed
+# space, and choices with characters of two bytes), every choice's summed
 # log-probability agrees to 1e-3, and so do pred, pred_norm, the items cut and acc.
-# The files are made so that llm.c's normalisation by tokens picks otherwise than
-# lm-eval's by characters on some item: a scorer that divided by tokens would fail.
+# The files are made so that llm.c's normalisation by tokens, and one by bytes, pick
+# otherwise than lm-eval's by characters on some items: a scorer that divided by either
+# would fail.
 #   test_task_eval.sh FOLIO_BINARY        (exit 77: no numpy or python3-sentencepiece)
 set -euo pipefail
 folio=$1
@@ -15,8 +16,15 @@ python=/usr/bin/python3  # Debian's, where python3-numpy installs (scripts/setup
 "$python" -c "import numpy, sentencepiece" 2>/dev/null || { echo "skipped: $python lacks numpy or sentencepiece"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-task-eval.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# ARC's contexts are "Question: ...\nAnswer:", and this part of the corpus has no Q.
-{ head -c 20000 "$here/data/tinyshakespeare.txt"; printf 'Question: Answer:\n'; } >"$work/corpus.txt"
+# ARC's contexts are "Question: ...\nAnswer:", and this part of the corpus has no Q. Its
+# last 4000 bytes come again with é for e and ö for o, letters of two bytes that the
+# models learn as well as the others: on such choices, dividing by bytes instead of
+# characters picks otherwise.
+{
+  head -c 20000 "$here/data/tinyshakespeare.txt"
+  printf 'Question: Answer:\n'
+  head -c 20000 "$here/data/tinyshakespeare.txt" | tail -c 4000 | sed 's/e/\xc3\xa9/g; s/o/\xc3\xb6/g'
+} >"$work/corpus.txt"
 
 # The tasks: contexts and choices cut from the corpus (so a char vocabulary has their
 # characters), the right choice being the text that follows the context.
@@ -66,7 +74,7 @@ declare -A options=(
   [char]="--max-iters 40"
   [bpe]="--max-iters 40 --tokenizer bpe --vocab-size 400"
 )
-declare -A tasks=([char]="hellaswag plain arc" [bpe]="hellaswag plain arc unicode")
+declare -A tasks=([char]="hellaswag plain arc unicode" [bpe]="hellaswag plain arc unicode")
 for model in char bpe; do
   # shellcheck disable=SC2086  # the options are words
   "$folio" train --data "$work/corpus.txt" --out "$work/$model" --n-layer 2 --n-head 2 --n-embd 16 \
@@ -102,14 +110,19 @@ assert abs(summary["acc_stderr"] - stderr(acc)) < 1e-9, (name, summary["acc_stde
 assert abs(summary["acc_norm_stderr"] - stderr(acc_norm)) < 1e-9, (name, summary["acc_norm_stderr"], stderr(acc_norm))
 assert summary["cut"] == sum(b["cut"] for b in theirs), (name, summary["cut"])
 by_tokens = sum(b["pred_norm_tokens"] != b["pred_norm"] for b in theirs)
+by_bytes = sum(b["pred_norm_bytes"] != b["pred_norm"] for b in theirs)
 print(f"{name}: {n} items, worst |difference| {worst:.2e}, acc {acc:.3f} acc_norm {acc_norm:.3f}, "
-      f"{summary['cut']} cut, {by_tokens} where dividing by tokens picks otherwise")
+      f"{summary['cut']} cut, dividing by tokens picks otherwise {by_tokens} times, by bytes {by_bytes}")
 open(stem + ".by_tokens", "w").write(f"{by_tokens}\n")
+open(stem + ".by_bytes", "w").write(f"{by_bytes}\n")
 EOF
   done
 done
 cut=$(cat "$work"/*.json | "$python" -c "import json, sys; print(sum(json.loads(l)['cut'] for l in sys.stdin))")
 by_tokens=$(( $(cat "$work"/*.by_tokens | paste -sd+) ))
 [ "$cut" -gt 0 ] || { echo "FAILED: no item was cut to the window: the test does not reach that rule" >&2; exit 1; }
+by_bytes=$(( $(cat "$work"/*.by_bytes | paste -sd+) ))
 [ "$by_tokens" -gt 0 ] || { echo "FAILED: no item tells characters from tokens apart" >&2; exit 1; }
-echo "folio eval --task matches numpy's lm-eval scorer ($cut items cut, $by_tokens picked otherwise by tokens)"
+[ "$by_bytes" -gt 0 ] || { echo "FAILED: no item tells characters from bytes apart" >&2; exit 1; }
+echo "folio eval --task matches numpy's lm-eval scorer ($cut items cut; dividing by tokens would pick otherwise" \
+  "$by_tokens times, by bytes $by_bytes)"
