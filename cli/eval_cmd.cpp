@@ -25,7 +25,7 @@ void declare(po::options_description& opts) {
        "which part: val (a text's last --val-fraction, a token directory's val shards), train or all (a text)")
       ("max-windows", with_default<int64_t>(0), "evaluate at most this many windows from the start (0: all)")
       ("val-fraction", po::value<double>(), "fraction at the end of the text that is val (default: the run's, or 0.1)")
-      ("batch-size", with_default<int64_t>(32), "windows per forward pass")
+      ("batch-size", with_default<int64_t>(32), "windows per forward pass (with --task: choices)")
       ("json", po::bool_switch(), "print the result as one JSON object");
   declare_task_options(opts);
   add_dtype(opts);
