@@ -54,19 +54,14 @@ std::vector<std::string> string_list(const Json& v, const std::string& name, con
   return out;
 }
 
-ChoiceItem hellaswag(const Json& j, const Where& at) {
+// HellaSwag's layout and the plain one: a context, the choices and the answer's index,
+// each in a field of its own.
+ChoiceItem three_fields(const Json& j, const char* layout, const char* context, const char* choices,
+                        const char* answer, const Where& at) {
   ChoiceItem item;
-  item.context = text_field(field(j, "ctx", "a HellaSwag", at), "ctx", at);
-  item.choices = string_list(field(j, "endings", "a HellaSwag", at), "endings", at);
-  item.answer = index_field(field(j, "label", "a HellaSwag", at), "label", at);
-  return item;
-}
-
-ChoiceItem plain(const Json& j, const Where& at) {
-  ChoiceItem item;
-  item.context = text_field(field(j, "context", "a plain", at), "context", at);
-  item.choices = string_list(field(j, "choices", "a plain", at), "choices", at);
-  item.answer = index_field(field(j, "answer", "a plain", at), "answer", at);
+  item.context = text_field(field(j, context, layout, at), context, at);
+  item.choices = string_list(field(j, choices, layout, at), choices, at);
+  item.answer = index_field(field(j, answer, layout, at), answer, at);
   return item;
 }
 
@@ -112,11 +107,11 @@ ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int
   if (!j.is_object()) at.fail("an item must be a JSON object, got ", j.type_name());
   ChoiceItem item;
   if (j.find("ctx") || j.find("endings")) {
-    format = "hellaswag", item = hellaswag(j, at);
+    format = "hellaswag", item = three_fields(j, "a HellaSwag", "ctx", "endings", "label", at);
   } else if (j.find("question") || j.find("answerKey")) {
     format = "arc", item = arc(j, at);
   } else if (j.find("context") || j.find("choices") || j.find("answer")) {
-    format = "plain", item = plain(j, at);
+    format = "plain", item = three_fields(j, "a plain", "context", "choices", "answer", at);
   } else {
     std::string keys;
     for (const auto& [k, v] : j.as_object()) keys += cat(keys.empty() ? "" : ", ", json_quote(k));
