@@ -4,8 +4,9 @@ independent scorer `folio eval --task` is held against (tests/test_task_eval.sh)
 
 It shares nothing with folio but the file formats: the weights and the forward pass are
 scripts/folio_numpy.py's, the tokenizer is the checkpoint's own (a char vocabulary, or
-its SentencePiece model through python3-sentencepiece), and the rule is written out
-here from lm-evaluation-harness's code:
+its SentencePiece model through python3-sentencepiece, with the id it puts before a
+prompt if it has one), and the rule is written out here from lm-evaluation-harness's
+code:
   - context and continuation " " + choice are tokenized on their own, after the
     context's trailing whitespace moves onto the continuation (_encode_pair);
   - the model reads (context + continuation)[-(block_size + 1):][:-1], one choice at a
@@ -56,6 +57,9 @@ def main():
     args = ap.parse_args()
     W, config, meta = folio_numpy.load(args.checkpoint)
     encode = folio_numpy.encoder(meta)
+    # An imported llama GGUF's tokenizer puts its BOS before every prompt (folio's
+    # Tokenizer::prompt_start, stored as tokenizer_prompt_start).
+    start = [int(meta["tokenizer_prompt_start"])] if "tokenizer_prompt_start" in meta else []
     T = config["block_size"]
     for line in open(args.task, encoding="utf-8"):
         if not line.strip():
@@ -64,6 +68,7 @@ def main():
         sums, lengths, cut = [], [], False
         for choice in choices:
             ctx, cont = encode_pair(encode, context, " " + choice)
+            ctx = start + ctx
             whole = (ctx + cont)[-(T + 1):]
             cut = cut or len(whole) < len(ctx) + len(cont)
             inp = np.array([whole[:-1]], dtype=np.int64)  # (1, L)
