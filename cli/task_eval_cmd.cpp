@@ -87,7 +87,9 @@ std::function<int()> prepare_task_eval(const po::variables_map& vm) {
       try {
         t.choices.push_back(choice_tokens(*run->ck.tokenizer, item.context, choice, T));
       } catch (const Error& e) {
-        throw UsageError(cat("--task ", run->task.path, ":", item.line, ": choice ", t.choices.size(), ": ", e.what()));
+        const std::string what = e.what();
+        throw UsageError(cat("--task ", run->task.path, ":", item.line, ": ",
+                             what.starts_with("the context") ? "" : cat("choice ", t.choices.size(), ": "), what));
       }
       t.cut = t.cut || t.choices.back().cut;
     }

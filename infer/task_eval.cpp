@@ -16,9 +16,17 @@ ChoiceTokens choice_tokens(const Tokenizer& tokenizer, const std::string& contex
   const size_t kept = context.find_last_not_of(" \t\n\r\f\v") + 1;  // 0 when all whitespace
   ChoiceTokens out;
   if (const auto start = tokenizer.prompt_start()) out.context.push_back(*start);
-  const std::vector<int32_t> ctx = tokenizer.encode(std::string_view(context).substr(0, kept));
-  out.context.insert(out.context.end(), ctx.begin(), ctx.end());
-  out.continuation = tokenizer.encode(context.substr(kept) + " " + choice);
+  try {
+    const std::vector<int32_t> ctx = tokenizer.encode(std::string_view(context).substr(0, kept));
+    out.context.insert(out.context.end(), ctx.begin(), ctx.end());
+  } catch (const Error& e) {
+    throw Error(cat("the context: ", e.what()));
+  }
+  try {
+    out.continuation = tokenizer.encode(context.substr(kept) + " " + choice);
+  } catch (const Error& e) {
+    throw Error(cat("the choice: ", e.what()));
+  }
   const int64_t n = int64_t(out.context.size()), m = int64_t(out.continuation.size());
   if (m > block_size)
     throw Error(cat("the choice is ", m, " tokens, more than the model's window of ", block_size));

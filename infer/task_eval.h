@@ -36,7 +36,8 @@ struct ChoiceTokens {
 // The tokens of `choice` after `context`, for a model whose window is `block_size`.
 // When n + m - 1 > block_size the context keeps its last block_size + 1 - m tokens
 // (lm-eval's (context + continuation)[-(max_length + 1):]). A continuation longer than
-// the window is an Error: "the choice is N tokens, more than the model's window of T".
+// the window is an Error: "the choice is N tokens, more than the model's window of T";
+// so is text the tokenizer cannot encode ("the context: [tokenizer] ...", "the choice: ...").
 ChoiceTokens choice_tokens(const Tokenizer& tokenizer, const std::string& context, const std::string& choice,
                            int64_t block_size);
 

@@ -91,6 +91,9 @@ TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
              R"( "answerKey": "C"})" "\n",
              1, "answerKey \"C\" is none of the choices' labels");
   expect_bad("[1, 2]\n", 1, "must be a JSON object");
+  // A char model's vocabulary lacks é.
+  expect_bad(R"({"context": "caf\u00e9", "choices": ["b", "c"], "answer": 0})" "\n", 1, "the context: [tokenizer]");
+  expect_bad(R"({"context": "a", "choices": ["b", "caf\u00e9"], "answer": 0})" "\n", 1, "choice 1: the choice: [tokenizer]");
   // The model's window is 32 tokens: a choice of 40 characters cannot be scored whole.
   expect_bad(kGood + R"({"context": "a", "choices": ["b", ")" + std::string(40, 'e') + R"("], "answer": 0})" "\n", 2,
              "choice 1: the choice is 41 tokens, more than the model's window of 32");
