@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "infer/task_eval.h"
+#include "io/task_file.h"
 #include "support.h"
 
 namespace folio {
@@ -98,6 +99,39 @@ TEST(TaskEval, BatchedRowsScoreAsEachAlone) {
   // The sum is over the continuation's tokens: log(1/256) each for a model that knows
   // nothing would be -5.5 a token; here it is near that.
   EXPECT_NEAR(together[0] / 7.0, std::log(1.0 / 256.0), 1.0);
+}
+
+// Every prefix of a good line of each layout, and every one-byte change of it to a byte
+// JSON gives meaning to (or an invalid one), reads as an item or is a folio::Error:
+// nothing else escapes (no std::out_of_range, no crash).
+TEST(TaskEval, DamagedLinesAreAnItemOrAFolioError) {
+  const std::vector<std::string> good = {
+      R"({"ctx": "a b", "endings": ["c", "d"], "label": "1"})",
+      R"({"context": "a", "choices": ["b", "c", "d"], "answer": 2})",
+      R"({"question": {"stem": "a", "choices": [{"text": "b", "label": "A"}, {"text": "c", "label": "B"}]}, )"
+      R"("answerKey": "B"})"};
+  int items = 0, errors = 0;
+  const auto read = [&](const std::string& line) {
+    std::string format;
+    try {
+      parse_choice_item(line, "t.jsonl", 1, format);
+      ++items;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("t.jsonl:1: ", 0), 0u) << e.what();
+      ++errors;
+    }
+  };
+  for (const std::string& line : good) {
+    for (size_t n = 0; n <= line.size(); ++n) read(line.substr(0, n));
+    for (size_t i = 0; i < line.size(); ++i)
+      for (char c : std::string("\"{}[],:0-9 \xff") + '\0') {
+        std::string damaged = line;
+        damaged[i] = c;
+        read(damaged);
+      }
+  }
+  EXPECT_GE(items, 3 + 10);  // the good lines, and changes such as another digit in a string
+  EXPECT_GT(errors, 1000);
 }
 
 }  // namespace
