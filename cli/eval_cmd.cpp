@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "cli/task_eval_cmd.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
@@ -24,8 +25,9 @@ void declare(po::options_description& opts) {
        "which part: val (a text's last --val-fraction, a token directory's val shards), train or all (a text)")
       ("max-windows", with_default<int64_t>(0), "evaluate at most this many windows from the start (0: all)")
       ("val-fraction", po::value<double>(), "fraction at the end of the text that is val (default: the run's, or 0.1)")
-      ("batch-size", with_default<int64_t>(32), "windows per forward pass")
+      ("batch-size", with_default<int64_t>(32), "windows per forward pass (with --task: choices)")
       ("json", po::bool_switch(), "print the result as one JSON object");
+  declare_task_options(opts);
   add_dtype(opts);
   add_weights(opts);
   add_threads(opts);
@@ -111,6 +113,9 @@ double mean_cross_entropy(std::span<const float> logits, std::span<const int32_t
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
+  if (vm.count("task")) return prepare_task_eval(vm);
+  for (const char* name : {"limit", "log-samples"})
+    if (vm.count(name) && !vm[name].defaulted()) throw UsageError(cat("--", name, " goes with --task"));
   apply_threads(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
   const int64_t max_windows = vm["max-windows"].as<int64_t>();
@@ -203,7 +208,9 @@ const Command kEval = {
     "  bits/byte  total nats / ln 2 / UTF-8 bytes of the predicted tokens' text: a\n"
     "             figure that compares models with different tokenizers on one text\n"
     "  bits/char  the same per character of that text\n"
-    "  perplexity exp(loss), per token",
+    "  perplexity exp(loss), per token\n"
+    "With --task FILE, instead: the accuracy on a multiple-choice task file (acc, and\n"
+    "acc_norm over the choices' characters, lm-eval's rule; docs/evals.md).",
     declare, prepare};
 
 }  // namespace folio::cli

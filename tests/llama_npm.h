@@ -15,11 +15,11 @@ namespace folio::testing {
 // it cannot be had here.
 inline std::string llama_npm_dir(std::string& why) {
   if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
-    why = "node and npm are not installed";
+    why = "node and npm are not installed (bash scripts/test.sh fetches Node 20 and npm into build/node)";
     return "";
   }
   if (std::system("node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)'") != 0) {
-    why = "node-llama-cpp 3.22 needs Node 20 or later";
+    why = "node-llama-cpp 3.22 needs Node 20 or later (bash scripts/test.sh fetches Node 20 and npm into build/node)";
     return "";
   }
   // FOLIO_GGUF_NPM_DIR shares one install between build trees (85 MB each otherwise).
