@@ -158,7 +158,7 @@ const std::vector<ModelOption>& model_options() {
        "the feed-forward's hidden width H for every activation (SwiGLU's gate and up, or the 4C of the others), "
        "e.g. a llama model's feed_forward_length; 0: the default (4C, or for swiglu int(8C / 3) rounded up to a "
        "multiple of 32)",
-       Number{&GPTConfig::ffn_hidden, 0.0f, "0: the default width", float(GPTConfig::kMaxFfnHidden)},
+       Number{&GPTConfig::ffn_hidden, 0.0f, "0: the default width", float(GPTConfig::kMaxFfnHidden), true},
        Export::carried("ARCH.feed_forward_length, and the shapes of ffn_up (ffn_gate), ffn_down"),
        Export::carried("config.json's n_inner, and the shapes of mlp.c_fc and mlp.c_proj")},
   };

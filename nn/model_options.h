@@ -35,6 +35,7 @@ struct Number {
   float min;
   const char* note;  // what a value means, for errors: "0: off"
   float max = std::numeric_limits<float>::max();
+  bool whole = false;  // a count (a width): whole values only, an integer in JSON and Python
 };
 
 // One of a few names (a JSON string).

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "io/config_json.h"
 #include "python/bindings.h"
 
 namespace folio::python {
@@ -42,6 +43,12 @@ std::string text_argument(const py::handle& obj, const char* what) {
                     " (a str that came from undecodable bytes, e.g. through errors='surrogateescape')"));
   }
   return std::string(utf8, size_t(size));
+}
+
+py::dict config_dict(const nn::GPTConfig& c) {
+  py::dict d = py::module_::import("json").attr("loads")(to_json(c).dump());
+  d["seed"] = py::int_(c.seed);
+  return d;
 }
 
 py::str utf8_text(const std::string& bytes) {

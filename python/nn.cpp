@@ -250,7 +250,7 @@ void bind_gpt(py::module_& m) {
           "while its dropout is on (they would share its mask generator).")
       .def_property_readonly(
           "config",
-          [](const nn::GPT& g) { return py::module_::import("json").attr("loads")(to_json(g.config()).dump()); },
+          [](const nn::GPT& g) { return config_dict(g.config()); },
           "The options as a dict, as a checkpoint saves them.")
       .def("__repr__", [](const nn::GPT& g) {
         const nn::GPTConfig& c = g.config();

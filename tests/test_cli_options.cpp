@@ -90,6 +90,7 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"train --n-head 3", "--n-embd 128 is not divisible by --n-head 3 (--n-embd: the default)"},
            {"train --lr inf", "--lr must be positive, got inf\n"},
            {"train --grad-accum 0", "--grad-accum must be positive, got 0\n"},
+           {"train --ffn-hidden 100.5", "--ffn-hidden must be a whole number in [0, "},
            {"train --overlap maybe", "--overlap must be on or off, got 'maybe'\n"},
            {"train --comm-timeout -1", "--comm-timeout must be >= 0, got -1\n"},
            {"train --config " + (dir_ / "inf.ini"), "--lr must be positive, got inf (--lr from --config "},
