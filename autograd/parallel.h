@@ -5,7 +5,14 @@
 
 namespace folio {
 
-void set_num_threads(int n);  // <= 0: OMP_NUM_THREADS if set, else all cores
+// The most threads any command, recipe or folio.set_threads may ask for: more than the
+// hardware threads of any CPU folio runs on, and far below where the OpenMP runtime
+// breaks (it fails to create ~40,000 threads, and 65,536 crash it).
+constexpr int kMaxThreads = 1024;
+
+// n: 0 means OMP_NUM_THREADS if set, else all cores. Outside [0, kMaxThreads] it throws
+// "[threads] ..." and changes nothing.
+void set_num_threads(int64_t n);
 int num_threads();
 
 // Below this many elements of work a kernel stays on one thread: forking costs more.

@@ -18,6 +18,7 @@ void declare(po::options_description& opts) {
       ("head", with_default<int64_t>(-1), "the head to show (-1: every head)")
       ("format", with_default<std::string>("table"), "table (text, 3 decimals) or svg (heatmaps, layers x heads)")
       ("out", po::value<std::string>(), "write to this file (default: standard output)");
+  add_overwrite(opts);
   add_threads(opts);
 }
 
@@ -52,7 +53,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     ids.erase(ids.begin(), ids.end() - c.block_size);
   }
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
-  if (!out.empty()) check_output_file(out, "out");
+  if (!out.empty()) check_output(vm, "--out " + out, out);
   return [=] {
     NoGradGuard no_grad;
     const int64_t T = int64_t(ids.size());

@@ -2,6 +2,7 @@
 // every command has, and the parsing of a command's options from its arguments and
 // --config file (folio.cpp's main, and the Python module's folio.train).
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,23 +67,66 @@ std::string unescaped(const std::string& s) {
   return out;
 }
 
-void check_output_file(const std::string& path, const char* flag) {
+namespace {
+
+// Refuses (as a UsageError starting with `named`) a directory `dir` in which no file
+// can be made. An existing output directory is asked through its permissions and
+// mount (a probe file would touch what a refusal must leave as it was); the directory
+// a new output goes into, through a probe file (removed at once), which asks the file
+// system itself, as permission bits cannot (root passes them, /proc refuses root).
+void check_takes_files(const std::string& named, const std::filesystem::path& dir, bool probe) {
+  int err = 0;
+  if (!probe) {
+    struct statvfs vfs {};
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) err = errno;
+    else if (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) err = EROFS;
+  } else {
+    const std::filesystem::path file = dir / cat(".folio-probe.", ::getpid());
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) err = errno;
+    else ::close(fd), ::unlink(file.c_str());
+  }
+  if (err)
+    throw UsageError(cat(named, ": cannot write in ", dir.string(), " (",
+                         std::error_code(err, std::generic_category()).message(), ")"));
+}
+
+}  // namespace
+
+void add_overwrite(po::options_description& options) {
+  options.add_options()("overwrite", po::bool_switch(),
+                        "replace what is already at the output path (without it, an existing output is refused)");
+}
+
+void check_output(const po::variables_map& vm, const std::string& named, const std::string& path,
+                  const std::vector<std::string>& files_inside) {
   namespace fs = std::filesystem;
-  if (path.empty()) return;  // standard output
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw UsageError(cat("--", flag, " ", path, ": is a directory, not a file"));
-  const fs::path parent = fs::absolute(path, ec).parent_path();
-  if (!fs::is_directory(parent, ec))
-    throw UsageError(cat("--", flag, " ", path, ": ", parent.string(), " is not an existing directory"));
-  // The file is written next to itself and renamed (write_file_atomic): ask the
-  // directory itself, as permission bits cannot (root passes them, /proc refuses root).
-  const fs::path probe = parent / cat(".folio-probe.", ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw UsageError(cat("--", flag, " ", path, ": cannot write in ", parent.string(), " (",
-                         std::error_code(errno, std::generic_category()).message(), ")"));
-  ::close(fd);
-  ::unlink(probe.c_str());
+  const bool overwrite = vm.count("overwrite") && vm["overwrite"].as<bool>();
+  if (files_inside.empty()) {  // one file, written next to itself and renamed (write_file_atomic)
+    if (fs::is_directory(path, ec)) throw UsageError(cat(named, ": is a directory, not a file"));
+    const fs::path parent = fs::absolute(path, ec).parent_path();
+    if (!fs::is_directory(parent, ec))
+      throw UsageError(cat(named, ": ", parent.string(), " is not an existing directory"));
+    if (!overwrite && fs::exists(fs::symlink_status(path, ec)))
+      throw UsageError(cat(named, ": already exists; --overwrite replaces it, or give another path"));
+    check_takes_files(named, parent, true);
+    return;
+  }
+  // A directory, made if missing: its nearest existing ancestor must take new entries.
+  const fs::path wanted = fs::absolute(path, ec);
+  fs::path p = wanted;
+  while (p.has_parent_path() && p != p.parent_path() && !fs::exists(p, ec)) p = p.parent_path();
+  if (!fs::is_directory(p, ec))
+    throw UsageError(p == wanted ? cat(named, ": exists and is not a directory")
+                                 : cat(named, ": ", p.string(), " is not a directory"));
+  std::string there;
+  for (const std::string& f : files_inside)
+    if (fs::exists(fs::symlink_status(fs::path(path) / f, ec))) there += cat(there.empty() ? "" : ", ", f);
+  if (!overwrite && !there.empty())
+    throw UsageError(cat(named, ": already holds ", there, "; --overwrite replaces ",
+                         there.find(',') == std::string::npos ? "it" : "them", ", or give another directory"));
+  check_takes_files(named, p, p != wanted);
 }
 
 void write_output(const std::string& path, const std::string& text, const std::string& what) {
@@ -108,12 +152,14 @@ std::set<std::string>& config_file_options() {
 }
 
 void add_threads(po::options_description& options) {
-  options.add_options()("threads", with_default<int>(0), "threads (0: all cores, or OMP_NUM_THREADS)");
+  options.add_options()("threads", with_default<int64_t>(0),
+                        cat("threads, at most ", kMaxThreads, " (0: all cores, or OMP_NUM_THREADS)").c_str());
 }
 
 void apply_threads(const po::variables_map& vm) {
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw UsageError(cat("--threads must be >= 0 (0: all cores), got ", threads));
+  int64_t threads = vm["threads"].as<int64_t>();
+  if (threads < 0 || threads > kMaxThreads)
+    throw UsageError(cat("--threads must be in [0, ", kMaxThreads, "] (0: all cores), got ", threads));
   // More threads than cores only makes them wait for each other (1000 on 2 cores ran
   // a step 50x slower); allowed, since a container may see fewer cores than it has.
   if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && threads > cores)
@@ -190,21 +236,6 @@ nn::Weights weights_option(const po::variables_map& vm, Precision dtype) {
 }
 
 // The edit distance between two option names, for "did you mean".
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string nearest_option(std::string name, const po::options_description& options) {
   while (name.starts_with("-")) name.erase(0, 1);
   std::replace(name.begin(), name.end(), '_', '-');  // n_layer: the field's name
@@ -213,6 +244,13 @@ std::string nearest_option(std::string name, const po::options_description& opti
   for (const auto& o : options.options())
     if (const size_t d = edit_distance(name, o->long_name()); d < best_distance)
       best_distance = d, best = o->long_name();
+  if (!best.empty() || name.empty()) return best;
+  // Else the one option that `name` begins (--max-new: --max-new-tokens), if only one.
+  for (const auto& o : options.options()) {
+    if (!o->long_name().starts_with(name)) continue;
+    if (!best.empty()) return "";
+    best = o->long_name();
+  }
   return best;
 }
 
@@ -295,7 +333,9 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   options.add_options()("help,h", "show this help");
   command.declare(options);
   po::command_line_parser parser(argc, argv);
-  parser.options(options);
+  // Boost would take a prefix (--max-iter) as the one option it begins: a typo should
+  // get "did you mean", not a guess.
+  parser.options(options).style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing);
   po::positional_options_description positional;
   if (command.positional) parser.positional(positional.add(command.positional, -1));
   po::parsed_options parsed(&options);

@@ -10,7 +10,9 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/edit_distance.h"
 #include "base/error.h"
 #include "autograd/ops.h"
 #include "nn/weights.h"
@@ -40,8 +42,6 @@ struct Command {
 // its --config file into `vm`; false after printing --help. An unknown option is a
 // UsageError that names the nearest known one.
 bool parse(const Command& command, int argc, char** argv, po::variables_map& vm);
-// The edit distance between two names, for "did you mean".
-size_t edit_distance(std::string_view a, std::string_view b);
 // The long name of `options`' option a typo or two away from `name` (dashes or
 // underscores: --n_layer, n-layr), or "" when none is that near.
 std::string nearest_option(std::string name, const po::options_description& options);
@@ -70,9 +70,17 @@ po::typed_value<T>* with_default(const T& v) {
 // Writes `text` to standard output, or (a path given) to that file, atomically, and
 // says so: "wrote PATH (what)".
 void write_output(const std::string& path, const std::string& text, const std::string& what);
-// Refuses (exit 2, before the run) an output file write_output could not write: its
-// directory missing, a directory in its place, or a directory that takes no files.
-void check_output_file(const std::string& path, const char* flag);
+// The one rule for every path a command writes that the user named (--out FILE, a
+// bare OUT.gguf, an export's or import's directory), checked before any work: refused
+// (exit 2, naming it) when it cannot be written, and when something is there already
+// unless --overwrite (add_overwrite) says to replace it. Nothing the user has is lost
+// by a command that was not asked to.
+void add_overwrite(po::options_description& options);
+// `named`: the path as the user gave it, with its flag ("--out x.svg", or "x.gguf" for
+// a bare word). `files_inside` empty: `path` is one file; else `path` is a directory
+// (made if missing) and these are the files the command writes in it.
+void check_output(const po::variables_map& vm, const std::string& named, const std::string& path,
+                  const std::vector<std::string>& files_inside = {});
 
 // "folio: warning: <line>" on stderr (rank 0 only): a setting that works but makes
 // little sense.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "cli/task_eval_cmd.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
@@ -24,20 +25,27 @@ void declare(po::options_description& opts) {
        "which part: val (a text's last --val-fraction, a token directory's val shards), train or all (a text)")
       ("max-windows", with_default<int64_t>(0), "evaluate at most this many windows from the start (0: all)")
       ("val-fraction", po::value<double>(), "fraction at the end of the text that is val (default: the run's, or 0.1)")
-      ("batch-size", with_default<int64_t>(32), "windows per forward pass")
+      ("batch-size", with_default<int64_t>(32), "windows per forward pass (with --task: choices)")
       ("json", po::bool_switch(), "print the result as one JSON object");
+  declare_task_options(opts);
   add_dtype(opts);
   add_weights(opts);
   add_threads(opts);
 }
 
 // The run a checkpoint belongs to: DIR/state.safetensors for a run directory or a file
-// inside one (DIR/best.safetensors), if there is one.
-std::optional<TrainState> run_of(const ModelCheckpoint& ck) {
+// inside one (DIR/best.safetensors), if there is one. Only --resume needs the state: an
+// unreadable one is a warning, and `unreadable` says why (the weights are evaluated).
+std::optional<TrainState> run_of(const ModelCheckpoint& ck, std::string& unreadable) {
   const std::filesystem::path state = std::filesystem::path(ck.path).parent_path() / "state.safetensors";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(state, ec)) return std::nullopt;
-  return load_state(state.string());
+  try {
+    return load_state(state.string());
+  } catch (const Error& e) {
+    unreadable = cat(state.string(), " cannot be read (", e.what(), ")");
+    return std::nullopt;
+  }
 }
 
 struct Text {
@@ -54,12 +62,18 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
   if (t.split != "val" && t.split != "train" && t.split != "all")
     throw UsageError(cat("--split must be val, train or all, got '", t.split, "'"));
   std::optional<TrainState> run;
-  if (!vm.count("data") || !vm.count("val-fraction")) run = run_of(ck);
+  std::string unreadable;
+  if (!vm.count("data") || !vm.count("val-fraction")) run = run_of(ck, unreadable);
   if (vm.count("data")) t.path = vm["data"].as<std::string>();
   else if (run) t.path = run->config.data;
+  else if (!unreadable.empty())
+    throw UsageError(cat("--data is needed: ", unreadable, ", so it cannot say what ", ck.path, " trained on"));
   else
     throw UsageError(cat("--data is needed: ", ck.path, " has no run beside it (no state.safetensors) to say what it "
                          "trained on"));
+  if (!unreadable.empty())
+    warn(cat(unreadable, ": the run's --val-fraction is not known, so 0.1 is used (--val-fraction chooses; only "
+             "--resume needs that file)"));
   // A run saves its train fraction; 1 - 0.9 is shown (and stored in JSON) as 0.1.
   t.val_fraction = vm.count("val-fraction") ? vm["val-fraction"].as<double>()
                    : run                    ? std::stod(shown(1.0 - run->config.train_fraction))
@@ -99,6 +113,9 @@ double mean_cross_entropy(std::span<const float> logits, std::span<const int32_t
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
+  if (vm.count("task")) return prepare_task_eval(vm);
+  for (const char* name : {"limit", "log-samples"})
+    if (vm.count(name) && !vm[name].defaulted()) throw UsageError(cat("--", name, " goes with --task"));
   apply_threads(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
   const int64_t max_windows = vm["max-windows"].as<int64_t>();
@@ -191,7 +208,9 @@ const Command kEval = {
     "  bits/byte  total nats / ln 2 / UTF-8 bytes of the predicted tokens' text: a\n"
     "             figure that compares models with different tokenizers on one text\n"
     "  bits/char  the same per character of that text\n"
-    "  perplexity exp(loss), per token",
+    "  perplexity exp(loss), per token\n"
+    "With --task FILE, instead: the accuracy on a multiple-choice task file (acc, and\n"
+    "acc_norm over the choices' characters, lm-eval's rule; docs/evals.md).",
     declare, prepare};
 
 }  // namespace folio::cli

@@ -20,6 +20,7 @@ void declare(po::options_description& opts) {
        "the matrices' type: f32, f16 or q8_0 (blocks of 32 int8 with an f16 scale; a matrix whose rows are not "
        "whole blocks is written f16); norms and biases stay f32")
       ("paths", po::value<std::vector<std::string>>()->composing(), "RUN (its model.safetensors) or a .safetensors checkpoint, then OUT.gguf (or OUT_DIR with --format hf)");
+  add_overwrite(opts);
 }
 
 GgufDtype dtype_of(const std::string& text) {
@@ -59,17 +60,20 @@ void note_what_is_left_out(const nn::GPTConfig& c) {
 std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
   const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
-  std::error_code ec;
-  if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
-    throw UsageError(cat(out, ": exists and is not a directory"));
-  if (std::filesystem::exists(std::filesystem::path(out) / "model.safetensors", ec))
-    throw UsageError(cat(out, " already holds a model.safetensors; export into a new directory"));
-  const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel",
-                                  [](const ModelCheckpoint& c) { return hf_refusals(c.model->config()); });
+  check_output(vm, out, out, {"config.json", "model.safetensors", "vocab.json", "merges.txt"});
+  const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel", [](const ModelCheckpoint& c) {
+    auto why = hf_refusals(c.model->config());
+    // vocab.json and merges.txt hold a byte-level BPE alone; a directory without them
+    // is weights no HF tokenizer and no folio import --from-hf can use.
+    if (std::string(c.tokenizer->kind()) != "bytebpe")
+      why.push_back(cat("the tokenizer, ", c.tokenizer->describe(), ": GPT-2's directory holds only a byte-level BPE "
+                        "(vocab.json, merges.txt), so HF and folio import --from-hf could not tokenize for it; "
+                        "folio export (GGUF) writes the model with its tokenizer; a model trained with GPT-2's own "
+                        "(--tokenizer DIR of its vocab.json and merges.txt) exports here"));
+    return why;
+  });
   return [=] {
     for (const std::string& file : write_hf(*ck->model, *ck->tokenizer, out)) std::fprintf(stderr, "wrote %s\n", file.c_str());
-    if (std::string(ck->tokenizer->kind()) != "bytebpe")
-      std::fprintf(stderr, "note: the %s tokenizer has no vocab.json/merges.txt form: none written\n", ck->tokenizer->kind());
     note_what_is_left_out(ck->model->config());
     return 0;
   };
@@ -81,8 +85,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (format == "hf") return prepare_hf(vm);
   const GgufDtype dtype = dtype_of(vm["dtype"].as<std::string>());
   const auto [checkpoint, out] = checkpoint_and_output(vm, "GGUF file to write");
-  std::error_code ec;
-  if (std::filesystem::is_directory(out, ec)) throw UsageError(cat(out, ": is a directory, not a file to write"));
+  check_output(vm, out, out);
   const auto ck = load_exportable(checkpoint, "llama.cpp architecture", [](const ModelCheckpoint& c) {
     return gguf_refusals(c.model->config(), *c.tokenizer);
   });
@@ -107,8 +110,9 @@ const Command kExport = {"export", "write a checkpoint as a GGUF file for llama.
                          "as llama.cpp's llama (qwen3 with --qk-norm); GELU with learned positions as gpt2, with\n"
                          "--pos rope as gptneox. Options no llama.cpp graph computes are refused, each with the\n"
                          "flag that makes a model exportable (docs/export.md). --format hf writes HF's GPT-2\n"
-                         "directory (config.json, model.safetensors, and vocab.json + merges.txt for a bytebpe\n"
-                         "tokenizer) for a model trained with --gpt2-biases, learned positions and LayerNorm.",
+                         "directory (config.json, model.safetensors, vocab.json, merges.txt) for a model trained\n"
+                         "with --gpt2-biases, learned positions, LayerNorm and GPT-2's byte-level BPE.\n"
+                         "An existing OUT is refused unless --overwrite.",
                          declare, prepare, "paths"};
 
 }  // namespace folio::cli

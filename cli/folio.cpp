@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   size_t nearest_distance = 3;  // a typo or two
   for (const Command* c : kCommands) {
     expected += folio::cat(expected.empty() ? "" : ", ", c->name);
-    if (const size_t d = edit_distance(argv[1], c->name); d < nearest_distance) nearest_distance = d, nearest = c->name;
+    if (const size_t d = folio::edit_distance(argv[1], c->name); d < nearest_distance) nearest_distance = d, nearest = c->name;
   }
   const std::string hint = nearest.empty() ? "" : folio::cat("did you mean ", nearest, "? ");
   std::fprintf(stderr, "folio: unknown command '%s' (%sexpected one of %s; see folio --help)\n", argv[1],

@@ -21,7 +21,7 @@ void declare(po::options_description& opts) {
       ("list", po::bool_switch(), "list the ops and layers that have checks, and stop")
       // On tensors this small threads only wait for each other: on a busy machine the
       // GPT checks took 10x longer on 2 threads than on 1.
-      ("threads", with_default<int>(1), "threads inside the ops (0: all cores)");
+      ("threads", with_default<int64_t>(1), "threads inside the ops (0: all cores)");
 }
 
 // The names of `cases`, each once, in the order of their first check (a name's checks

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf_model.h"
 #include "io/hf_gpt2.h"
+#include "io/run_dir.h"
 #include "nn/model_options.h"
 
 namespace folio::cli {
@@ -18,6 +19,7 @@ void declare(po::options_description& opts) {
   opts.add_options()("from", po::value<std::string>(), "the GGUF file to read")
       ("from-hf", po::value<std::string>(), "an HF GPT-2 directory to read (config.json, model.safetensors, vocab.json, merges.txt)")
       ("out", po::value<std::vector<std::string>>()->composing(), "the run directory to write (its model.safetensors)");
+  add_overwrite(opts);
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
@@ -28,14 +30,18 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const bool hf = vm.count("from-hf");
   const std::string from = vm[hf ? "from-hf" : "from"].as<std::string>(), dir = outs[0];
   namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError(cat(dir, ": exists and is not a directory"));
-  if (fs::exists(fs::path(dir) / "model.safetensors", ec))
-    throw UsageError(cat(dir, " already holds a model.safetensors; import into a new directory"));
+  // A run's files (io/run_dir.h), as folio train refuses them: the import replaces the
+  // whole run, so none of the old one is left to pair with the new weights.
+  const RunDir run(dir);
+  std::vector<std::string> run_files;
+  for (const std::string& f : {run.model_file(), run.best_file(), run.state_file(), run.log_file(), run.plot_file()})
+    run_files.push_back(fs::path(f).filename().string());
+  check_output(vm, dir, dir, run_files);
   auto imported = std::make_shared<ImportedModel>(hf ? model_from_hf(from) : model_from_gguf(read_gguf(from), from));
   return [=] {
     fs::create_directories(dir);
-    const std::string file = model_file(dir);
+    for (const std::string& f : {run.state_file(), run.best_file(), run.log_file(), run.plot_file()}) fs::remove(f);
+    const std::string file = run.model_file();
     save_model(file, *imported->model, *imported->tokenizer, 0);
     std::fprintf(stderr, "wrote %s (%s, %s)\n", file.c_str(), nn::options_as_flags(imported->model->config()).c_str(),
                  imported->tokenizer->describe().c_str());
@@ -52,7 +58,8 @@ const Command kImport = {"import", "read a GGUF file, or HF's GPT-2, into a run 
                          "export wrote, or one made elsewhere with llama.cpp's SentencePiece-style vocabulary\n"
                          "(tokenizer.ggml.model \"llama\"; docs/export.md), or an HF GPT-2 directory (config.json, model.safetensors in F32, vocab.json\n"
                          "and merges.txt; docs/gpt2.md), and writes OUT_RUN/model.safetensors, which generate,\n"
-                         "eval, serve and train --init-from use.",
+                         "eval, serve and train --init-from use. A run already in OUT_RUN is refused unless\n"
+                         "--overwrite, which replaces it.",
                          declare, prepare, "out"};
 
 }  // namespace folio::cli

@@ -20,6 +20,7 @@ void declare_info(po::options_description& opts) {
   opts.add_options()("export-tokenizer", po::value<std::string>(),
                      "write the checkpoint's SentencePiece model to this file (a standard .model, as spm_encode "
                      "and python3-sentencepiece load)");
+  add_overwrite(opts);
 }
 
 // The --tokenizer and --vocab-size that describe the checkpoint's tokenizer. A run
@@ -77,14 +78,21 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
   std::optional<TrainState> state;
   const std::filesystem::path state_path = std::filesystem::path(ck->path).parent_path() / "state.safetensors";
-  if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) state = load_state(state_path.string());
+  // Only --resume needs the state: unreadable, it costs info the training lines, not the
+  // model's (generate and serve read the weights alone too).
+  if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) try {
+      state = load_state(state_path.string());
+    } catch (const Error& e) {
+      warn(cat(state_path.string(), " cannot be read, so the training state is not shown (--resume needs that file): ",
+               e.what()));
+    }
   if (vm.count("export-tokenizer")) {
     const std::optional<std::string> model = ck->tokenizer->export_model();
     if (!model)
       throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
                            " tokenizer, which has no file format of its own (folio info lists its characters)"));
     const std::string out = vm["export-tokenizer"].as<std::string>();
-    check_output_file(out, "export-tokenizer");
+    check_output(vm, "--export-tokenizer " + out, out);
     return [=] {
       write_output(out, *model, cat("the SentencePiece model of ", ck->path, ", ", ck->tokenizer->vocab_size(), " pieces"));
       return 0;

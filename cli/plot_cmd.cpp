@@ -19,6 +19,7 @@ void declare(po::options_description& opts) {
        "the vertical axis: loss (per token), bpb (bits per byte of text, the log's val_bpb: runs of different "
        "tokenizers, char and BPE, on one scale), or any column of log.csv, one line a run: grad_norm, clipped, "
        "skipped, rollbacks, lr, tokens_per_sec, ...");
+  add_overwrite(opts);
 }
 
 std::function<int()> prepare(const po::variables_map& vm) {
@@ -48,7 +49,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (x != "step" && x != "time") throw UsageError(cat("--x must be step or time, got '", x, "'"));
   const viz::PlotAxis axis = x == "time" ? viz::PlotAxis::time : viz::PlotAxis::step;
   const std::string out = vm["out"].as<std::string>();
-  check_output_file(out, "out");
+  check_output(vm, "--out " + out, out);
   return [=] {
     write_output(out, viz::loss_plot_svg(curves, axis, value, column), plural(int64_t(curves.size()), "run"));
     return 0;

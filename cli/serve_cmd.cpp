@@ -98,8 +98,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a death
-    std::printf("folio serve: %s (%s), %lld slots%s, on http://%s:%d/\n", o.model_name.c_str(),
-                ck->tokenizer->describe().c_str(), (long long)o.scheduler.slots,
+    std::printf("folio serve: %s (%s), %s weights, %lld slots%s, on http://%s:%d/\n", o.model_name.c_str(),
+                ck->tokenizer->describe().c_str(), nn::to_string(o.scheduler.weights), (long long)o.scheduler.slots,
                 o.scheduler.batched ? " batched" : " (a thread each)", o.host.c_str(), port);
     std::fflush(stdout);
     std::thread watcher([&] {

@@ -71,7 +71,9 @@ std::string three_digits(float v) {  // a learning rate in a message
 // to it unless --lr-decay-iters is given. Any other change of the learning rate at the
 // step the run resumes from is said in one line.
 // Returns a line to print about the schedule ("" for none).
-std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const TrainState& saved_state) {
+// Its warnings go to `warnings`, said once the run is sure to start.
+std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const TrainState& saved_state,
+                          std::vector<std::string>& warnings) {
   auto given = [&](const char* flag) { return vm.count(flag) && !vm[flag].defaulted(); };
   TrainOptions saved = o;
   saved.train = saved_state.config;
@@ -126,7 +128,7 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   const double seconds = saved_state.train_seconds;
   auto same_or_warn = [&](const char* what, float was, float now) {
     if (std::abs(now - was) > 1e-6f * std::max(std::abs(was), 1e-12f))
-      warn(cat(what, " at step ", step, " changes from ", three_digits(was), " to ", three_digits(now),
+      warnings.push_back(cat(what, " at step ", step, " changes from ", three_digits(was), " to ", three_digits(now),
                " with these options: the run does not continue its schedule exactly"));
   };
   same_or_warn("the learning rate", schedule_of(before).at(step, seconds), schedule_of(tc).at(step, seconds));
@@ -137,14 +139,14 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
     const int64_t block = saved.model.block_size;
     const int64_t was = window_length(step, block, before.seq_warmup), now = window_length(step, block, tc.seq_warmup);
     if (was != now)
-      warn(cat("the training window at step ", step, " changes from ", was, " to ", now,
+      warnings.push_back(cat("the training window at step ", step, " changes from ", was, " to ", now,
                " tokens with these options: the run does not continue its sequence-length warm-up exactly"));
   }
   // Against the new --batch-size both times: a new batch size alone is what was asked for.
   if (const int64_t was = batch_size_at(step, tc.batch_size, before.batch_warmup),
       now = batch_size_at(step, tc.batch_size, tc.batch_warmup);
       was != now)
-    warn(cat("the batch at step ", step, " changes from ", was, " to ", now,
+    warnings.push_back(cat("the batch at step ", step, " changes from ", was, " to ", now,
              " sequences with these options: the run does not continue its batch-size warm-up exactly"));
   return note;
 }
@@ -164,19 +166,31 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError("--config cannot be used with --resume: the run continues with the options it saved");
   if (o.resume && o.overwrite)
     throw UsageError("--resume continues the run in --out, --overwrite replaces it: give one of them");
+  // A run that stopped before its first save (killed, or diverged at once) left no
+  // state.safetensors: there is nothing to --resume.
+  const bool resumable = fs::exists(run.state_file());
   if (!o.resume && !o.overwrite && run.holds_run())
-    throw UsageError(cat("--out ", o.out_dir, " already holds a run: continue it with --resume, replace it with "
-                         "--overwrite, or give another --out"));
+    throw UsageError(resumable ? cat("--out ", o.out_dir, " already holds a run: continue it with --resume, replace it "
+                                     "with --overwrite, or give another --out")
+                               : cat("--out ", o.out_dir, " already holds the files of a run that saved no checkpoint "
+                                     "(no state.safetensors), which cannot be resumed: start it again with "
+                                     "--overwrite, or give another --out"));
+  if (o.resume && !resumable)
+    throw UsageError(cat("--resume: ", o.out_dir, " holds no checkpoint to continue (no ", run.state_file(), ")",
+                         run.holds_run() ? ": its run stopped before its first save; start it again with --overwrite"
+                                         : ": train into it without --resume"));
   TrainState saved_state;
   std::string schedule_note;
+  std::vector<std::string> warnings;  // said once the run starts, after every check
   if (o.resume) saved_state = saved_run(o.out_dir);
   try {
-    if (o.resume) schedule_note = merge_resumed(vm, o, saved_state);
+    if (o.resume) schedule_note = merge_resumed(vm, o, saved_state, warnings);
     for (const TrainOption& opt : train_options())
       if (!o.resume || opt.on_resume == always) opt.apply(vm[opt.flag], o);
     // A time budget without a step count: the budget alone ends the run (and shapes the
     // cosine). A resumed run keeps its saved step limit unless --max-iters is given.
     if (!o.resume && given("max-time") && !given("max-iters") && o.train.max_time > 0) o.train.max_iters = 0;
+    if (!o.resume && !given("warmup-iters")) o.train.warmup_iters = TrainConfig::default_warmup(o.train.max_iters);
     if (o.train.max_iters == 0 && o.train.max_time == 0)
       throw UsageError("--max-iters 0 (no step limit) needs a time budget: --max-time SECONDS");
     if (!o.train.init_from.empty() && !o.resume) {
@@ -216,27 +230,28 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const TrainConfig& tc = o.train;
   const bool schedule_given = !o.resume || given("warmup-iters") || given("max-iters");  // else said before
   if (schedule_given && tc.max_iters > 0 && tc.warmup_iters >= tc.max_iters)
-    warn(cat("--warmup-iters ", tc.warmup_iters, " is not shorter than the run (--max-iters ", tc.max_iters,
-             "): the learning rate never reaches --lr"));
+    warnings.push_back(cat("--warmup-iters ", tc.warmup_iters, " is not shorter than the run (--max-iters ",
+                           tc.max_iters, "): the learning rate never reaches --lr"));
   if (!o.resume && o.train.init_from.empty()) {  // else the model's sizes come from a checkpoint, later
     if (tc.seq_warmup > 0 && window_length(0, o.model.block_size, tc.seq_warmup) == o.model.block_size)
-      warn(cat("--seq-warmup ", tc.seq_warmup, " does nothing: the context (--block-size ", o.model.block_size,
-               ") is no longer than its first stage of ", seq_warmup_stage(o.model.block_size), " tokens"));
+      warnings.push_back(cat("--seq-warmup ", tc.seq_warmup, " does nothing: the context (--block-size ",
+                             o.model.block_size, ") is no longer than its first stage of ",
+                             seq_warmup_stage(o.model.block_size), " tokens"));
     if (tc.batch_warmup > 0 && batch_size_at(0, tc.batch_size, tc.batch_warmup) == tc.batch_size)
-      warn(cat("--batch-warmup ", tc.batch_warmup, " does nothing: --batch-size ", tc.batch_size,
-               " cannot start smaller"));
+      warnings.push_back(cat("--batch-warmup ", tc.batch_warmup, " does nothing: --batch-size ", tc.batch_size,
+                             " cannot start smaller"));
   }
   // Built first: its checks of the text and the checkpoint come before anything else.
   auto trainer = std::make_shared<Trainer>(o);
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
-    warn(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
+    warnings.push_back(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
   // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
   // minimum compares losses on two val sets.
   if (std::error_code ec; o.resume && o.train.data != saved_state.config.data &&
                           !fs::equivalent(o.train.data, saved_state.config.data, ec))
-    warn(cat("--data ", o.train.data, " is not the data the run trained on so far (", saved_state.config.data,
-             "): best.safetensors (val loss ", saved_state.best_val_loss, " on that data's val split) will be compared "
-             "with val losses on this data's"));
+    warnings.push_back(cat("--data ", o.train.data, " is not the data the run trained on so far (",
+                           saved_state.config.data, "): best.safetensors (val loss ", saved_state.best_val_loss,
+                           " on that data's val split) will be compared with val losses on this data's"));
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;
@@ -251,7 +266,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
       };
   }
   const bool dtype_auto = given("dtype") && vm["dtype"].as<std::string>() == "auto";
-  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto] {
+  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto, warnings] {
+    for (const std::string& w : warnings) warn(w);
     if (dtype_auto && !o.quiet && dist::is_root()) std::printf("%s\n", dtype_auto_line(o.train.dtype).c_str());
     if (o.resume && !o.quiet && dist::is_root()) {
       std::printf("resuming %s from step %lld (of %s) on %s\n", o.out_dir.c_str(), (long long)step,

@@ -111,11 +111,13 @@ TrainOption model_flag(const nn::ModelOption& m) {
                 flag, OnResume::fixed, [at = n.at](TrainOptions& o) -> float& { return o.model.*at; },
                 [=](const std::string& s) {
                   const auto v = whole_number<float>(s);
-                  if (v && *v >= n.min && *v <= n.max && std::isfinite(*v)) return *v;
+                  if (v && *v >= n.min && *v <= n.max && std::isfinite(*v) && (!n.whole || *v == std::floor(*v)))
+                    return *v;
                   const std::string range = n.max < std::numeric_limits<float>::max()
                                                 ? cat("in [", n.min, ", ", n.max, "]")
                                                 : cat(">= ", n.min);
-                  throw UsageError(cat("--", flag, " must be a number ", range, " (", n.note, "), got '", s, "'"));
+                  throw UsageError(cat("--", flag, " must be a ", n.whole ? "whole number " : "number ", range, " (",
+                                       n.note, "), got '", s, "'"));
                 },
                 [](float v) { return shown(v); }, m.help);
           },

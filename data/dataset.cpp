@@ -1,14 +1,7 @@
 #include "data/dataset.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <utility>
@@ -18,61 +11,6 @@
 #include "data/vocab.h"
 
 namespace folio {
-namespace {
-
-std::string limit_text(int64_t max_bytes) {
-  return max_bytes == kMaxTextFileBytes ? cat(max_bytes, " (1 GiB) for a text file") : cat(max_bytes, " bytes");
-}
-
-// Refuses what read_file must not read, from the file's stat.
-void check_readable(const std::string& path, const struct stat& st, int64_t max_bytes) {
-  if (!S_ISREG(st.st_mode)) {
-    const mode_t m = st.st_mode;
-    const char* kind = S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-                       : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a special file";
-    fail("data", path, ": is ", kind, ", not a regular file");
-  }
-  if (st.st_size > max_bytes)
-    fail("data", path, ": ", st.st_size, " bytes, more than the limit of ", limit_text(max_bytes),
-         max_bytes == kMaxTextFileBytes ? ": folio tokenize DIR_OR_FILE --out DATA_DIR prepares a corpus of any size "
-                                          "for folio train --data DATA_DIR" : "");
-}
-
-}  // namespace
-
-std::string read_file(const std::string& path, int64_t max_bytes) {
-  // The type and size come first, from stat: only a regular file is opened at all.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
-  check_readable(path, st, max_bytes);
-  // Should the path have become a FIFO since, O_NONBLOCK keeps open from waiting and
-  // fstat refuses it. stdio then reads (errno survives, unlike with ifstream).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail("data", path, ": cannot open (", std::strerror(errno), ")");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
-  if (!f) {
-    const int err = errno;
-    ::close(fd);
-    fail("data", path, ": cannot open (", std::strerror(err), ")");
-  }
-  if (::fstat(fd, &st) != 0) fail("data", path, ": cannot stat (", std::strerror(errno), ")");
-  check_readable(path, st, max_bytes);
-
-  std::string bytes;
-  bytes.reserve(size_t(st.st_size));
-  // To EOF rather than st_size bytes (/proc files say 0), within the limit (a file
-  // growing while read).
-  char chunk[1 << 16];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) {
-    if (int64_t(bytes.size() + got) > max_bytes)
-      fail("data", path, ": grew past the limit of ", limit_text(max_bytes), " while read");
-    bytes.append(chunk, got);
-  }
-  if (std::ferror(f.get())) fail("data", path, ": read error (", std::strerror(errno), ")");
-  if (bytes.empty()) fail("data", path, ": file is empty");
-  return bytes;
-}
 
 Split split_tokens(std::span<const int32_t> tokens, double train_fraction) {
   // Written as !(inside) so that NaN is rejected too.
@@ -100,9 +38,15 @@ SplitText read_and_split(const std::string& path, double train_fraction) {
   if (!(train_fraction > 0.0 && train_fraction <= 1.0))
     fail("data", "train fraction must be in (0, 1], got ", train_fraction);
   std::string bytes = read_file(path);
+  const auto size = int64_t(bytes.size());
   // As folio tokenize does: a stray Latin-1 byte should not stop a run. Valid UTF-8 is
   // left untouched.
   const int64_t replaced = replace_invalid_utf8(bytes);
+  // But a file that is mostly not UTF-8 (random bytes are ~43 % invalid) is not a text
+  // to learn: a model trained on its U+FFFD would be a model of noise.
+  if (double(replaced) > kMaxInvalidUtf8Fraction * double(size))
+    fail("data", path, ": ", replaced, " of its ", size, " bytes (", std::round(1000.0 * double(replaced) / double(size)) / 10,
+         " %) are not valid UTF-8, more than the ", 100 * kMaxInvalidUtf8Fraction, " % a text may have: give a UTF-8 text (iconv -f LATIN1 -t UTF-8 converts a Latin-1 one)");
   const size_t characters = count_utf8(bytes, path);
   const size_t train_chars = size_t(std::floor(double(characters) * train_fraction));
   size_t to_skip = train_chars, at = 0;

@@ -12,24 +12,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/read_file.h"  // read_file, which reads every text file folio takes
 #include "data/token_sequence.h"
 #include "data/token_source.h"
 #include "data/tokenizer.h"
 
 namespace folio {
 
-// The most read_file reads: text is held whole in memory (and tokenized to 4 bytes a
-// character), so a larger file is refused instead of exhausting memory. The bundled
-// corpus is 1.1 MB.
-constexpr int64_t kMaxTextFileBytes = int64_t(1) << 30;  // 1 GiB
-
-// The whole file as bytes. Only regular files are read: a device (/dev/zero) could
-// be endless and opening a FIFO waits for a writer, so those are refused from their
-// type, before opening. Errors: "[data] <path>: cannot open (<strerror>)",
-// "[data] <path>: is a directory, not a regular file" (or a FIFO, a character
-// device...), "[data] <path>: N bytes, more than the limit of M bytes", "[data] <path>:
-// file is empty".
-std::string read_file(const std::string& path, int64_t max_bytes = kMaxTextFileBytes);
+// A text whose bytes are more than this fraction invalid UTF-8 is refused as not text
+// (a stray Latin-1 byte is read as U+FFFD with a warning; random bytes are ~43 % invalid).
+constexpr double kMaxInvalidUtf8Fraction = 0.10;
 
 struct Split {
   std::vector<int32_t> train, val;

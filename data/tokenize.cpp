@@ -296,23 +296,36 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   const std::vector<Document>& docs = list.documents;
   if (docs.empty())
     fail("tokenize", from_stdin ? "standard input is empty" : "no document to tokenize: every input is empty, binary or unreadable");
-  // Each document's split: by its name, or for a single one, by position.
+  // Each document's split: by its name, or, for a single one or too few for a split by
+  // name (17 documents at 0.1 can all hash into train), each by position: its last
+  // val_fraction of characters.
   std::vector<Part> parts;
-  if (docs.size() == 1) {
-    int64_t chars = 0;
-    for (PartReader r(docs[0].path, 0, docs[0].bytes); !r.done();) chars += count_chars(r.next());
-    const int64_t val_at = byte_of_char(docs[0].path, docs[0].bytes, int64_t(std::floor(double(chars) * (1.0 - o.val_fraction))));
-    if (val_at == 0 || val_at == docs[0].bytes)
-      fail("tokenize", docs[0].path, ": ", chars, " characters are too few to split at --val-fraction ", o.val_fraction);
-    parts = {{0, 0, val_at, kTrain}, {0, val_at, docs[0].bytes, kVal}};
-  } else {
-    for (size_t d = 0; d < docs.size(); ++d)
-      parts.push_back({d, 0, docs[d].bytes, stable_val(docs[d].name, o.val_fraction) ? kVal : kTrain});
-    const auto val_docs = std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.split == kVal; });
-    if (val_docs == 0 || val_docs == int64_t(parts.size()))
-      fail("tokenize", "of the ", parts.size(), " documents, ", val_docs == 0 ? "none" : "all",
-           " fell into val at --val-fraction ", o.val_fraction, " (a document validates when its name hashes below "
-           "the fraction): give ", val_docs == 0 ? "a larger" : "a smaller", " --val-fraction or more documents");
+  for (size_t d = 0; d < docs.size() && docs.size() > 1; ++d)
+    parts.push_back({d, 0, docs[d].bytes, stable_val(docs[d].name, o.val_fraction) ? kVal : kTrain});
+  const auto val_docs = std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.split == kVal; });
+  const bool by_position = val_docs == 0 || val_docs == int64_t(parts.size());
+  if (by_position) {
+    parts.clear();
+    int64_t all_chars = 0;
+    for (size_t d = 0; d < docs.size(); ++d) {
+      int64_t chars = 0;
+      for (PartReader r(docs[d].path, 0, docs[d].bytes); !r.done();) chars += count_chars(r.next());
+      all_chars += chars;
+      const int64_t val_at =
+          byte_of_char(docs[d].path, docs[d].bytes, int64_t(std::floor(double(chars) * (1.0 - o.val_fraction))));
+      parts.push_back({d, 0, val_at, kTrain});
+      if (val_at < docs[d].bytes) parts.push_back({d, val_at, docs[d].bytes, kVal});
+    }
+    const auto empty = [](const Part& p) { return p.begin == p.end; };
+    parts.erase(std::remove_if(parts.begin(), parts.end(), empty), parts.end());
+    const auto val_parts = std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.split == kVal; });
+    if (val_parts == 0 || val_parts == int64_t(parts.size()))
+      fail("tokenize", docs.size() == 1 ? docs[0].path : cat(docs.size(), " documents"), ": ", all_chars,
+           " characters are too few to split at --val-fraction ", o.val_fraction);
+    if (docs.size() > 1)
+      warn(cat("of the ", docs.size(), " documents, ", val_docs == 0 ? "none" : "all", " fell into val by name at "
+               "--val-fraction ", o.val_fraction, ": each document's last ", o.val_fraction,
+               " of characters validates instead"));
   }
   if (!from_stdin) start_token_out_dir(o.out_dir);
 
@@ -331,7 +344,8 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   m.token_bytes = token_width(m.vocab_size);
   m.val_fraction = o.val_fraction;
   m.val_rule = docs.size() == 1 ? "one document: its last val_fraction of characters"
-                                : "a document validates when the top 20 bits of splitmix64's finaliser of FNV-1a 64 of "
+               : by_position      ? "each document's last val_fraction of characters (too few documents to split by name)"
+                           : "a document validates when the top 20 bits of splitmix64's finaliser of FNV-1a 64 of "
                                   "its name (the path below its input directory) are below val_fraction * 2^20";
   m.inputs = o.inputs;
   m.skipped_files = list.unreadable + list.binary + list.empty;

@@ -3,6 +3,7 @@
 #include "io/config_json.h"
 
 #include <charconv>
+#include <cmath>
 #include <variant>
 
 #include "nn/model_options.h"
@@ -20,7 +21,9 @@ constexpr int64_t kMaxBlock = 1 << 16, kMaxLayers = 256, kMaxEmbd = 1 << 14;
 // false, a number as a number, a choice as its name.
 Json option_json(const nn::ModelOption& option, const nn::GPTConfig& c) {
   return std::visit(nn::Overloaded{[&](const nn::Toggle& t) { return Json(c.*(t.at)); },
-                                   [&](const nn::Number& n) { return Json(double(c.*(n.at))); },
+                                   [&](const nn::Number& n) {
+                                     return n.whole ? Json(int64_t(c.*(n.at))) : Json(double(c.*(n.at)));
+                                   },
                                    [&](const nn::Choice& ch) { return Json(ch.get(c)); }},
                     option.value);
 }
@@ -37,6 +40,8 @@ void read_option(const nn::ModelOption& option, const Json& j, nn::GPTConfig& c,
                             },
                             [&](const nn::Number& n) {
                               c.*(n.at) = float(number_field(j, key, n.min, n.max, where));
+                              if (n.whole && c.*(n.at) != std::floor(c.*(n.at)))
+                                config_fail(where, key, " must be a whole number, got ", clip(v));
                             },
                             [&](const nn::Choice& ch) {
                               if (!v.is_string() || !ch.set(c, v.as_string()))

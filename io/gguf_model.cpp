@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "data/vocab.h"
+#include "nn/model_options.h"
 
 namespace folio {
 namespace {
@@ -171,47 +172,25 @@ void llama_block(GgufFile& f, const Params& p, const GPTConfig& c, const std::st
 }  // namespace
 
 std::string gguf_architecture(const GPTConfig& c) {
-  if (c.norm == nn::Norm::rms || c.activation == nn::Activation::swiglu) return c.qk_norm ? "qwen3" : "llama";
+  if (nn::gguf_llama_graph(c)) return c.qk_norm ? "qwen3" : "llama";
   return c.pos == nn::Positions::learned ? "gpt2" : "gptneox";
 }
 
 std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& tokenizer) {
-  std::vector<std::string> why;
+  // The model options: what their rows' GGUF answers refuse (nn/model_options.cpp).
+  std::vector<std::string> why = nn::option_refusals(c, &nn::ModelOption::gguf);
   auto refuse = [&](bool on, const std::string& line) {
     if (on) why.push_back(line);
   };
-  const std::string arch = gguf_architecture(c);
-  if (arch == "llama" || arch == "qwen3") {
-    // Chosen by --norm rms or --activation swiglu: the other two must follow.
-    refuse(c.activation != nn::Activation::swiglu,
-           cat("--activation ", to_string(c.activation), ": llama.cpp's llama graph (the one for --norm rms) uses "
-               "SwiGLU; train with --activation swiglu"));
-    refuse(c.norm != nn::Norm::rms, "--norm layer: llama.cpp's llama graph (the one for --activation swiglu) uses "
-                                    "RMSNorm; train with --norm rms");
-    refuse(c.pos != nn::Positions::rope, "--pos learned: llama.cpp's llama graph has no position table; train with "
-                                         "--pos rope");
-  } else {
-    // llama.cpp's GELU is the tanh form: gelu-tanh is what it computes, gelu within 1e-3 of it.
-    refuse(c.activation != nn::Activation::gelu && c.activation != nn::Activation::gelu_tanh,
-           cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU, its llama "
-               "graph SwiGLU; train with --activation gelu-tanh or gelu, or with --activation swiglu --norm rms "
-               "--pos rope (llama)"));
-  }
+  // The rest of the model. SwiGLU chooses the llama graph, whose norm and positions
+  // the --norm and --pos rows ask for; the other graphs use GELU, whose tanh form
+  // llama.cpp computes (gelu-tanh exactly, gelu within 1e-3 of it).
+  refuse(!nn::gguf_llama_graph(c) && c.activation != nn::Activation::gelu && c.activation != nn::Activation::gelu_tanh,
+         cat("--activation ", to_string(c.activation), ": llama.cpp's gpt2 and gptneox graphs use GELU, its llama "
+             "graph SwiGLU; train with --activation gelu-tanh or gelu, or with --activation swiglu --norm rms "
+             "--pos rope (llama)"));
   refuse(c.output_bias(), "an output bias (lm_head.bias; folio puts a bias on every Linear unless --no-bias): no "
                           "graph adds one to the logits; train with --no-bias");
-  refuse(c.gpt2_biases, "--gpt2-biases: the export writes no Linear biases; train with --no-bias, or export GPT-2's "
-                        "layout with --format hf");
-  refuse(c.qk_norm && arch != "qwen3", "--qk-norm: the gpt2 and gptneox graphs do not normalise queries and keys; "
-                                       "train without --qk-norm, or with --norm rms --activation swiglu --pos rope "
-                                       "(qwen3)");
-  refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap,
-                                     ": no llama.cpp graph caps the logits; train with --logit-softcap 0"));
-  refuse(c.bigram, "--bigram: llama.cpp has no bigram table; train without --bigram");
-  refuse(c.x0_shortcut, "--x0-shortcut: llama.cpp's blocks take only the previous block's output; train without "
-                        "--x0-shortcut");
-  refuse(c.value_embed, "--value-embed: llama.cpp's attention has no value embeddings; train without --value-embed");
-  refuse(c.unet_skips, "--unet-skips: llama.cpp's blocks take only the previous block's output; train without "
-                       "--unet-skips");
   const std::string kind = tokenizer.kind();
   refuse(kind != "char" && kind != "spm",
          cat("the tokenizer (", tokenizer.describe(), ") has no text to give llama.cpp; train with --tokenizer char, "
@@ -221,8 +200,6 @@ std::vector<std::string> gguf_refusals(const GPTConfig& c, const Tokenizer& toke
       refuse(tokenizer.token_bytes(id) == kSpace,
              "the character vocabulary holds U+2581, which llama.cpp's vocabulary reads as a space; train on text "
              "without it");
-  // Not refused: zero_init_proj, drop_path and dropout_at shape training only; the
-  // multi-token head (mtp) is not used to generate and is left out.
   return why;
 }
 

@@ -48,7 +48,9 @@ std::string gguf_architecture(const nn::GPTConfig& config);
 void gguf_rope_rows(const float* in, float* out, int64_t HS, int64_t C, bool to_adjacent);
 
 // Why this model cannot be exported, one line per reason, each naming the option and
-// the flag that would make it exportable; empty when it can.
+// the flag that would make it exportable; empty when it can. The model options' lines
+// are their rows' GGUF answers (nn/model_options.h); the activation, the output bias
+// and the tokenizer are checked here.
 std::vector<std::string> gguf_refusals(const nn::GPTConfig& config, const Tokenizer& tokenizer);
 
 // The model as a GGUF file; throws "[gguf] ..." listing gguf_refusals when there are any.

@@ -12,6 +12,7 @@
 #include "io/hf_gpt2.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "nn/model_options.h"
 
 namespace folio {
 namespace {
@@ -103,31 +104,14 @@ std::pair<std::string, std::string> bytebpe_files(const Tokenizer& tokenizer) {
 }  // namespace
 
 std::vector<std::string> hf_refusals(const nn::GPTConfig& c) {
-  std::vector<std::string> why;
-  auto refuse = [&](bool on, const std::string& line) {
-    if (on) why.push_back(line);
-  };
-  refuse(c.pos != nn::Positions::learned, "--pos rope: GPT-2 has a learned position table; train with --pos learned");
-  refuse(c.norm != nn::Norm::layer, "--norm rms: GPT-2 uses LayerNorm with a bias; train with --norm layer");
-  refuse(c.activation != nn::Activation::gelu_tanh && c.activation != nn::Activation::gelu,
-         cat("--activation ", nn::to_string(c.activation), ": GPT-2's feed-forward is a 4C GELU; train with "
-             "--activation gelu-tanh (its gelu_new) or gelu"));
-  refuse(!c.bias, "--no-bias: GPT-2 has a bias on every Linear; train with --gpt2-biases");
-  refuse(c.bias && !c.gpt2_biases,
-         "without --gpt2-biases: GPT-2's q, k and v have a bias and its output layer none; train with --gpt2-biases");
-  refuse(c.qk_norm, "--qk-norm: GPT-2 does not normalise queries and keys; train without --qk-norm");
-  refuse(c.logit_softcap > 0.0f, cat("--logit-softcap ", c.logit_softcap, ": GPT-2's logits are not capped; train with "
-                                     "--logit-softcap 0"));
-  refuse(c.ffn_width() != 4 * c.n_embd,
-         cat("--ffn-hidden ", c.ffn_width(), ": folio writes GPT-2's 4C feed-forward (", 4 * c.n_embd,
-             "); train without --ffn-hidden"));
-  refuse(c.bigram, "--bigram: GPT-2 has no bigram table; train without --bigram");
-  refuse(c.x0_shortcut, "--x0-shortcut: GPT-2's blocks take only the previous block's output; train without --x0-shortcut");
-  refuse(c.value_embed, "--value-embed: GPT-2's attention has no value embeddings; train without --value-embed");
-  refuse(c.unet_skips, "--unet-skips: GPT-2's blocks take only the previous block's output; train without --unet-skips");
-  // Not refused: zero_init_proj, drop_path and dropout_at shape training only; the
-  // multi-token head is left out (generation never runs it); an untied output layer is
-  // GPT-2's lm_head.weight with tie_word_embeddings false.
+  // The model options: what their rows' HF answers refuse (nn/model_options.cpp).
+  std::vector<std::string> why = nn::option_refusals(c, &nn::ModelOption::hf);
+  // The rest of the model: GPT-2's GELU, and its biases (the --gpt2-biases row asks
+  // for their layout).
+  if (c.activation != nn::Activation::gelu_tanh && c.activation != nn::Activation::gelu)
+    why.push_back(cat("--activation ", nn::to_string(c.activation), ": GPT-2's feed-forward is a GELU; train with "
+                      "--activation gelu-tanh (its gelu_new) or gelu"));
+  if (!c.bias) why.push_back("--no-bias: GPT-2 has a bias on every Linear; train with --gpt2-biases");
   return why;
 }
 
@@ -176,17 +160,23 @@ std::vector<std::string> write_hf(const nn::GPT& model, const Tokenizer& tokeniz
   add("ln_f.bias", copy(model.ln_f->bias));
   if (!c.tie_weights) out.push_back({"lm_head.weight", copy(model.lm_head->weight)});
 
+  // --dropout where --dropout-at applies it: GPT-2's embedding, attention weights and
+  // residual branches.
+  const bool all = c.dropout_at == nn::DropoutAt::all;
+  const double attn_pdrop = all || c.dropout_at == nn::DropoutAt::attention ? c.dropout : 0.0;
+  const double resid_pdrop = all || c.dropout_at == nn::DropoutAt::residual ? c.dropout : 0.0;
   Json::Object config{{"activation_function", c.activation == nn::Activation::gelu_tanh ? "gelu_new" : "gelu"},
                       {"architectures", Json(Json::Array{Json("GPT2LMHeadModel")})},
-                      {"attn_pdrop", double(c.dropout)},
-                      {"embd_pdrop", double(c.dropout)},
-                      {"resid_pdrop", double(c.dropout)},
+                      {"attn_pdrop", attn_pdrop},
+                      {"embd_pdrop", all ? double(c.dropout) : 0.0},
+                      {"resid_pdrop", resid_pdrop},
                       {"initializer_range", 0.02},
                       {"layer_norm_epsilon", double(kLayerNormEps)},
                       {"model_type", "gpt2"},
                       {"n_ctx", c.block_size},
                       {"n_embd", c.n_embd},
                       {"n_head", c.n_head},
+                      {"n_inner", c.ffn_hidden > 0.0f ? Json(c.ffn_width()) : Json()},  // null: 4C
                       {"n_layer", c.n_layer},
                       {"n_positions", c.block_size},
                       {"tie_word_embeddings", c.tie_weights},

@@ -8,7 +8,8 @@
 //   wte.weight (V, C)   wpe.weight (T, C)   ln_f.weight, ln_f.bias (C)
 //   h.N.ln_1.weight/bias (C)   h.N.ln_2.weight/bias (C)
 //   h.N.attn.c_attn.weight (C, 3C) + bias (3C)   h.N.attn.c_proj.weight (C, C) + bias (C)
-//   h.N.mlp.c_fc.weight (C, 4C) + bias (4C)      h.N.mlp.c_proj.weight (4C, C) + bias (C)
+//   h.N.mlp.c_fc.weight (C, H) + bias (H)        h.N.mlp.c_proj.weight (H, C) + bias (C)
+//   (H: config.json's n_inner, null for 4C; folio's --ffn-hidden)
 //   lm_head.weight (V, C): absent or equal to wte (tied), else an untied output layer
 // HF's Conv1D stores its weight (in, out), y = x W + b: folio's Linear is (out, in), so
 // every one is transposed. c_attn's columns are [q | k | v], head h at h * HS inside
@@ -32,7 +33,8 @@ namespace folio {
 ImportedModel model_from_hf(const std::string& dir);
 
 // Why GPT2LMHeadModel cannot hold this model, one line per reason, each naming the
-// flag that would make it exportable; empty when it can.
+// flag that would make it exportable; empty when it can. The model options' lines are
+// their rows' HF answers (nn/model_options.h); the activation and biases are checked here.
 std::vector<std::string> hf_refusals(const nn::GPTConfig& config);
 
 // Writes config.json, model.safetensors and, for a bytebpe tokenizer, vocab.json and

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "data/dataset.h"
+#include "base/read_file.h"
 #include "io/hf_gpt2.h"
 #include "io/json.h"
 #include "io/safetensors.h"
@@ -82,7 +82,10 @@ nn::GPTConfig read_config(const std::string& path) {
   const Json* eps = c.get("layer_norm_epsilon");
   if (eps && !(eps->is_number() && float(eps->as_double()) == kLayerNormEps))
     fail("hf", path, ": layer_norm_epsilon ", eps->dump(), " is not supported: folio's LayerNorm uses ", kLayerNormEps);
-  c.must_be("n_inner", Json(4 * g.n_embd), cat("folio's feed-forward is 4 x n_embd = ", 4 * g.n_embd));
+  if (const Json* inner = c.get("n_inner"); inner && !inner->is_null()) {  // null: 4C, as g's default
+    const int64_t H = c.integer("n_inner", nn::GPTConfig::kMaxFfnHidden);
+    g.ffn_hidden = H == 4 * g.n_embd ? 0.0f : float(H);
+  }
   c.must_be("scale_attn_weights", Json(true), "folio scales the scores by head_size^-0.5");
   c.must_be("scale_attn_by_inverse_layer_idx", Json(false), "folio does not scale the scores by layer");
   c.must_be("add_cross_attention", Json(false), "folio's blocks have no cross-attention");
@@ -148,7 +151,7 @@ ImportedModel model_from_hf(const std::string& dir) {
     const std::string name = t.name.starts_with("transformer.") ? t.name.substr(12) : t.name;
     if (!s.by_name.emplace(name, &t.tensor).second) fail("hf", f.path, ": tensor ", name, " appears twice");
   }
-  const int64_t C = c.n_embd, V = c.vocab_size, HS = C / c.n_head;
+  const int64_t C = c.n_embd, V = c.vocab_size, HS = C / c.n_head, H = c.ffn_width();  // H: n_inner, 4C unless given
   const Tensor& wte = s.take("wte.weight", {V, C});
   // Tied (HF's default), HF's model reads wte for its output whatever lm_head.weight
   // holds: one that differs is refused rather than silently dropped. Untied, it is needed.
@@ -203,9 +206,9 @@ ImportedModel model_from_hf(const std::string& dir) {
     copy(m + "attn.proj.bias", s.take(h + "attn.c_proj.bias", {C}));
     copy(m + "ln2.weight", s.take(h + "ln_2.weight", {C}));
     copy(m + "ln2.bias", s.take(h + "ln_2.bias", {C}));
-    transpose(m + "ffwd.fc.weight", s.take(h + "mlp.c_fc.weight", {C, 4 * C}));
-    copy(m + "ffwd.fc.bias", s.take(h + "mlp.c_fc.bias", {4 * C}));
-    transpose(m + "ffwd.proj.weight", s.take(h + "mlp.c_proj.weight", {4 * C, C}));
+    transpose(m + "ffwd.fc.weight", s.take(h + "mlp.c_fc.weight", {C, H}));
+    copy(m + "ffwd.fc.bias", s.take(h + "mlp.c_fc.bias", {H}));
+    transpose(m + "ffwd.proj.weight", s.take(h + "mlp.c_proj.weight", {H, C}));
     copy(m + "ffwd.proj.bias", s.take(h + "mlp.c_proj.bias", {C}));
     for (const char* buffer : {"attn.bias", "attn.masked_bias"}) s.taken.insert(h + buffer);  // the mask, not weights
   }

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "io/config_json.h"
 #include "python/bindings.h"
 
 namespace folio::python {
@@ -28,7 +29,26 @@ std::string shape_text(const py::array& a) {
 
 std::string text_argument(const py::handle& obj, const char* what) {
   if (!py::isinstance<py::str>(obj)) throw WrongType(cat(what, " must be a str, got ", type_name(obj)));
-  return obj.cast<std::string>();
+  // A str may hold a lone surrogate ("\ud800"), which has no UTF-8: a ValueError that
+  // says where, not pybind11's "Unable to cast".
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(obj.ptr(), &size);
+  if (!utf8) {
+    PyErr_Clear();
+    const py::str s = py::reinterpret_borrow<py::str>(obj);
+    Py_ssize_t at = 0;
+    const Py_ssize_t n = PyUnicode_GetLength(s.ptr());
+    while (at < n && !Py_UNICODE_IS_SURROGATE(PyUnicode_ReadChar(s.ptr(), at))) ++at;
+    throw Error(cat(what, " is not valid Unicode text: a lone surrogate at character ", at,
+                    " (a str that came from undecodable bytes, e.g. through errors='surrogateescape')"));
+  }
+  return std::string(utf8, size_t(size));
+}
+
+py::dict config_dict(const nn::GPTConfig& c) {
+  py::dict d = py::module_::import("json").attr("loads")(to_json(c).dump());
+  d["seed"] = py::int_(c.seed);
+  return d;
 }
 
 py::str utf8_text(const std::string& bytes) {

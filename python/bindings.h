@@ -47,6 +47,11 @@ struct WrongType : std::runtime_error {
 // long calls ask between steps, with the GIL taken for the moment of asking.
 void check_signals();
 
+// A model's options as a dict, each value of its own Python type: "seed" an int (the
+// checkpoint's JSON writes it as a string, since a uint64 may not fit JSON's integers),
+// a width such as "ffn_hidden" an int.
+py::dict config_dict(const nn::GPTConfig& c);
+
 // A Python object's text as UTF-8 (a str), or TypeError naming `what`.
 std::string text_argument(const py::handle& obj, const char* what);
 // Bytes as a str; a byte that is not part of a UTF-8 character becomes U+FFFD (a token

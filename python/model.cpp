@@ -156,7 +156,7 @@ void bind_model(py::module_& m) {
   py::class_<Loaded, LoadedPtr> model(m, "Model", "A trained model, loaded with folio.load(path).");
   model.def_property_readonly(
            "config",
-           [](const Loaded& l) { return py::module_::import("json").attr("loads")(to_json(model_of(l).config()).dump()); },
+           [](const Loaded& l) { return config_dict(model_of(l).config()); },
            "The model's options as a dict (block_size, n_layer, n_head, n_embd, vocab_size, ...), as saved.")
       .def_property_readonly("tokenizer", [](const Loaded& l) { return TokenizerRef{l.ck.tokenizer}; },
                              "The model's Tokenizer.")

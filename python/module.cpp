@@ -39,14 +39,11 @@ PYBIND11_MODULE(_folio, m) {
   });
   m.def(
       "set_threads",
-      [](int n) {
-        if (n < 0) throw Error(cat("[set_threads] n must be >= 0 (0: every core), got ", n));
-        set_num_threads(n);
-      },
+      [](int64_t n) { set_num_threads(n); },  // outside [0, kMaxThreads]: a ValueError
       py::arg("n"),
       "Sets how many threads folio's computations use when called from this Python thread.\n\n"
       "Args:\n"
-      "    n: threads (0: every core, or OMP_NUM_THREADS when set). Each Python thread has its\n"
+      "    n: threads, 0 to 1024 (0: every core, or OMP_NUM_THREADS when set). Each Python thread has its\n"
       "       own count, as OpenMP keeps one per thread: a thread that generates beside others\n"
       "       may take 1.");
   m.def("threads", &num_threads, "The number of threads folio's computations use from this Python thread.");

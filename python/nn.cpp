@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "cli/common.h"
+#include "base/edit_distance.h"
 #include "io/config_json.h"
 #include "nn/transformer.h"
 #include "python/bindings.h"
@@ -55,7 +55,7 @@ nn::GPTConfig gpt_config(const py::kwargs& options, uint64_t seed) {
       std::string near, known;
       for (const auto& f : fields) {
         known += cat(known.empty() ? "" : ", ", f.first);
-        if (near.empty() && cli::edit_distance(key, f.first) <= 2) near = f.first;
+        if (near.empty() && edit_distance(key, f.first) <= 2) near = f.first;
       }
       throw Error(cat("[GPT] unknown option '", key, "'", near.empty() ? "" : cat(" (did you mean ", near, "?)"),
                       "; the options are ", known));
@@ -250,7 +250,7 @@ void bind_gpt(py::module_& m) {
           "while its dropout is on (they would share its mask generator).")
       .def_property_readonly(
           "config",
-          [](const nn::GPT& g) { return py::module_::import("json").attr("loads")(to_json(g.config()).dump()); },
+          [](const nn::GPT& g) { return config_dict(g.config()); },
           "The options as a dict, as a checkpoint saves them.")
       .def("__repr__", [](const nn::GPT& g) {
         const nn::GPTConfig& c = g.config();

@@ -41,9 +41,7 @@ ROOMS = {
 }
 
 # (file, included header): the arrows still to remove, and what removes each.
-KNOWN = {
-    ("train/generate.h", "infer/generator.h"): "the old header's forward, kept for one release of the package",
-}
+KNOWN = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"', re.M)
 

@@ -32,7 +32,8 @@ folio=$(realpath "${2:?usage: netns-mpi.sh test|bench FOLIO}")
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=/usr/bin/python3
 skip() { echo "skipped: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for ip netns"
+# CI runs the test in scripts/test-fresh.sh's root, as root.
+[ "$(id -u)" -eq 0 ] || skip "needs root for ip netns (sudo ctest --test-dir build -R MPI.TwoNamespacesOverTcp runs it)"
 command -v ip >/dev/null || skip "no ip (iproute2)"
 command -v mpirun >/dev/null || skip "no mpirun"
 "$python" -c "import numpy" 2>/dev/null || skip "$python has no numpy"
@@ -40,7 +41,11 @@ command -v mpirun >/dev/null || skip "no mpirun"
 # process, so that a skip leaves nothing behind: the rights to make a network and a
 # mount namespace (ip netns exec needs both) and veth links.
 command -v unshare >/dev/null || skip "no unshare (util-linux)"
-unshare --net --mount true 2>/dev/null || skip "cannot make network and mount namespaces here"
+if ! unshare --net --mount true 2>/dev/null; then
+  mountpoint -q / || skip "cannot make network and mount namespaces: / is not a mount point (a chroot?), and" \
+    "ip netns exec needs it to be one (scripts/test-fresh.sh binds its root onto itself for this test)"
+  skip "cannot make network and mount namespaces here (a container without CAP_SYS_ADMIN?)"
+fi
 unshare --net ip link add fprobe0 type veth peer name fprobe1 2>/dev/null || skip "cannot make a veth link here"
 [ -d /run ] && [ -w /run ] || skip "/run is not writable (ip netns keeps its namespaces in /run/netns)"
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages folio builds against, only those that are missing,
 # plus any given as arguments (scripts/fuzz.sh and bench/peer/compare.sh add theirs).
-# With --only, installs just the packages given (scripts/test-fresh.sh's tools).
+# With --only, installs just the packages given (scripts/test-fresh.sh's tools); with
+# --tests, just the packages only some tests use (scripts/test.sh installs them).
 #   bash scripts/setup.sh
+#   bash scripts/setup.sh --tests
 #   bash scripts/setup.sh clang libomp-14-dev
 #   bash scripts/setup.sh --only mmdebstrap zstd
 #
@@ -39,9 +41,16 @@ build_packages=(
   python3-matplotlib             # examples/python/attention_heatmap.py, which the Python tests run
   python3-yaml                   # tests: llama.cpp's gguf-py (tests/hf_gpt2_ggufpy.py) imports yaml
 )
+# Beyond the build's: scripts/run.sh does without these, so they are not above.
+test_packages=(
+  chromium                       # tests: folio serve's page in a real browser (Serve.PageInChromium);
+                                 # 166 packages, about 70 s
+)
 if [ "${1:-}" = "--only" ]; then
   shift
   packages=("$@")
+elif [ "${1:-}" = "--tests" ]; then
+  packages=("${test_packages[@]}")
 else
   packages=("${build_packages[@]}" "$@")
 fi

@@ -1,5 +1,6 @@
 #include "serve/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,22 @@ const json* field(const json& j, const char* name) {
 }
 
 void bad(const char* name, const std::string& what) { throw ApiError(400, cat(name, " ", what), name); }
+
+void refuse_unknown(const json& j, std::vector<std::string_view> known) {
+  known.insert(known.end(), {"model", "temperature", "top_p", "top_k", "seed", "stop", "stream", "n"});  // parse_sampling's
+  // OpenAI's own fields that change nothing for one local model: accepted, and ignored.
+  known.insert(known.end(), {"user", "metadata", "store", "service_tier", "stream_options"});
+  for (const auto& [key, value] : j.items()) {
+    if (value.is_null() || std::find(known.begin(), known.end(), key) != known.end()) continue;
+    // A penalty of 0 and an empty logit_bias are what folio does anyway.
+    if ((key == "frequency_penalty" || key == "presence_penalty") && value.is_number() && value.get<double>() == 0.0)
+      continue;
+    if (key == "logit_bias" && value.is_object() && value.empty()) continue;
+    std::string names;
+    for (const std::string_view k : known) names += cat(names.empty() ? "" : ", ", k);
+    throw ApiError(400, cat("Unrecognized request argument supplied: ", key, " (this endpoint takes ", names, ")"), key);
+  }
+}
 
 double number(const json& j, const char* name, double lo, double hi) {
   if (!j.is_number()) bad(name, cat("must be a number, got ", j.type_name()));
@@ -90,6 +107,7 @@ CompletionRequest parse_completion(const std::string& body, const Tokenizer& tok
     bad("best_of", "must be 1");
   if (field(j, "logprobs")) bad("logprobs", "is not supported");
   if (const json* v = field(j, "echo"); v && !(v->is_boolean() && !v->get<bool>())) bad("echo", "is not supported");
+  refuse_unknown(j, {"prompt", "max_tokens", "best_of", "logprobs", "echo"});
   r.sample.validate();  // the same rules as folio generate (already met here)
   return r;
 }

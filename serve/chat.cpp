@@ -91,6 +91,7 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
     if (field(j, unsupported)) bad(unsupported, "is not supported: this model reads and writes plain text");
   if (const json* v = field(j, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()))
     bad("logprobs", "is not supported");
+  refuse_unknown(j, {"messages", "max_tokens", "max_completion_tokens", "logprobs"});
   r.sample.validate();
   return r;
 }

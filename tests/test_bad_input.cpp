@@ -219,7 +219,8 @@ TEST_F(BadInput, Files) {
       {{"train", "--data", at("corpus.txt"), "--out", at("file.txt/sub")}, {"file.txt", "not a directory"}},
       {{"train", "--data", at("corpus.txt"), "--out", at("file.txt")}, {"file.txt", "not a directory"}},
       // Resuming: nothing to resume, a damaged state, an architecture that differs.
-      {{"train", "--resume", "--out", at("empty_dir")}, {"empty_dir/state.safetensors", "cannot open"}},
+      {{"train", "--resume", "--out", at("empty_dir")},
+       {"empty_dir/state.safetensors", "holds no checkpoint to continue"}},
       {{"train", "--resume", "--out", at("bad_state")}, {"bad_state/state.safetensors"}},
       {{"train", "--resume", "--out", at("run"), "--n-layer", "3"}, {"--n-layer", "cannot change"}},
       {{"train", "--resume", "--out", at("run"), "--n-embd", "32"}, {"--n-embd", "cannot change"}},

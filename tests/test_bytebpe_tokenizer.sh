@@ -12,7 +12,7 @@ set -euo pipefail
 folio=$1
 here=$(cd "$(dirname "$0")/.." && pwd)
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: js-tiktoken needs node and npm, absent here"
+  echo "skipped: js-tiktoken needs node and npm, absent here (bash scripts/test.sh fetches Node 20 and npm into build/node)"
   exit 77
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-bytebpe.XXXXXX")

@@ -268,11 +268,13 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   const Result p = folio("plot " + run_dir() + " " + run_dir() + "/log.csv --out " + plot);
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_NE(p.out.find("(2 runs)"), std::string::npos) << p.out;
-  const Result bits = folio("plot " + run_dir() + " --y bpb --out " + plot);
+  // The same --out again replaces it only when asked to.
+  EXPECT_EQ(folio("plot " + run_dir() + " --y bpb --out " + plot).code, 2);
+  const Result bits = folio("plot " + run_dir() + " --y bpb --overwrite --out " + plot);
   ASSERT_EQ(bits.code, 0) << bits.err;
   EXPECT_NE(testing::slurp(plot).find("bits per byte against step"), std::string::npos);
   // Any column of the log: the gradient norm the divergence guards log.
-  const Result norm = folio("plot " + run_dir() + " --y grad_norm --out " + plot);
+  const Result norm = folio("plot " + run_dir() + " --y grad_norm --overwrite --out " + plot);
   ASSERT_EQ(norm.code, 0) << norm.err;
   EXPECT_NE(testing::slurp(plot).find("grad_norm against step"), std::string::npos);
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{

@@ -70,6 +70,9 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
            {"train --config " + (dir_ / "noeq.ini"), "noeq.ini:1: expected a line such as 'max-iters = 5000'"},
            {"train --n-embed 64", "unknown option '--n-embed' (did you mean --n-embd?)"},
            {"train --max_iters 64", "(did you mean --max-iters?)"},
+           // A prefix is a typo too, not the one option it begins.
+           {"train --max-iter 5", "unknown option '--max-iter' (did you mean --max-iters?)"},
+           {"generate --max-new 5", "unknown option '--max-new' (did you mean --max-new-tokens?)"},
            {"trian --n-layer 1", "did you mean train?"}}) {
     const Result r = folio(args + " --out " + (dir_ / "x"));
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
@@ -87,6 +90,7 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"train --n-head 3", "--n-embd 128 is not divisible by --n-head 3 (--n-embd: the default)"},
            {"train --lr inf", "--lr must be positive, got inf\n"},
            {"train --grad-accum 0", "--grad-accum must be positive, got 0\n"},
+           {"train --ffn-hidden 100.5", "--ffn-hidden must be a whole number in [0, "},
            {"train --overlap maybe", "--overlap must be on or off, got 'maybe'\n"},
            {"train --comm-timeout -1", "--comm-timeout must be >= 0, got -1\n"},
            {"train --config " + (dir_ / "inf.ini"), "--lr must be positive, got inf (--lr from --config "},

@@ -233,6 +233,94 @@ TEST_F(CliRuns, WarmupLongerThanTheRunWarns) {
   testing::expect_contains(r.err, {"warning: --warmup-iters 10 is not shorter than the run (--max-iters 4)"});
 }
 
+// The default warm-up fits a short run (a tenth of it, here 3 steps), so it warns of
+// nothing; warnings come only for a run that starts, not before an error.
+TEST_F(CliRuns, TheDefaultWarmupFitsAShortRunAndWarningsWaitForTheStart) {
+  const std::string no_warmup = "train --data " + corpus_ + " --out " + run_ +
+                                " --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-iters 1"
+                                " --threads 1 --max-iters 30 --quiet";
+  const Result r = folio(no_warmup);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  testing::expect_contains(folio("info --checkpoint " + run_).out, {"--warmup-iters 3 "});
+  const Result bad = folio("train --data " + (dir_ / "missing.txt") + " --out " + (dir_ / "other") +
+                           " --max-iters 4 --warmup-iters 10 --seq-warmup 10 --block-size 8");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err.find("warning"), std::string::npos) << bad.err;
+}
+
+// The first evaluation, before any step, says it has begun (on a large vocabulary it
+// takes a while); --quiet keeps it quiet.
+TEST_F(CliRuns, TheFirstEvaluationSaysItHasBegun) {
+  const Result r = folio(train(3, run_));
+  ASSERT_EQ(r.code, 0) << r.err;
+  testing::expect_contains(r.err, {"evaluating step 0 on 2 batches (train and val)..."});
+  EXPECT_EQ(r.err.find("evaluating step 3"), std::string::npos) << r.err;
+  const Result quiet = folio(train(3, run_) + " --overwrite --quiet");
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+}
+
+// Step 0's evaluation is a candidate for best like any other: a fine-tune that only
+// makes the model worse keeps the weights it started from as best.safetensors, and
+// folio info's best val is the log's lowest (the one folio plot names).
+TEST_F(CliRuns, StepZeroCanBeTheBest) {
+  ASSERT_EQ(folio(train(30, run_) + " --quiet").code, 0);
+  const std::string tuned = dir_ / "tuned";
+  const Result t = folio("train --init-from " + run_ + " --data " + corpus_ + " --out " + tuned +
+                         " --max-iters 5 --eval-interval 5 --eval-iters 4 --lr 0.3 --threads 1 --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::vector<std::string> log = rows(tuned);
+  ASSERT_EQ(log.size(), 2u) << testing::slurp(tuned + "/log.csv");
+  double lowest = cell(log[0], 2);
+  for (const std::string& row : log) lowest = std::min(lowest, cell(row, 2));
+  ASSERT_EQ(lowest, cell(log[0], 2)) << "the fine-tune did not make the model worse: " << testing::slurp(tuned + "/log.csv");
+  EXPECT_EQ(load_model(tuned + "/best.safetensors").step, 0);
+  char best[32];
+  std::snprintf(best, sizeof best, "best val     %.4f", lowest);
+  testing::expect_contains(folio("info --checkpoint " + tuned).out, {best});
+}
+
+// A run whose state.safetensors cannot be read still has its weights: info shows them
+// and eval evaluates them (--data given), each with a warning that names the file; only
+// --resume needs it.
+TEST_F(CliRuns, InfoAndEvalReadARunWhoseStateIsUnreadable) {
+  ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
+  const std::string state = run_ + "/state.safetensors";
+  testing::spit(state, testing::slurp(state).substr(0, 100));  // cut short
+  const Result info = folio("info --checkpoint " + run_);
+  EXPECT_EQ(info.code, 0) << info.err;
+  testing::expect_contains(info.out, {"step         10", "parameters"});
+  testing::expect_contains(info.err, {"warning: " + state + " cannot be read"});
+  const Result eval = folio("eval --checkpoint " + run_ + "/best.safetensors --data " + corpus_);
+  EXPECT_EQ(eval.code, 0) << eval.err;
+  testing::expect_contains(eval.out, {"loss "});
+  testing::expect_contains(eval.err, {"warning: " + state + " cannot be read", "0.1 is used"});
+  const Result no_data = folio("eval --checkpoint " + run_);
+  EXPECT_EQ(no_data.code, 2);
+  testing::expect_contains(no_data.err, {"--data is needed: " + state + " cannot be read"});
+  EXPECT_NE(folio("train --out " + run_ + " --resume --max-iters 20").code, 0);
+}
+
+// A directory left by a run that saved no checkpoint (killed before its first save)
+// cannot be resumed: the refusal names only what works, --resume says why it cannot,
+// and --overwrite starts it again.
+TEST_F(CliRuns, ARunWithoutACheckpointIsNotOfferedToResume) {
+  fs::create_directories(run_);
+  testing::spit(run_ + "/log.csv", "step,train_loss,val_loss\n");
+  const Result again = folio(train(10, run_));
+  EXPECT_EQ(again.code, 2);
+  testing::expect_contains(again.err, {"--out " + run_ + " already holds the files of a run that saved no checkpoint",
+                                       "--overwrite"});
+  EXPECT_EQ(again.err.find("--resume"), std::string::npos) << again.err;
+  const Result resume = folio(train(10, run_) + " --resume");
+  EXPECT_EQ(resume.code, 2);
+  testing::expect_contains(resume.err, {"--resume: " + run_ + " holds no checkpoint to continue", "--overwrite"});
+  const Result over = folio(train(10, run_) + " --overwrite --quiet");
+  ASSERT_EQ(over.code, 0) << over.err;
+  EXPECT_EQ(load_model(run_).step, 10);
+}
+
 // A warm-up with nothing to grow: a context of one stage, a batch of one sequence.
 TEST_F(CliRuns, WarmupsWithNothingToGrowWarn) {
   const std::string run = "train --data " + corpus_ + " --out " + run_ +

@@ -217,7 +217,10 @@ TEST_P(StopSignal, SavesACheckpointAndExitsWithTheSignalsCode) {
   const std::string by = std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
   EXPECT_NE(err.find(by), std::string::npos) << err;
   EXPECT_NE(err.find("checkpoint saved in " + run), std::string::npos) << err;
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // Besides, not --quiet, the line that step 0's evaluation has begun.
+  const bool evaluating = sig == SIGINT;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), evaluating ? 2 : 1) << err;
+  EXPECT_EQ(err.rfind("evaluating step 0 ", 0) == 0, evaluating) << err;
   expect_loadable(d, run);
   EXPECT_EQ(load_model(run).step, step);
   EXPECT_EQ(load_state(run + "/state.safetensors").step, step);
@@ -285,7 +288,9 @@ Result run_diverging(const TempDir& d, const std::string& corpus, const std::str
   args.insert(args.end(), {"--on-divergence", "off"});
   const Result r = run_folio(args, d.path);
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Besides the line that step 0's evaluation has begun.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+  EXPECT_EQ(r.err.rfind("evaluating step 0 ", 0), 0u) << r.err;
   return r;
 }
 
@@ -316,16 +321,20 @@ TEST(CrashSafety, DivergenceStopsAtTheStepAndKeepsTheLastGoodCheckpoint) {
   EXPECT_EQ(e.out.find("inf"), std::string::npos) << e.out;
 }
 
-// Divergence before the first checkpoint: the message must not promise one.
-TEST(CrashSafety, DivergenceBeforeAnyCheckpointSaysSo) {
+// Divergence in the first steps: step 0's evaluation saved the weights the run started
+// from, and the message names that checkpoint.
+TEST(CrashSafety, DivergenceInTheFirstStepsKeepsTheStartsCheckpoint) {
   TempDir d("crash_diverge0");
   const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
   // The first step's update makes the weights ~1e30: the next forward overflows.
   const Result r = run_diverging(d, corpus, run, "1", "1e30");
   ASSERT_EQ(r.code, 1);
   EXPECT_GE(number_after(r.err, "at step "), 0) << r.err;
-  EXPECT_NE(r.err.find("no checkpoint"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(run + "/model.safetensors"));
+  expect_contains(r.err, {"the checkpoint of step 0 (the last saved, val loss ", "best.safetensors there holds step 0"});
+  expect_loadable(d, run);
+  EXPECT_EQ(load_model(run).step, 0);
+  EXPECT_TRUE(all_finite(*load_model(run).model));
+  EXPECT_EQ(load_state(run + "/state.safetensors").step, 0);
 }
 
 }  // namespace

@@ -217,6 +217,54 @@ TEST(Divergence, ALearningRateThatDivergesStopsAfterMaxRollbacks) {
   EXPECT_EQ(last_row(d / "run").at("rollbacks"), 3);
 }
 
+// Rollbacks before the run's next evaluation are in its log all the same: each adds the
+// row of the step it went back to, with the counts (here 3 rollbacks to step 0, then a
+// fourth divergence stops the run before step 10's evaluation).
+TEST(Divergence, RollbacksBeforeTheNextEvaluationAreLogged) {
+  TempDir d("diverge_logged");
+  const Result r =
+      run_folio(with(tiny(d, "run", 20), "--fault-inject nan-grad@3,nan-grad@5,nan-grad@7,nan-grad@8"), d.path);
+  ASSERT_EQ(r.code, 3) << r.err;
+  expect_contains(r.err, {"(rollback 3 of --max-rollbacks 3)", "the run stops (--on-divergence rollback after 3"});
+  const auto row = last_row(d / "run");
+  EXPECT_EQ(row.at("step"), 0);
+  EXPECT_EQ(row.at("rollbacks"), 3);
+  EXPECT_NEAR(row.at("lr"), 3e-3 / 6 * 0.125, 1e-9) << "step 0's lr at 1/8 of the schedule's";
+  std::ifstream in(d / "run/log.csv");
+  std::string header, first;
+  std::getline(in, header), std::getline(in, first);
+  EXPECT_EQ(std::stod(first.substr(first.find(',', first.find(',') + 1) + 1)), row.at("val_loss"))
+      << "the row of step 0, repeated";
+  EXPECT_EQ(expect_finite_run(d / "run"), 0);
+}
+
+// A gradient value past 1.8e19 (finite: with --grad-clip 0 nothing scales it) overflows
+// AdamW's second moment while the weights stay finite. The evaluation after it must not
+// save a state that cannot be read back: the guards roll back from it like from any
+// divergence; with them off the run fails, saying honestly what it keeps (the last
+// checkpoint's val loss is said, not called sound, and which step best.safetensors holds).
+TEST(Divergence, AStateThatWouldNotReadBackIsNeverSaved) {
+  TempDir d("diverge_state");
+  const Result r = run_folio(with(tiny(d, "run", 30), "--grad-clip 0 --fault-inject huge-grad@12"), d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_contains(r.err, {"the optimizer's adamw.v became inf at step 20: rolled back to step 10"});
+  EXPECT_EQ(expect_finite_run(d / "run"), 30);
+  EXPECT_EQ(run_folio(words("info --checkpoint " + (d / "run")), d.path).code, 0);
+
+  const Result off = run_folio(
+      with(tiny(d, "off", 30), "--grad-clip 0 --fault-inject huge-grad@12 --on-divergence off"), d.path);
+  ASSERT_EQ(off.code, 1) << off.err;
+  expect_contains(off.err, {"the optimizer's adamw.v became inf at step 20 (training diverged); the checkpoint of "
+                            "step 10 (the last saved, val loss ",
+                            "; --on-divergence off saves any finite evaluation) is kept in " + (d / "off"),
+                            "best.safetensors there holds step "});
+  EXPECT_EQ(off.err.find("evaluated sound"), std::string::npos) << off.err;
+  EXPECT_EQ(expect_finite_run(d / "off"), 10);
+  const Result info = run_folio(words("info --checkpoint " + (d / "off")), d.path);
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_EQ(info.err, "");
+}
+
 // --detect-anomaly names the op that put a NaN into its output (forward) or into its
 // input's gradient (backward), with its module and shape, and stops the run (exit 3)
 // with the checkpoint before it kept; the fault hits the first gelu of the forward pass

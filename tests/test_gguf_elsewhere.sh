@@ -14,23 +14,9 @@
 set -euo pipefail
 folio=$1
 here=$(cd "$(dirname "$0")/.." && pwd)
-python=/usr/bin/python3  # Debian's, where python3-numpy installs (scripts/setup.sh)
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: node-llama-cpp needs node and npm, absent here"
-  exit 77
-fi
-"$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
 command -v spm_train >/dev/null || { echo "skipped: no spm_train (Debian sentencepiece)"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/folio-gguf-elsewhere.XXXXXX")
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
-cache=$(cd "$(dirname "$folio")" && pwd)/tests  # the build tree's, kept between runs
 source "$here/tests/npm_package.sh"
-# The install and the llama.cpp clone GgufLlamaCpp and the gguf-py test already use.
-llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
-llama_cpp_npm "$llama_npm"
-src=$cache/llama-cpp-src
-llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
+llama_cpp_test gguf-elsewhere
 
 # The file made elsewhere: a SentencePiece BPE vocabulary of 400 pieces with byte fallback.
 head -c 200000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"

@@ -123,7 +123,8 @@ TEST(GgufLlama, EachMissingPartOfTheLlamaGraphIsRefusedNamingItsFlag) {
       {[](nn::GPTConfig& c) { c.activation = nn::Activation::gelu; }, {"--activation swiglu"}},
       {[](nn::GPTConfig& c) { c.norm = nn::Norm::layer; }, {"--norm rms"}},
       {[](nn::GPTConfig& c) { c.pos = nn::Positions::learned; }, {"--pos rope"}},
-      {[](nn::GPTConfig& c) { c.norm = nn::Norm::layer, c.pos = nn::Positions::learned; }, {"--norm rms", "--pos rope"}},
+      // In the table's order (nn/model_options.cpp): --pos, then --norm.
+      {[](nn::GPTConfig& c) { c.norm = nn::Norm::layer, c.pos = nn::Positions::learned; }, {"--pos rope", "--norm rms"}},
       {[](nn::GPTConfig& c) { c.bias = true; }, {"--no-bias"}},
   };
   for (const Row& row : rows) {

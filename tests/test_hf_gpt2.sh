@@ -7,6 +7,7 @@
 #     the reference's (HF's layout), to 1e-9: every tensor landed where it belongs;
 #   - folio export --format hf writes the same tensors back, bit for bit, and importing
 #     that gives the same checkpoint; so does the directory with unprefixed names;
+#   - an n_inner other than 4 x n_embd is --ffn-hidden, with the reference's loss;
 #   - folio train --init-from starts at the import's folio eval loss, the loss falls, and
 #     a resumed fine-tuning ends bit for bit where an uninterrupted one does;
 #   - bad directories are refused with exit 2, naming what is wrong, and a model
@@ -47,6 +48,19 @@ ours=$("$folio" eval --checkpoint "$work/run" --data "$work/corpus.txt" --split 
 theirs=$("$python" "$ref" loss "$work/hf" "$work/corpus.txt" | awk '{print $2}')
 echo "loss: folio eval $ours, numpy GPT-2 $theirs"
 near "$ours" "$theirs" 1e-5 || fail "folio eval's loss $ours is not the reference's $theirs"
+
+# An n_inner that is not 4 x n_embd is --ffn-hidden: the same loss, and export writes it back.
+mkdir "$work/inner"
+"$python" "$ref" write-inner "$work/inner"
+"$folio" import "$work/run-inner" --from-hf "$work/inner"
+"$folio" info --checkpoint "$work/run-inner" | grep -q -- "--ffn-hidden 24" || fail "n_inner 24 is not --ffn-hidden 24"
+ours=$("$folio" eval --checkpoint "$work/run-inner" --data "$work/corpus.txt" --split all --json --threads 1 |
+  "$python" -c 'import json, sys; print(json.load(sys.stdin)["loss"])')
+theirs=$("$python" "$ref" loss "$work/inner" "$work/corpus.txt" | awk '{print $2}')
+echo "n_inner 24: folio eval $ours, numpy GPT-2 $theirs"
+near "$ours" "$theirs" 1e-5 || fail "with n_inner 24, folio eval's loss $ours is not the reference's $theirs"
+"$folio" export --format hf "$work/run-inner" "$work/inner-out"
+grep -q '"n_inner": *24' "$work/inner-out/config.json" || fail "export did not write n_inner 24"
 
 # Logits of one sequence: HF's layout (the reference) against folio's (the import).
 ids=5,71,3,200,17,99,0,42,256,12

@@ -16,25 +16,9 @@
 set -euo pipefail
 folio=$1
 here=$(cd "$(dirname "$0")/.." && pwd)
-python=/usr/bin/python3  # Debian's, where python3-numpy installs (scripts/setup.sh)
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: node-llama-cpp and js-tiktoken need node and npm, absent here"
-  exit 77
-fi
-"$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/folio-ggufpy.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
-cache=$(cd "$(dirname "$folio")" && pwd)/tests  # the build tree's, kept between runs
 source "$here/tests/npm_package.sh"
+llama_cpp_test ggufpy
 npm_package "${FOLIO_BYTEBPE_NPM_DIR:-$cache/bytebpe-npm}" js-tiktoken@1.0.21
-# The same install as GgufLlamaCpp.GreedyTextAndProbabilitiesMatchFolio (and its flags:
-# the prebuilt linux-x64 binaries, no source build).
-llama_npm=${FOLIO_GGUF_NPM_DIR:-$cache/gguf-npm}
-llama_cpp_npm "$llama_npm"
-# llama.cpp's source, as the package bundles it: cloned once (5 s, 200 MB), kept.
-src=$cache/llama-cpp-src
-llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
 
 # 1. A GPT-2-shaped model with GPT-2's vocabulary. 5,000 bytes and 40 steps: what fits
 # the test's time with a 50,257-row output layer; the text it writes is mostly newlines,

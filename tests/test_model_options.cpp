@@ -16,6 +16,7 @@
 #include "autograd/kernels/matmul.h"
 #include "infer/decoder.h"
 #include "tests/gradcheck.h"
+#include "tests/option_values.h"
 #include "tests/support.h"
 #include "train/data_parallel.h"
 
@@ -41,32 +42,33 @@ GPTConfig all_options(GPTConfig c = tiny()) {
   return c;
 }
 
-// Each option alone on the tiny config, by name.
+// Each value of each option of the table alone on the tiny config, by name
+// (tests/option_values.h: a row added later is here too), and the activations and
+// combinations that are not one row's value. A value the tiny config cannot hold (the
+// U-net skips need two blocks) gets three blocks: the last takes the first's output,
+// the middle none.
 std::vector<std::pair<std::string, GPTConfig>> each_option() {
   std::vector<std::pair<std::string, GPTConfig>> out;
+  for (const ModelOption& o : model_options())
+    for (GPTConfig c : folio::testing::other_values(o, tiny())) {
+      std::string name = cat(o.key, "_", option_text(o, c));
+      std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+      try {
+        c.validate();
+      } catch (const Error&) {
+        c.n_layer = 3;
+      }
+      out.emplace_back(name, c);
+    }
   auto with = [&](const char* name, const std::function<void(GPTConfig&)>& set) {
     GPTConfig c = tiny();
     set(c);
     out.emplace_back(name, c);
   };
-  with("rope", [](GPTConfig& c) { c.pos = Positions::rope; });
-  with("qk_norm", [](GPTConfig& c) { c.qk_norm = true; });
   with("relu2", [](GPTConfig& c) { c.activation = Activation::relu2; });
   with("gelu_tanh", [](GPTConfig& c) { c.activation = Activation::gelu_tanh; });
-  with("zero_init_proj", [](GPTConfig& c) { c.zero_init_proj = true; });
-  with("logit_softcap", [](GPTConfig& c) { c.logit_softcap = 2.0f; });
-  with("tie_weights", [](GPTConfig& c) { c.tie_weights = true; });
-  with("bigram", [](GPTConfig& c) { c.bigram = true; });
-  with("x0_shortcut", [](GPTConfig& c) { c.x0_shortcut = true; });
-  with("value_embed", [](GPTConfig& c) { c.value_embed = true; });
-  with("mtp", [](GPTConfig& c) { c.mtp = 0.7f; });
-  with("gpt2_biases", [](GPTConfig& c) { c.gpt2_biases = true, c.tie_weights = true; });
-  with("ffn_hidden", [](GPTConfig& c) { c.ffn_hidden = 6.0f; });  // neither gelu's 4C (16) nor swiglu's
+  with("gpt2_biases_tied", [](GPTConfig& c) { c.gpt2_biases = true, c.tie_weights = true; });
   with("ffn_hidden_swiglu", [](GPTConfig& c) { c.activation = Activation::swiglu, c.ffn_hidden = 6.0f; });
-  with("unet_skips", [](GPTConfig& c) {  // three blocks: the last takes the first's output, the middle none
-    c.unet_skips = true;
-    c.n_layer = 3;
-  });
   return out;
 }
 
@@ -95,7 +97,9 @@ TEST_P(EachOption, GradOfLoss) {
   GPT gpt(for_gradcheck(c));
   redraw(gpt, 0.6f, 3);
   const std::vector<int32_t> ids{1, 3, 4, 0, 2, 2, 4, 0, 1, 3}, targets{3, 4, 0, 2, 2, 4, 1, 1, 4, 0};
-  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.forward(ids, 2, 5, targets).loss; }, gpt.parameters()));
+  const Rng::State masks = gpt.dropout_rng().state();  // every pass drops what the first does (--drop-path)
+  EXPECT_TRUE(gradcheck([&](const V&) { return gpt.dropout_rng().set_state(masks), gpt.forward(ids, 2, 5, targets).loss; },
+                        gpt.parameters()));
 }
 INSTANTIATE_TEST_SUITE_P(ModelOptions, EachOption, ::testing::Range(0, int(each_option().size())),
                          [](const auto& info) { return each_option()[size_t(info.param)].first; });

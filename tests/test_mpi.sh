@@ -29,8 +29,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/folio-mpi.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)
 head -c 40000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
+# The warm-up is given: its default is a tenth of --max-iters, which a run cut at step 16
+# and resumed to 30 would not share with a straight run to 30.
 model=(--data "$work/corpus.txt" --n-layer 2 --n-head 2 --n-embd 32 --block-size 16 --eval-iters 3 --dropout 0
-       --threads 1 --quiet)
+       --warmup-iters 100 --threads 1 --quiet)
 # A batch of 5: the ranks hold 2 and 3 sequences, so a wrong weighting of their
 # gradients changes the direction of the update (Adam does not see a uniform scale).
 common=("${model[@]}" --batch-size 5 --eval-interval 8)

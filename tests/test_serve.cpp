@@ -74,11 +74,18 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
       {"{\"prompt\": \"a\", \"n\": 2}", 400, "n", "must be 1"},
       {"{\"prompt\": \"a\", \"seed\": 1.5}", 400, "seed", "integer"},
       {"{\"prompt\": \"a\", \"logprobs\": 2}", 400, "logprobs", "not supported"},
+      // A field it does not know is refused, as OpenAI refuses it: ignored, it would be
+      // a setting the user believes took effect.
+      {"{\"prompt\": \"a\", \"max_token\": 5}", 400, "max_token", "Unrecognized request argument supplied: max_token"},
+      {"{\"prompt\": \"a\", \"repeat_penalty\": 1.1}", 400, "repeat_penalty", "this endpoint takes prompt, max_tokens"},
+      {"{\"prompt\": \"a\", \"presence_penalty\": 0.5}", 400, "presence_penalty", "Unrecognized"},
+      {"{\"prompt\": \"a\", \"logit_bias\": {\"1\": 5}}", 400, "logit_bias", "Unrecognized"},
   };
   expect_refused(cases, [&](const std::string& body) { serve::parse_completion(body, *tokenizer(), limits); });
   const auto r = serve::parse_completion(
       R"({"prompt": "ab", "max_tokens": 7, "temperature": 0, "top_k": 3, "seed": 5, "stop": "x", "stream": true,
-          "model": "any", "user": "u", "n": 1, "logprobs": null})",
+          "model": "any", "user": "u", "n": 1, "logprobs": null, "frequency_penalty": 0, "logit_bias": {},
+          "stream_options": {"include_usage": true}, "suffix": null})",
       *tokenizer(), limits);
   EXPECT_EQ(r.prompt.size(), 2u);
   EXPECT_EQ(r.sample.max_new_tokens, 7);

@@ -53,12 +53,14 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
       {R"({"messages": [{"role": "user", "content": "a"}], "n": 3})", 400, "n", "must be 1"},
       {R"({"messages": [{"role": "user", "content": "a"}], "tools": []})", 400, "tools", "not supported"},
       {R"({"messages": [{"role": "user", "content": "a"}], "logprobs": true})", 400, "logprobs", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "prompt": "b"})", 400, "prompt",
+       "Unrecognized request argument supplied: prompt"},
   };
   expect_refused(cases, [&](const std::string& body) { serve::parse_chat_completion(body, *tokenizer(), limits); });
   const auto r = serve::parse_chat_completion(
       R"({"model": "m", "messages": [{"role": "system", "content": "be"}, {"role": "user",
           "content": [{"type": "text", "text": "ab"}, {"type": "text", "text": "c"}]}],
-          "max_completion_tokens": 7, "seed": 5, "stop": "x", "stream": true, "logprobs": false})",
+          "max_completion_tokens": 7, "seed": 5, "stop": "x", "stream": true, "logprobs": false, "user": "u"})",
       *tokenizer(), limits);
   EXPECT_EQ(r.prompt, tokenizer()->encode("System:\nbe\n\nUser:\nabc\n\nAssistant:\n"));
   EXPECT_EQ(r.sample.max_new_tokens, 7);

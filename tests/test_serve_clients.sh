@@ -83,7 +83,7 @@ echo "SIGTERM: the stream was cut with [DONE], exit 0"
 
 # The official client.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: the openai npm client needs node and npm, absent here (curl and SIGTERM checks passed)"
+  echo "skipped: the openai npm client needs node and npm, absent here (bash scripts/test.sh fetches Node 20 and npm into build/node; curl and SIGTERM checks passed)"
   exit 77
 fi
 npm_dir=${FOLIO_SERVE_NPM_DIR:-$work/npm}

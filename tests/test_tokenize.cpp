@@ -138,6 +138,27 @@ TEST(Tokenize, InvalidUtf8BecomesReplacementCharacters) {
   EXPECT_NE(m.tokenizer_description.find("characters"), std::string::npos);
 }
 
+// Too few documents for a split by name (none of these hashes below 0.001): each
+// document's last val_fraction of characters validates instead, with a warning.
+TEST(Tokenize, TooFewDocumentsForANameSplitSplitEachByPosition) {
+  Tree t;
+  TokenizeOptions o;
+  o.inputs = {t.dir / "src"};
+  o.include = {"f1.c", "f2.c", "f3.c"};
+  o.out_dir = t.dir / "out";
+  o.tokenizer = {"char"};
+  o.val_fraction = 0.1;
+  for (const char* name : {"f1.c", "f2.c", "f3.c"}) spit(t.dir.path / "src" / name, std::string(100, 'x') + "\n");
+  std::vector<std::string> warnings;
+  const TokenManifest m = tokenize_corpus(o, [](const TokenizeProgress&) {}, [&](const std::string& w) { warnings.push_back(w); });
+  EXPECT_EQ(m.val.documents, 3);
+  EXPECT_EQ(m.val.chars, 3 * 11) << "the last 10 % of each document's 101 characters: 11 (from floor(90.9) on)";
+  EXPECT_EQ(m.train.chars, 3 * 90);
+  EXPECT_NE(m.val_rule.find("each document's last val_fraction of characters"), std::string::npos) << m.val_rule;
+  ASSERT_EQ(warnings.size(), 1u);
+  expect_contains(warnings[0], {"of the 3 documents, none fell into val by name", "each document's last 0.1"});
+}
+
 TEST(Tokenize, BadInputWritesNothing) {
   Tree t;
   auto options = [&](std::vector<std::string> inputs) {
@@ -151,8 +172,12 @@ TEST(Tokenize, BadInputWritesNothing) {
   expect_error([&] { tokenize(options({t.dir / "nothing"})); }, {"nothing", "no readable, non-empty text file"});
   TokenizeOptions o = options({t.dir / "src"});
   o.include = {"f1.c", "f2.c"};
+  // Two one-character documents cannot be split by name or by position.
+  spit(t.dir / "src/one.c", "a");
+  spit(t.dir / "src/two.c", "b");
+  o.include = {"one.c", "two.c"};
   o.val_fraction = 0.001;
-  expect_error([&] { tokenize(o); }, {"of the 2 documents, none fell into val", "larger --val-fraction"});
+  expect_error([&] { tokenize(o); }, {"2 documents: 2 characters are too few to split at --val-fraction 0.001"});
   EXPECT_FALSE(fs::exists(t.dir / "out")) << "nothing is written before the input is known good";
   // A directory that holds other files is not taken over; one with a manifest is only
   // replaced with --overwrite.

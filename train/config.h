@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "data/batch_sampler.h"
 
 namespace folio {
@@ -36,8 +37,15 @@ const char* to_string(OnDivergence d);  // "skip", "rollback", "stop", "off"
 struct TrainConfig {
   static constexpr int64_t kMaxBatch = int64_t(1) << 20, kMaxIters = int64_t(1) << 40;
   static constexpr double kMaxTime = 1e9;  // seconds: ~30 years
-  static constexpr int64_t kMaxThreads = 1 << 16;
+  static constexpr int64_t kMaxThreads = folio::kMaxThreads;  // autograd/parallel.h: every command's
   static constexpr int64_t kMaxSpikeWindow = 100000;  // steps: the window is saved with the run
+  // The warm-up a run gets when none is asked for: kWarmupIters steps, at most a tenth
+  // of a step limit, so that a short run (a 200-step fine-tune) spends most of its
+  // steps at --lr. A run saves the number it used.
+  static constexpr int64_t kWarmupIters = 100;
+  static int64_t default_warmup(int64_t max_iters) {
+    return max_iters > 0 && max_iters / 10 < kWarmupIters ? max_iters / 10 : kWarmupIters;
+  }
 
   std::string data;             // corpus path
   std::string recipe;           // the --config file the options came from ("" if none)

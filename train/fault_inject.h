@@ -3,6 +3,9 @@
 // never need), so that the divergence guards (train/divergence_guard.h) are tried
 // without touching the code they guard:
 //   nan-grad@K   one gradient value (the first of the first parameter) becomes NaN at step K
+//   huge-grad@K  that value becomes 1e30 at step K: finite, so the step goes through
+//                (with --grad-clip 0 nothing scales it), but its square overflows
+//                AdamW's second moment to inf, which a checkpoint must never hold
 //   inf-loss@K   the step's loss becomes +inf at step K (its gradients stay as they are)
 //   spike@K      the step's loss becomes 10x the mean of the guard's window at step K
 //   nan-forward:OP@K   the first op named OP (autograd/ops.h: gelu, matmul, linear, ...) in
@@ -21,8 +24,8 @@
 
 namespace folio {
 
-enum class FaultKind { nan_grad, inf_loss, spike, nan_forward, nan_backward };
-const char* to_string(FaultKind k);  // "nan-grad", "inf-loss", "spike", "nan-forward", "nan-backward"
+enum class FaultKind { nan_grad, inf_loss, spike, nan_forward, nan_backward, huge_grad };
+const char* to_string(FaultKind k);  // "nan-grad", "inf-loss", "spike", "nan-forward", "nan-backward", "huge-grad"
 
 struct Fault {
   FaultKind kind;

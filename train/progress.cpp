@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -201,7 +202,7 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
     t_hooks.on_step({{"step", double(step + 1)}, {"loss", loss}, {"lr", lr}, {"tokens_per_sec", tokens_per_sec_},
                      {"train_s", train_seconds}});
   eta_.step_done(elapsed(), evaluated_since_step_);
-  evaluated_since_step_ = false;
+  evaluated_since_step_ = false, say_evaluating_ = false;
   const bool log_now = (step + 1) % o_.log_interval == 0;
   if (log_now) window_start_ = train_seconds, window_tokens_ = 0;
   if (o_.quiet || !(live_ || log_now)) return;
@@ -244,6 +245,30 @@ void Progress::step_done(int64_t step, float loss, float lr, double train_second
   std::fflush(stdout);
 }
 
+void Progress::evaluating(int64_t step, int64_t batches) {
+  if (o_.quiet || !std::exchange(say_evaluating_, false)) return;
+  if (live_) std::printf("\r\033[K"), std::fflush(stdout);
+  std::fprintf(stderr, "evaluating step %lld on %lld batches (train and val)...\n", (long long)step,
+               (long long)batches);
+  std::fflush(stderr);
+}
+
+void Progress::log_row(int64_t step, float train, float val, float lr, double train_seconds, const Health& health,
+                       double bits_per_char, double bits_per_byte) {
+  const double t = elapsed_before_ + elapsed();
+  const ProgressHooks::Figures row = figures({step, train, val, lr, tokens_per_sec_, t, bits_per_char, train_seconds,
+                                              bits_per_byte, health});
+  if (t_hooks.on_eval) t_hooks.on_eval(row);
+  if (!log_.is_open()) return;
+  for (size_t i = 0; i < columns_ && i < row.size(); ++i) {
+    if (i) log_ << ',';
+    write_cell(log_, row[i].second);
+  }
+  log_ << '\n' << std::flush;
+  curve_.points.push_back({step, train, val, t});
+  write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));
+}
+
 void Progress::evaluated(int64_t step, float train, float val, float lr, double train_seconds,
                          const Health& health) {
   evaluated_since_step_ = true;
@@ -252,25 +277,24 @@ void Progress::evaluated(int64_t step, float train, float val, float lr, double 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double bits_per_byte = o_.val_tokens_per_byte > 0 ? val * o_.val_tokens_per_byte / std::log(2.0) : nan;
   const double bits_per_char = o_.val_tokens_per_char > 0 ? val * o_.val_tokens_per_char / std::log(2.0) : nan;
-  const double t = elapsed_before_ + elapsed();
-  const ProgressHooks::Figures row = figures({step, train, val, lr, tokens_per_sec_, t, bits_per_char, train_seconds,
-                                              bits_per_byte, health});
-  if (t_hooks.on_eval) t_hooks.on_eval(row);
-  if (log_.is_open()) {
-    for (size_t i = 0; i < columns_ && i < row.size(); ++i) {
-      if (i) log_ << ',';
-      write_cell(log_, row[i].second);
-    }
-    log_ << '\n' << std::flush;
-    curve_.points.push_back({step, train, val, t});
-    write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));
-  }
+  log_row(step, train, val, lr, train_seconds, health, bits_per_char, bits_per_byte);
   if (o_.quiet) return;
   std::printf("%sstep %lld: train loss %.4f, val loss %.4f%s%s%s\n", live_ ? "\r\033[K" : "", (long long)step, train,
               val, std::isnan(bits_per_byte) ? "" : cat(" (", fixed3(bits_per_byte), " bits/byte)").c_str(),
               o_.plot_file.empty() ? "" : "  ",
               o_.plot_file.empty() ? "" : o_.plot_file.c_str());
   std::fflush(stdout);
+}
+
+void Progress::repeat_row(int64_t step, float lr, double train_seconds, const Health& health) {
+  const auto p = std::find_if(curve_.points.rbegin(), curve_.points.rend(),
+                              [&](const viz::LossPoint& q) { return q.step == step; });
+  if (p == curve_.points.rend()) return;
+  const viz::LossPoint was = *p;  // log_row adds to the points
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double per_byte = o_.val_tokens_per_byte > 0 ? was.val * o_.val_tokens_per_byte / std::log(2.0) : nan;
+  const double per_char = o_.val_tokens_per_char > 0 ? was.val * o_.val_tokens_per_char / std::log(2.0) : nan;
+  log_row(step, float(was.train), float(was.val), lr, train_seconds, health, per_char, per_byte);
 }
 
 PhaseLine::PhaseLine(bool quiet) : quiet_(quiet), live_(!quiet && isatty(fileno(stdout))) {}

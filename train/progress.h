@@ -114,8 +114,16 @@ class Progress {
   // steps are not throughput.
   // `health`: the last step's gradient norm, and the run's counts.
   void step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens, const Health& health = {});
+  // Before an evaluation of `batches` batches: the first of a process that has made no
+  // step yet (step 0's, which on a large vocabulary takes a while) says so on stderr
+  // (not when quiet).
+  void evaluating(int64_t step, int64_t batches);
   // Logs, plots, prints; `health` since the last evaluation.
   void evaluated(int64_t step, float train, float val, float lr, double train_seconds, const Health& health = {});
+  // The run went back to the checkpoint of `step` (a rollback): the log's last row of that
+  // step once more, with the learning rate, time and counts of now (nothing printed; no
+  // row if the log has none of that step).
+  void repeat_row(int64_t step, float lr, double train_seconds, const Health& health);
   void say(const std::string& line);                            // a line of its own
   void notice(const std::string& line);                         // one on stderr, even when quiet
   double elapsed() const;                                       // seconds since this process started
@@ -123,7 +131,12 @@ class Progress {
   double tokens_per_sec() const { return tokens_per_sec_; }  // over the steps since the last progress line
 
  private:
+  // One row of log.csv (and the on_eval hook's figures, and the plot's point).
+  void log_row(int64_t step, float train, float val, float lr, double train_seconds, const Health& health,
+               double bits_per_char, double bits_per_byte);
+
   Options o_;
+  bool say_evaluating_ = true;  // until this process's first step or evaluation: evaluating() speaks
   double elapsed_before_ = 0;  // wall seconds of the run's earlier processes (its log's last row)
   EtaEstimate eta_;
   bool evaluated_since_step_ = false;

@@ -168,8 +168,10 @@ const std::vector<TrainSetting>& train_settings() {
               if (!(c.min_lr <= c.lr)) fail("config", "min_lr ", c.min_lr, " outside [0, lr = ", c.lr, "]");
             })},
        override, Line::optimizer, refused},
-      {"warmup-iters", "warmup_iters", "linear warm-up steps",
-       Count{&TrainConfig::warmup_iters, 100, at_least(0).limit(kMaxIters)}, override, Line::optimizer, refused},
+      {"warmup-iters", "warmup_iters",
+       "linear warm-up steps (when not given: 100, or a tenth of --max-iters if that is fewer, rounded down)",
+       Count{&TrainConfig::warmup_iters, TrainConfig::kWarmupIters, at_least(0).limit(kMaxIters)}, override,
+       Line::optimizer, refused},
       {"lr-decay-iters", "lr_decay_iters",
        "step where the decay reaches --min-lr (0: --max-iters; with no step limit, at --max-time)",
        Count{&TrainConfig::lr_decay_iters, 0, at_least(0).limit(kMaxIters).noting("0: max_iters")}, override,

@@ -20,6 +20,7 @@
 #include "train/distributed.h"
 #include "train/init_from.h"
 #include "train/progress.h"
+#include "train/save_check.h"
 #include "train/stop_signals.h"
 
 namespace folio {
@@ -94,10 +95,9 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     std::unique_ptr<nn::GPT> init_model;
     if (init) {
       InitModel from = model_from(*init, opt_.model, opt_.dropout_given, data_.tokenizer->vocab_size());
-      init_model = std::move(from.model);
-      init_note_ = std::move(from.note);
+      init_model = std::move(from.model), init_note_ = std::move(from.note);
+      opt_.model = init_model->config();
     }
-    if (init_model) opt_.model = init_model->config();
     opt_.model.vocab_size = data_.tokenizer->vocab_size();
     check_saveable(&opt_.model, opt_.train);
     check_splits(data_, opt_.model.block_size);
@@ -210,13 +210,14 @@ TrainState Trainer::state() const {
           guard_.state()};
 }
 
-void Trainer::save(const Losses& losses) {
+void Trainer::save(const Losses& losses, TrainState st) {
   const bool first = !has_best_;
   const bool best = first || losses.val < best_val_;
-  if (best) best_val_ = losses.val, has_best_ = true;
+  if (best) best_val_ = st.best_val_loss = losses.val, has_best_ = true, best_step_ = step_;
+  saved_val_ = losses.val;
   if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
   const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
-  save_run(run_dir_, *model_, *data_.tokenizer, state(), best_weights, first);
+  save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -263,27 +264,19 @@ void Trainer::announce(Progress& progress) const {
                      " weights), AdamW on the other ", optimizer_->adamw().size()));
 }
 
-bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it) {
+bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule) {
+  progress.evaluating(step_, 2 * opt_.train.eval_iters);
   last_ = evaluate();
-  // A diverged evaluation is not logged: its NaN would end every plot of the log. A loss
-  // above twice a uniform guess's (2 ln V) is of a model broken, if finite: never saved.
-  std::string why;
-  const float worst = std::max(last_.train, last_.val), bound = 2 * std::log(float(opt_.model.vocab_size));
-  if (!std::isfinite(last_.train) || !std::isfinite(last_.val))
-    why = cat("the evaluation loss became ", number_text(std::isfinite(last_.train) ? last_.val : last_.train));
-  else if (opt_.train.on_divergence != OnDivergence::off && worst > bound)
-    why = cat("the evaluation loss ", worst, " is above twice a uniform guess's (2 ln ", opt_.model.vocab_size, " = ",
-              bound, ")");
-  const float* w = model_->flat_parameters().data();
-  for (int64_t i = 0, n = model_->flat_parameters().numel(); i < n && why.empty(); ++i)
-    if (!std::isfinite(w[i])) why = cat("a weight became ", number_text(w[i]));
+  TrainState st = state();  // what the save writes: it must read back
+  const std::string why = unsound_evaluation(last_.train, last_.val, opt_.model.vocab_size, *model_, st);
   if (!why.empty()) return diverged(progress, why, false), false;
   Health health = guard_.take_health();
   health.update_ratio = std::exchange(last_update_, Health().update_ratio);
   progress.evaluated(step_, last_.train, last_.val, schedule.at(step_, train_seconds_) * guard_.lr_scale(),
                      train_seconds_, health);
   check_ranks_agree();
-  if (save_it) save(last_), saved_step_ = step_, start_.reset();
+  save(last_, std::move(st));
+  saved_step_ = step_, start_.reset();
   return true;
 }
 
@@ -383,7 +376,7 @@ Trainer::Losses Trainer::run() {
         // An evaluation guards every save: a non-finite loss or weight diverges first,
         // so a checkpoint never holds diverged weights.
         if (step_ % tc.eval_interval == 0 && step_ != no_eval_at_ &&
-            !evaluate_and_save(progress, schedule, step_ > first_step))
+            !evaluate_and_save(progress, schedule))
           continue;
         train_step(progress, schedule, params, batch);  // the step after, or one rolled back to
       }
@@ -392,7 +385,7 @@ Trainer::Losses Trainer::run() {
     if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
     // The last evaluation guards the last save: rolled back from it, the run trains on.
     again = stop_reason_.empty() && (step_ > first_step || !opt_.resume) &&
-            !evaluate_and_save(progress, schedule, true) && stop_reason_.empty() && !interrupted;
+            !evaluate_and_save(progress, schedule) && stop_reason_.empty() && !interrupted;
   }
   report_end(progress, interrupted, first_step, run_start_seconds);
   return last_;

@@ -3,6 +3,7 @@
 // and AdamW) on the schedule, periodic evaluation and checkpoints that resume exactly,
 // on one process or on the ranks of an MPI launch (train/distributed.h). A run ends at
 // max_iters or when its training time reaches max_time (train/config.h).
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -91,7 +92,9 @@ class Trainer {
   // this rank's part of the step's losses. After the `last`, the gradients are those of
   // the step's mean loss, summed across ranks (dist::sum the returned parts for the loss).
   LossParts forward_backward(const Batch& batch, bool last);
-  void save(const Losses& losses);
+  // Saves the weights and `state` (state(), taken before the evaluation's checks), and
+  // the weights as best.safetensors when `losses` are the lowest so far.
+  void save(const Losses& losses, TrainState state);
   TrainState state() const;  // what save() writes beside the weights
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
@@ -100,10 +103,11 @@ class Trainer {
   Progress::Options progress_options() const;
   void announce(Progress& progress) const;  // the run's first lines: the model, its data, the optimizer
   std::string kept() const;  // what is left on disk, for the message of a diverged run
-  // Evaluates and logs; a non-finite loss or weight diverges before anything is saved,
-  // so a checkpoint never holds diverged weights; then saves when asked. False when
-  // the run diverged (and rolled back, or stops).
-  bool evaluate_and_save(Progress& progress, const Schedule& schedule, bool save_it);
+  // Evaluates, logs and saves, step 0's too (the weights a run starts from may stay its
+  // best); an unsound evaluation (train/save_check.h) diverges before anything is
+  // logged or saved, so a checkpoint never holds diverged weights or a state that does
+  // not read back. False when the run diverged (and rolled back, or stops).
+  bool evaluate_and_save(Progress& progress, const Schedule& schedule);
   // One optimizer step: grad_accum micro-batches, the clip, the guards, the update, the
   // progress line; then the next step (or, rolled back, the checkpoint's).
   void train_step(Progress& progress, const Schedule& schedule, const std::vector<Tensor>& params, Batch& batch);
@@ -137,6 +141,8 @@ class Trainer {
   bool has_best_ = false;
   int stop_signal_ = 0;
   int64_t saved_step_ = -1;  // the step of the checkpoint on disk (-1: none), for messages
+  float saved_val_ = std::numeric_limits<float>::quiet_NaN();  // its val loss (NaN: not known, resumed)
+  int64_t best_step_ = -1;   // the step of best.safetensors (-1: not known, resumed)
   Losses last_{};            // the last evaluation
   double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew

@@ -5,6 +5,7 @@
 // same decision from the same figures, so they stay in step. --detect-anomaly stops
 // a run at the first op that produced a non-finite value.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "base/error.h"
@@ -15,9 +16,16 @@
 namespace folio {
 
 std::string Trainer::kept() const {
-  return saved_step_ < 0 ? cat("no checkpoint was saved in ", opt_.out_dir)
-                         : cat("the checkpoint of step ", saved_step_, " (the last that evaluated sound) is kept in ",
-                               opt_.out_dir, ", and best.safetensors there has the lowest validation loss");
+  if (saved_step_ < 0) return cat("no checkpoint was saved in ", opt_.out_dir);
+  // With the guards off an evaluation is saved whatever its loss, if finite: say what it was.
+  const bool off = opt_.train.on_divergence == OnDivergence::off;
+  const std::string val = std::isnan(saved_val_) ? "" : cat(", val loss ", saved_val_);
+  return cat("the checkpoint of step ", saved_step_,
+             off ? cat(" (the last saved", val, "; --on-divergence off saves any finite evaluation)")
+                 : cat(" (the last that evaluated sound", val, ")"),
+             " is kept in ", opt_.out_dir, ", and best.safetensors there ",
+             best_step_ >= 0 ? cat("holds step ", best_step_, ", the lowest validation loss (", best_val_, ")")
+                             : cat("has the lowest validation loss (", best_val_, ")"));
 }
 
 void Trainer::diverged(Progress& progress, const std::string& why, bool can_skip) {
@@ -76,9 +84,13 @@ void Trainer::roll_back(Progress& progress, const std::string& at) {
   step_ = no_eval_at_ = st.step;
   guard_.rolled_back(st.guards, opt_.train.rollback_lr_factor);
   const GuardState& g = guard_.state();
-  if (dist::is_root())
-    progress.notice(cat(at, ": rolled back to step ", step_, " (rollback ", g.rollbacks, " of --max-rollbacks ",
-                        opt_.train.max_rollbacks, "), the learning rate now ", g.lr_scale, " of the schedule's"));
+  if (!dist::is_root()) return;
+  progress.notice(cat(at, ": rolled back to step ", step_, " (rollback ", g.rollbacks, " of --max-rollbacks ",
+                      opt_.train.max_rollbacks, "), the learning rate now ", g.lr_scale, " of the schedule's"));
+  // The log keeps the rollback: the row of the step gone back to once more, with the
+  // run's counts and learning rate now (its weights are that row's, so its losses too).
+  progress.repeat_row(step_, schedule_of(opt_.train).at(step_, train_seconds_) * g.lr_scale, train_seconds_,
+                      {.skipped = g.skipped, .rollbacks = g.rollbacks});
 }
 
 bool Trainer::anomaly_stops() {

@@ -9,26 +9,66 @@ namespace folio::viz {
 
 namespace {
 
-// Pads `s` (UTF-8) on the left to `width` characters.
+// The terminal columns a code point takes: 0 for combining marks and zero-width
+// characters, 2 for East Asian wide and fullwidth characters and emoji (Unicode's
+// East_Asian_Width W and F, the blocks wcwidth() counts as 2), else 1.
+int columns_of(char32_t c) {
+  const auto in = [c](char32_t lo, char32_t hi) { return c >= lo && c <= hi; };
+  if (in(0x0300, 0x036F) || in(0x0483, 0x0489) || in(0x0591, 0x05BD) || in(0x200B, 0x200F) || in(0x20D0, 0x20FF) ||
+      in(0xFE00, 0xFE0F) || in(0xFE20, 0xFE2F) || in(0xE0100, 0xE01EF))
+    return 0;
+  if (in(0x1100, 0x115F) || in(0x2E80, 0x303E) || in(0x3041, 0x33FF) || in(0x3400, 0x4DBF) || in(0x4E00, 0x9FFF) ||
+      in(0xA000, 0xA4CF) || in(0xAC00, 0xD7A3) || in(0xF900, 0xFAFF) || in(0xFE30, 0xFE4F) || in(0xFF00, 0xFF60) ||
+      in(0xFFE0, 0xFFE6) || in(0x1F300, 0x1F64F) || in(0x1F900, 0x1F9FF) || in(0x20000, 0x2FFFD) ||
+      in(0x30000, 0x3FFFD))
+    return 2;
+  return 1;
+}
+
+// The columns `s` (UTF-8, as visible_token writes it: whole characters) takes on a
+// terminal.
+size_t columns_of(const std::string& s) {
+  size_t cols = 0;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    const size_t n = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    char32_t c = n == 1 ? b : b & (0x7F >> n);
+    for (size_t j = 1; j < n && i + j < s.size(); ++j) c = (c << 6) | (static_cast<unsigned char>(s[i + j]) & 0x3F);
+    cols += size_t(columns_of(c));
+    i += n;
+  }
+  return cols;
+}
+
+// Pads `s` on the left to `width` terminal columns.
 std::string pad_left(const std::string& s, size_t width) {
-  size_t chars = 0;
-  for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
-  std::string out(width > chars ? width - chars : 0, ' ');
+  const size_t cols = columns_of(s);
+  std::string out(width > cols ? width - cols : 0, ' ');
   return out += s;
 }
 
 }  // namespace
 
 std::string attention_table(const std::vector<std::string>& labels, const AttentionMap& map) {
+  // A weight takes 5 columns ("0.123"); each column is as wide as its key's label and
+  // a space, so a long or wide label ("<0xE2>", a word, a CJK character) never runs
+  // into its neighbour or pushes the weights below it out of line.
   constexpr size_t kWidth = 6;
-  std::string out = map.title + " (rows: queries, columns: keys)\n" + std::string(kWidth, ' ');
-  for (int64_t k = 0; k < map.T; ++k) out += pad_left(labels[k], kWidth);
+  size_t label_width = kWidth;
+  std::vector<size_t> width(size_t(map.T));  // (T,) each key column's
+  for (int64_t k = 0; k < map.T; ++k) {
+    const size_t cols = columns_of(labels[size_t(k)]);
+    label_width = std::max(label_width, cols);
+    width[size_t(k)] = std::max(kWidth, cols + 1);
+  }
+  std::string out = map.title + " (rows: queries, columns: keys)\n" + std::string(label_width, ' ');
+  for (int64_t k = 0; k < map.T; ++k) out += pad_left(labels[size_t(k)], width[size_t(k)]);
   out += '\n';
   char cell[32];
   for (int64_t q = 0; q < map.T; ++q) {
-    out += pad_left(labels[q], kWidth);
+    out += pad_left(labels[size_t(q)], label_width);
     for (int64_t k = 0; k < map.T; ++k) {
-      std::snprintf(cell, sizeof cell, "%*.3f", int(kWidth), double(map.weights[q * map.T + k]));
+      std::snprintf(cell, sizeof cell, "%*.3f", int(width[size_t(k)]), double(map.weights[q * map.T + k]));
       out += cell;
     }
     out += '\n';

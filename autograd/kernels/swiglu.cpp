@@ -5,10 +5,12 @@
 #include <bit>
 #include <cmath>
 
+#include "autograd/kernels/vecmath.h"
+
 namespace folio::kernels {
 namespace detail {
 
-// e^x = 2^n e^r, n = round(x / ln 2), |r| <= ln 2 / 2; e^r by Cephes' expf polynomial.
+// e^x = 2^n e^r, n = round(x / ln 2), |r| <= ln 2 / 2; e^r by exp_reduced (vecmath.h).
 // 2^n as 2^(n/2) 2^(n - n/2), so that n from -150 to 128 needs no exponent outside the
 // normal range: the product rounds once, into a subnormal or to inf where e^x does.
 float exp_plain(float x) {
@@ -17,13 +19,7 @@ float exp_plain(float x) {
   const float n = std::nearbyint(xc * 1.44269504088896341f);
   float r = xc - n * 0.693359375f;  // ln 2 = 0.693359375 - 2.12194440e-4, the first part exact in n
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  const float p = exp_reduced(r);
   const int32_t ni = int32_t(n), n1 = ni >> 1, n2 = ni - n1;
   return p * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
 }

@@ -10,6 +10,19 @@
 
 namespace folio::kernels {
 
+// e^r for |r| <= ln 2 / 2, by Cephes' expf minimax polynomial: what every exp here and
+// SwiGLU's (kernels/swiglu.cpp, whose AVX2 twin runs the same steps) computes once x is
+// reduced to n ln 2 + r.
+inline float exp_reduced(float r) {
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * (r * r) + r + 1.0f;
+}
+
 // e^x, relative error below 3e-7 over the float range; 0 below -87.3, +inf above 88.7.
 inline float fast_exp(float x) {
   constexpr float kLo = -87.33654f, kHi = 88.72283f;
@@ -21,14 +34,7 @@ inline float fast_exp(float x) {
   const float shifted = xc * kLog2e + kRound;  // n = round(x / ln 2), held in the mantissa
   const float n = shifted - kRound;
   const float r = (xc - n * kLn2Hi) - n * kLn2Lo;  // |r| <= ln2 / 2
-  // e^r by its minimax polynomial (Cephes expf coefficients).
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  const float p = exp_reduced(r);
   // 2^n: n sits in the low mantissa bits of `shifted`; move it into the exponent field.
   const int32_t n_bits = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
   float result = p * std::bit_cast<float>((n_bits + 127) << 23);

@@ -13,6 +13,17 @@ The engine is folio's C++ library (folio._folio); docs/python.md is the referenc
 import csv
 import math
 import os
+import sys
+
+# Every array folio takes or returns is numpy's, and the extension imports it only when
+# it first needs it: without this check, `import folio` worked and the first call failed.
+try:
+    import numpy  # noqa: F401
+except ImportError as missing:
+    raise ImportError(
+        f"folio needs numpy, which this interpreter ({sys.executable}) cannot import: the module is built for "
+        "Debian's /usr/bin/python3, whose numpy is python3-numpy (scripts/setup.sh installs it). Run "
+        "/usr/bin/python3 (bash scripts/python.sh does), or install numpy for this interpreter.") from missing
 
 from ._folio import Model, Tokenizer, __version__, load, set_threads, threads
 from ._folio import (Tensor, causal_softmax, cross_entropy, dropout, exp, gelu, layer_norm, log, log_softmax, matmul,

@@ -93,8 +93,24 @@ def test_errors_are_python_exceptions(run, tmp_path):
         model.attention(b"bytes")
     with pytest.raises(ValueError, match="is empty"):
         model.logits([])
+    with pytest.raises(ValueError, match="lone surrogate at character 1"):
+        model.tokenizer.encode("a\ud800b")
     # The interpreter and the model live on.
     assert len(model.generate("A", max_new_tokens=5)) > 0
+
+
+def test_threads_outside_the_commands_range_raise(run):
+    # The folio command's range, [0, 1024]: 100000 threads once crashed the interpreter
+    # at the next computation.
+    model = folio.load(str(run))
+    try:
+        for n in (100000, 1025, -1):
+            with pytest.raises(ValueError, match=r"\[threads\] -?\d+ is outside \[0, 1024\]"):
+                folio.set_threads(n)
+            assert folio.threads() == 1  # unchanged
+        assert model.logits([1, 2, 3]).shape == (3, model.config["vocab_size"])
+    finally:
+        folio.set_threads(1)
 
 
 def test_help_documents_every_argument():
@@ -117,7 +133,9 @@ def test_generation_releases_the_gil(run):
     # the scheduler's delay, which stays far below on a busy machine too.
     model = folio.load(str(run))
     times = {}
-    worker = threading.Thread(target=generate_timed, args=(model, times, 0, 20000))
+    # 100,000 tokens: 20,000 took 0.08-0.12 s on an idle 2-core EPYC, at the edge of
+    # what the first assertion needs to tell anything.
+    worker = threading.Thread(target=generate_timed, args=(model, times, 0, 100000))
     ticks = [time.perf_counter()]
     worker.start()
     while worker.is_alive():

@@ -89,3 +89,16 @@ def test_attention_equals_folio_attention(run):
                           "--threads", "1").decode().splitlines()[2:]
         shown = np.array([[float(v) for v in row.split()[1:]] for row in table])
         np.testing.assert_allclose(weights[layer, head], shown, rtol=0, atol=5e-4 + 1e-6)
+
+
+def test_config_values_have_their_own_types(run):
+    # The seed was a str and a width a float, as the checkpoint's JSON holds them.
+    config = folio.load(str(run)).config
+    assert config["seed"] == 1337 and type(config["seed"]) is int
+    assert type(config["ffn_hidden"]) is int and type(config["n_layer"]) is int
+    assert type(config["dropout"]) is float and type(config["qk_norm"]) is bool
+    gpt = folio.nn.GPT(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=16, ffn_hidden=48, seed=7)
+    assert gpt.config["ffn_hidden"] == 48 and type(gpt.config["ffn_hidden"]) is int
+    assert gpt.config["seed"] == 7
+    with pytest.raises(ValueError, match="ffn_hidden must be a whole number, got 48.5"):
+        folio.nn.GPT(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=16, ffn_hidden=48.5)

@@ -1,4 +1,0 @@
-#pragma once
-// Moved to base/rng.h, which every folder may include; this forward keeps code
-// written against the installed package's old path building for one more release.
-#include "base/rng.h"

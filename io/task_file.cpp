@@ -1,0 +1,151 @@
+// Reading multiple-choice task files (io/task_file.h): which layout a line is in is
+// told by its fields, and every way a line can be wrong is named with its line number.
+#include "io/task_file.h"
+
+#include <string_view>
+
+#include "base/error.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "io/json.h"
+
+namespace folio {
+namespace {
+
+constexpr const char* kLayouts =
+    "HellaSwag's (ctx, endings, label), plain (context, choices, answer) or ARC's (question.stem, "
+    "question.choices[].text/label, answerKey)";
+
+struct Where {
+  const std::string& path;
+  int64_t line;
+  template <class... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    throw Error(cat(path, ":", line, ": ", parts...));
+  }
+};
+
+const Json& field(const Json& object, std::string_view name, const char* layout, const Where& at) {
+  const Json* v = object.find(name);
+  if (!v) at.fail(layout, " item without \"", name, "\"");
+  return *v;
+}
+
+const std::string& text_field(const Json& v, const std::string& name, const Where& at) {
+  if (!v.is_string()) at.fail(name, " must be a string, got ", v.type_name());
+  return v.as_string();
+}
+
+// An index given as an integer, or as the text of one ("2", as some copies of HellaSwag
+// hold it).
+int64_t index_field(const Json& v, const std::string& name, const Where& at) {
+  if (v.is_int()) return v.as_int();
+  if (v.is_string() && !v.as_string().empty() && v.as_string().size() < 10 &&
+      v.as_string().find_first_not_of("0123456789") == std::string::npos)
+    return std::stoll(v.as_string());
+  at.fail(name, " must be an integer (the right choice's index, from 0), got ",
+          v.is_string() ? json_quote(v.as_string()) : std::string(v.type_name()));
+}
+
+std::vector<std::string> string_list(const Json& v, const std::string& name, const Where& at) {
+  if (!v.is_array()) at.fail(name, " must be an array of strings, got ", v.type_name());
+  std::vector<std::string> out;
+  for (const Json& s : v.as_array()) out.push_back(text_field(s, cat(name, "[", out.size(), "]"), at));
+  return out;
+}
+
+// HellaSwag's layout and the plain one: a context, the choices and the answer's index,
+// each in a field of its own.
+ChoiceItem three_fields(const Json& j, const char* layout, const char* context, const char* choices,
+                        const char* answer, const Where& at) {
+  ChoiceItem item;
+  item.context = text_field(field(j, context, layout, at), context, at);
+  item.choices = string_list(field(j, choices, layout, at), choices, at);
+  item.answer = index_field(field(j, answer, layout, at), answer, at);
+  return item;
+}
+
+ChoiceItem arc(const Json& j, const Where& at) {
+  const Json& q = field(j, "question", "an ARC", at);
+  if (!q.is_object()) at.fail("question must be an object (stem, choices), got ", q.type_name());
+  ChoiceItem item;
+  item.context = "Question: " + text_field(field(q, "stem", "an ARC", at), "question.stem", at) + "\nAnswer:";
+  const Json& choices = field(q, "choices", "an ARC", at);
+  if (!choices.is_array()) at.fail("question.choices must be an array, got ", choices.type_name());
+  std::vector<std::string> labels;
+  for (const Json& c : choices.as_array()) {
+    const std::string name = cat("question.choices[", labels.size(), "]");
+    if (!c.is_object()) at.fail(name, " must be an object (text, label), got ", c.type_name());
+    item.choices.push_back(text_field(field(c, "text", "an ARC", at), name + ".text", at));
+    labels.push_back(text_field(field(c, "label", "an ARC", at), name + ".label", at));
+  }
+  const std::string& key = text_field(field(j, "answerKey", "an ARC", at), "answerKey", at);
+  item.answer = -1;
+  for (size_t i = 0; i < labels.size() && item.answer < 0; ++i)
+    if (labels[i] == key) item.answer = int64_t(i);
+  if (item.answer < 0) {
+    std::string shown;
+    for (const std::string& l : labels) shown += cat(shown.empty() ? "" : ", ", json_quote(l));
+    at.fail("answerKey ", json_quote(key), " is none of the choices' labels (", shown, ")");
+  }
+  return item;
+}
+
+}  // namespace
+
+ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int64_t line, std::string& format) {
+  const Where at{path, line};
+  std::string copy(text);
+  if (const int64_t bad = replace_invalid_utf8(copy))
+    at.fail("not valid UTF-8 (", bad, " bad byte", bad == 1 ? "" : "s", ")");
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Error& e) {
+    at.fail("not one JSON value (", e.what(), ")");
+  }
+  if (!j.is_object()) at.fail("an item must be a JSON object, got ", j.type_name());
+  ChoiceItem item;
+  if (j.find("ctx") || j.find("endings")) {
+    format = "hellaswag", item = three_fields(j, "a HellaSwag", "ctx", "endings", "label", at);
+  } else if (j.find("question") || j.find("answerKey")) {
+    format = "arc", item = arc(j, at);
+  } else if (j.find("context") || j.find("choices") || j.find("answer")) {
+    format = "plain", item = three_fields(j, "a plain", "context", "choices", "answer", at);
+  } else {
+    std::string keys;
+    for (const auto& [k, v] : j.as_object()) keys += cat(keys.empty() ? "" : ", ", json_quote(k));
+    at.fail("not a multiple-choice item: expected ", kLayouts, ", got the fields ", keys.empty() ? "(none)" : keys);
+  }
+  item.line = line;
+  if (item.context.empty()) at.fail("the context is empty");
+  if (item.choices.size() < 2) at.fail(item.choices.size(), " choice", item.choices.size() == 1 ? "" : "s", ", needs at least 2");
+  for (size_t i = 0; i < item.choices.size(); ++i)
+    if (item.choices[i].empty()) at.fail("choice ", i, " is empty");
+  if (item.answer < 0 || item.answer >= int64_t(item.choices.size()))
+    at.fail("the answer ", item.answer, " is out of range: ", item.choices.size(), " choices, indices 0 to ",
+            item.choices.size() - 1);
+  return item;
+}
+
+ChoiceTask read_choice_task(const std::string& path, int64_t limit) {
+  ChoiceTask task;
+  task.path = path;
+  const std::string text = read_file(path);
+  int64_t line = 0;
+  for (size_t at = 0; at < text.size() && (limit <= 0 || int64_t(task.items.size()) < limit);) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string_view one(text.data() + at, end - at);
+    at = end + 1, ++line;
+    if (!one.empty() && one.back() == '\r') one.remove_suffix(1);
+    if (one.find_first_not_of(" \t") == std::string_view::npos) continue;
+    std::string format;
+    task.items.push_back(parse_choice_item(one, path, line, format));
+    if (task.format.empty()) task.format = format;
+  }
+  if (task.items.empty()) throw Error(cat(path, ": no items (one JSON object a line: ", kLayouts, ")"));
+  return task;
+}
+
+}  // namespace folio
