@@ -207,9 +207,12 @@ TEST(OptionWalk, EveryRefusalOfAnOptionValueNamesItsFlag) {
   for (const bool hf : {false, true})
     for (const Walked& w : walk(hf ? hf_bases(tok->vocab_size()) : gguf_bases(tok->vocab_size()))) {
       const std::vector<std::string> why = hf ? hf_refusals(w.config) : gguf_refusals(w.config, *tok);
-      if (w.flag.empty()) EXPECT_TRUE(why.empty()) << w.name << ": " << why.at(0);
-      if (why.empty() && w.option)
+      if (w.flag.empty()) {
+        EXPECT_TRUE(why.empty()) << w.name << ": " << why.at(0);
+      }
+      if (why.empty() && w.option) {
         EXPECT_STRNE((hf ? w.option->hf : w.option->gguf).how(), "") << w.name << " exports, and its row says not where";
+      }
       if (why.empty()) continue;
       ++refused;
       std::string all;
