@@ -34,13 +34,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
   // whole run, so none of the old one is left to pair with the new weights.
   const RunDir run(dir);
   std::vector<std::string> run_files;
-  for (const std::string& f : {run.model_file(), run.best_file(), run.state_file(), run.log_file(), run.plot_file()})
-    run_files.push_back(fs::path(f).filename().string());
+  for (const std::string& f : run.files()) run_files.push_back(fs::path(f).filename().string());
   check_output(vm, dir, dir, run_files);
   auto imported = std::make_shared<ImportedModel>(hf ? model_from_hf(from) : model_from_gguf(read_gguf(from), from));
   return [=] {
     fs::create_directories(dir);
-    for (const std::string& f : {run.state_file(), run.best_file(), run.log_file(), run.plot_file()}) fs::remove(f);
+    // The old weights stay until the new ones replace them whole (save_model).
+    for (const std::string& f : run.files())
+      if (f != run.model_file()) fs::remove(f);
     const std::string file = run.model_file();
     save_model(file, *imported->model, *imported->tokenizer, 0);
     std::fprintf(stderr, "wrote %s (%s, %s)\n", file.c_str(), nn::options_as_flags(imported->model->config()).c_str(),

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "data/tokenizer.h"
 #include "nn/transformer.h"
@@ -24,6 +25,10 @@ class RunDir {
   std::string state_file() const { return file("state.safetensors"); }
   std::string log_file() const { return file("log.csv"); }
   std::string plot_file() const { return file("loss.svg"); }
+  // Every file above, the latest weights first.
+  std::vector<std::string> files() const {
+    return {model_file(), best_file(), state_file(), log_file(), plot_file()};
+  }
 
   // Fails, before anything is written, if the path cannot become a directory we can
   // write into (it or its nearest existing ancestor is something else, or refuses
