@@ -37,15 +37,17 @@ PYBIND11_MODULE(_folio, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
+  // The range is the one every command takes (kMaxThreads), written from it. Static:
+  // the docstring must outlive this call.
+  static const std::string set_threads_doc =
+      cat("Sets how many threads folio's computations use when called from this Python thread.\n\n"
+          "Args:\n"
+          "    n: threads, 0 to ", kMaxThreads, " (0: every core, or OMP_NUM_THREADS when set). Each Python thread has\n"
+          "       its own count, as OpenMP keeps one per thread: a thread that generates beside others\n"
+          "       may take 1.");
   m.def(
-      "set_threads",
-      [](int64_t n) { set_num_threads(n); },  // outside [0, kMaxThreads]: a ValueError
-      py::arg("n"),
-      "Sets how many threads folio's computations use when called from this Python thread.\n\n"
-      "Args:\n"
-      "    n: threads, 0 to 1024 (0: every core, or OMP_NUM_THREADS when set). Each Python thread has its\n"
-      "       own count, as OpenMP keeps one per thread: a thread that generates beside others\n"
-      "       may take 1.");
+      "set_threads", [](int64_t n) { set_num_threads(n); },  // outside [0, kMaxThreads]: a ValueError
+      py::arg("n"), set_threads_doc.c_str());
   m.def("threads", &num_threads, "The number of threads folio's computations use from this Python thread.");
   python::bind_model(m);
   python::bind_train(m);
