@@ -269,7 +269,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
       };
   }
   const bool dtype_auto = given("dtype") && vm["dtype"].as<std::string>() == "auto";
-  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto, warnings] {
+  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto, warnings, vm] {
     for (const std::string& w : warnings) warn(w);
     if (dtype_auto && !o.quiet && dist::is_root()) std::printf("%s\n", dtype_auto_line(o.train.dtype).c_str());
     if (o.resume && !o.quiet && dist::is_root()) {
@@ -280,7 +280,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
       if (!threads_note.empty()) std::printf("%s\n", threads_note.c_str());
       std::fflush(stdout);
     }
+    start_run(vm, o.out_dir);
     trainer->run();
+    finish_run(vm, o.out_dir);
     if (!trainer->diverged().empty()) return 3;  // the guards stopped it, and said why
     // Stopped by a signal: the checkpoint is saved, and the shell sees 128 + the signal.
     return trainer->stop_signal() ? 128 + trainer->stop_signal() : 0;

@@ -2,10 +2,13 @@
 #include "cli/train_task_evals.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 
+#include "cli/report.h"
 #include "cli/task_runs.h"
+#include "train/distributed.h"
 #include "train/progress.h"
 
 namespace folio::cli {
@@ -16,7 +19,24 @@ void declare_eval_task_options(po::options_description& opts) {
                      "after the file (acc_norm, or exact_match for a generative task); repeatable")
       ("eval-task-interval", with_default<int64_t>(0),
        "score the --eval-task files at the evaluations at multiples of this step (a multiple of --eval-interval; "
-       "0: at every evaluation)");
+       "0: at every evaluation)")
+      ("report", po::bool_switch(), "at the end, write the run's report card, OUT/report.md (folio report)");
+}
+
+void start_run(const po::variables_map& vm, const std::string& run) {
+  if (!dist::is_root()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(run, ec);  // the trainer's check said it can be made
+  record_command(run, !vm["resume"].as<bool>());
+}
+
+void finish_run(const po::variables_map& vm, const std::string& run) {
+  if (!dist::is_root() || !vm["report"].as<bool>()) return;
+  try {
+    std::printf("wrote %s\n", write_report(*open_report(run, {})).c_str());
+  } catch (const Error& e) {
+    warn(cat("--report: ", e.what()));
+  }
 }
 
 TaskEvals eval_task_option(const po::variables_map& vm, int64_t eval_interval) {
