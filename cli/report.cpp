@@ -7,9 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
-#include "autograd/parallel.h"
 #include "base/atomic_file.h"
 #include "cli/report_sections.h"
 #include "cli/task_runs.h"
@@ -27,16 +25,7 @@ namespace fs = std::filesystem;
 
 std::string commands_file(const std::string& run) { return (fs::path(run) / "commands.txt").string(); }
 
-void record_command(const std::string& run, bool fresh) {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), line = "folio";
-  if (all.empty()) return;
-  // The words after the program's own path, which differs between machines.
-  for (size_t at = all.find('\0') + 1, end; at > 0 && at < all.size(); at = end + 1) {
-    end = all.find('\0', at);
-    if (end == std::string::npos) end = all.size();
-    line += " " + shell_quoted(all.substr(at, end - at));
-  }
+void record_command(const std::string& run, const std::string& line, bool fresh) {
   std::ofstream(commands_file(run), fresh ? std::ios::trunc : std::ios::app) << line << '\n';
 }
 

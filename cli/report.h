@@ -19,11 +19,10 @@ struct ReportOptions {
 };
 
 // RUN/commands.txt: each folio command that trained the run, a line each (a resume
-// adds its own), as the report's first section shows them. record_command adds this
-// process's (read from /proc/self/cmdline; nothing where there is none); `fresh`: the
-// run started anew (--overwrite): the file starts over.
+// adds its own), as the report's first section shows them. record_command adds `line`;
+// `fresh`: the run started anew (--overwrite): the file starts over.
 std::string commands_file(const std::string& run);
-void record_command(const std::string& run, bool fresh);
+void record_command(const std::string& run, const std::string& line, bool fresh);
 
 // A run read and checked for its report: an Error says what the run lacks (weights,
 // state, log) or names a task file's bad line; nothing is written.

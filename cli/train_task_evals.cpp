@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/report.h"
+#include "cli/report_sections.h"
 #include "cli/task_runs.h"
 #include "train/distributed.h"
 #include "train/progress.h"
@@ -23,11 +24,40 @@ void declare_eval_task_options(po::options_description& opts) {
       ("report", po::bool_switch(), "at the end, write the run's report card, OUT/report.md (folio report)");
 }
 
+namespace {
+
+// The command as folio train read it: each option given on the command line (those of
+// a --config file are its), in name order, so that the line is the same whichever front
+// end (the binary, folio.train in Python) started the run.
+std::string command_of(const po::variables_map& vm) {
+  std::string line = "folio train";
+  for (const auto& [name, value] : vm) {
+    if (value.defaulted() || config_file_options().count(name)) continue;
+    const boost::any& v = value.value();
+    std::vector<std::string> words;
+    if (const bool* b = boost::any_cast<bool>(&v)) {
+      if (*b) line += " --" + name;
+      continue;
+    }
+    if (const auto* s = boost::any_cast<std::string>(&v)) words = {*s};
+    else if (const auto* list = boost::any_cast<std::vector<std::string>>(&v)) words = *list;
+    else if (const auto* i = boost::any_cast<int64_t>(&v)) words = {std::to_string(*i)};
+    else if (const auto* n = boost::any_cast<int>(&v)) words = {std::to_string(*n)};
+    else if (const auto* d = boost::any_cast<double>(&v)) words = {shown(*d)};
+    else if (const auto* f = boost::any_cast<float>(&v)) words = {shown(*f)};
+    else words = {"?"};
+    for (const std::string& w : words) line += " --" + name + " " + shell_quoted(w);
+  }
+  return line;
+}
+
+}  // namespace
+
 void start_run(const po::variables_map& vm, const std::string& run) {
   if (!dist::is_root()) return;
   std::error_code ec;
   std::filesystem::create_directories(run, ec);  // the trainer's check said it can be made
-  record_command(run, !vm["resume"].as<bool>());
+  record_command(run, command_of(vm), !vm["resume"].as<bool>());
 }
 
 void finish_run(const po::variables_map& vm, const std::string& run) {

@@ -37,7 +37,7 @@ TEST_F(CliReport, TrainWritesAReportThatRendersAndReportRewritesIt) {
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string report = dir_ / "run/report.md";
   const std::string md = slurp(report);
-  expect_contains(md, {"folio train --data ", "--report", "## Machine", "| CPU |", "AVX2", "| dtype | fp32 |",
+  expect_contains(md, {"```sh\nfolio train --", " --data " + text(), " --report", "## Machine", "| CPU |", "AVX2", "| dtype | fp32 |",
                        "char", "tokens trained on", "val bits per byte", "![train and val loss](report-loss.svg)",
                        "![choice during training](report-task-choice.svg)", "| choice | ", " at step 20 |",
                        "Greedy, 80 tokens"});
