@@ -113,6 +113,24 @@ TEST(Bf16Ops, LinearAtTheModelsShapes) {
                  {leaf({5, 33}, 7), leaf({17, 33}, 8)});
 }
 
+// The forward rounds each operand once and keeps it for the backward, which rounds only
+// dC: a product's forward + backward rounds A, B and dC once each. (Rounding A and B
+// again in the backward, as before, is M K + N K more: the same values, bit for bit.)
+TEST(Bf16Ops, EachOperandIsRoundedOnce) {
+  FOLIO_SKIP_WITHOUT_BF16();
+  const int64_t M = 24, K = 40, N = 12;
+  const Tensor x = leaf({M, K}, 1), w = leaf({N, K}, 2), b = leaf({N}, 3);
+  for (const bool relu : {false, true}) {
+    const int64_t before = kernels::bf16_rounded();
+    sum(relu ? linear_relu(x, w, b, Precision::bf16) : linear(x, w, b, Precision::bf16)).backward();
+    EXPECT_EQ(kernels::bf16_rounded() - before, M * K + N * K + M * N) << "relu " << relu;
+  }
+  const Tensor q = leaf({6, 16, 32}, 4), k = leaf({6, 16, 32}, 5);  // attention's scores, q k^T
+  const int64_t before = kernels::bf16_rounded();
+  sum(matmul(q, k, false, true, Precision::bf16)).backward();
+  EXPECT_EQ(kernels::bf16_rounded() - before, 2 * 6 * 16 * 32 + 6 * 16 * 16);
+}
+
 nn::GPTConfig small_config() {
   return {.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .seed = 5};
 }

@@ -1,6 +1,7 @@
 // fp32 -> bf16 conversion, and whether this CPU has bf16 instructions.
 #include <immintrin.h>
 
+#include <atomic>
 #include <bit>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -39,6 +40,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void convert_nat
   }
 }
 
+std::atomic<int64_t> g_rounded{0};
+
 }  // namespace
 
 void detail::to_bf16_plain(const float* x, bf16* y, int64_t n) {
@@ -47,7 +50,10 @@ void detail::to_bf16_plain(const float* x, bf16* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = round_bf16(x[i]);
 }
 
+int64_t bf16_rounded() { return g_rounded.load(std::memory_order_relaxed); }
+
 void to_bf16(const float* x, bf16* y, int64_t n) {
+  g_rounded.fetch_add(n, std::memory_order_relaxed);
   static const bool native = __builtin_cpu_supports("avx512bf16");
   auto run = [&](int64_t begin, int64_t count) {
     native ? convert_native(x + begin, reinterpret_cast<uint16_t*>(y + begin), count)

@@ -45,6 +45,8 @@ MatmulCalls matmul_calls();
 // it): round to nearest even, NaN stays NaN (quiet), subnormals flush to zero.
 // Threaded when large.
 void to_bf16(const float* x, bf16* y, int64_t n);
+// How many elements to_bf16 has rounded, on all threads (what a step's conversions cost).
+int64_t bf16_rounded();
 namespace detail {
 void to_bf16_plain(const float* x, bf16* y, int64_t n);  // the loop for CPUs without the instruction
 }
