@@ -40,6 +40,14 @@ struct Scratch {
   int64_t capacity = 0;
 };
 
+// The role's scratch buffer, room for at least n elements.
+bf16* scratch(Role role, int64_t n) {
+  thread_local Scratch buffers[3];
+  Scratch& s = buffers[role];
+  if (s.capacity < n) s.data.reset(new bf16[size_t(n)]), s.capacity = n;
+  return s.data.get();
+}
+
 // An operand in the element type T the product runs in: float as it is, bf16
 // rounded into the role's scratch buffer.
 template <class T>
@@ -47,11 +55,9 @@ const T* operand(const float* x, int64_t n, Role role) {
   if constexpr (std::is_same_v<T, float>) {
     return x;
   } else {
-    thread_local Scratch scratch[3];
-    Scratch& s = scratch[role];
-    if (s.capacity < n) s.data.reset(new bf16[size_t(n)]), s.capacity = n;
-    kernels::to_bf16(x, s.data.get(), n);
-    return s.data.get();
+    bf16* y = scratch(role, n);
+    kernels::to_bf16(x, y, n);
+    return y;
   }
 }
 
@@ -200,9 +206,8 @@ void matmul_backward(Precision p, const Gemm& f, const float* A, const float* B,
   p == Precision::bf16 ? backward<bf16>(f, A, B, dC, in) : backward<float>(f, A, B, dC, in);
 }
 
-// The bf16 backward from the operands the forward kept: only dC is rounded here.
-void matmul_backward_kept(const Gemm& f, const KeptOperands& k, const float* dC, const InputGrads& in) {
-  const bf16* dc = operand<bf16>(dC, f.batch * f.M * f.N, kGrad);
+// The bf16 backward from the operands the forward kept and dC, rounded.
+void matmul_backward_kept(const Gemm& f, const KeptOperands& k, const bf16* dc, const InputGrads& in) {
   in.write(0, [&](float* dA, bool overwrite) { matmul_backward_a(f, k.b.data(), dc, dA, overwrite); });
   in.write(1, [&](float* dB, bool overwrite) { matmul_backward_b(f, k.a.data(), dc, dB, overwrite); });
 }
@@ -223,7 +228,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Prec
     const KeptOperands k = forward_keeping(p.g, a.data(), b.data(), out.data(), nullptr, needs_grad({&b}),
                                            needs_grad({&a}));
     record(out, "matmul", {&a, &b}, [k, g = p.g](const Tensor& grad, const InputGrads& in) {
-      matmul_backward_kept(g, k, grad.data(), in);
+      matmul_backward_kept(g, k, operand<bf16>(grad.data(), g.batch * g.M * g.N, kGrad), in);
     });
     return out;
   }
@@ -275,6 +280,13 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
   const Tensor sy = relu ? out.detach() : Tensor();  // the output, read by the ReLU's backward
   const Tensor sx = keep ? Tensor() : x.detach(), sw = keep ? Tensor() : w.detach();
   record(out, op, {&x, &w, &bias}, [sx, sw, kept, sy, g, precision](const Tensor& grad, const InputGrads& in) {
+    if (!sx.defined()) {  // bf16: the ReLU's mask, the rounding and the bias's sums in one pass over grad
+      bf16* dc = scratch(kGrad, g.M * g.N);
+      const float* relu_out = sy.defined() ? sy.data() : nullptr;
+      if (!in.write(2, [&](float* gb) { kernels::to_bf16_gradient(grad.data(), relu_out, g.M, g.N, dc, gb); }))
+        kernels::to_bf16_gradient(grad.data(), relu_out, g.M, g.N, dc, nullptr);
+      return matmul_backward_kept(g, kept, dc, in);
+    }
     // The product's gradient: grad, or with the ReLU, grad where the output is positive
     // (where the ReLU passed its input) and 0 elsewhere.
     const float* d = grad.data();
@@ -284,10 +296,7 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
       flat_map(masked.data(), true, sy.numel(), [](float gi, float y) { return y > 0.0f ? gi : 0.0f; }, d, sy.data());
       d = masked.data();
     }
-    if (sx.defined())
-      matmul_backward(precision, g, sx.data(), sw.data(), d, in);
-    else
-      matmul_backward_kept(g, kept, d, in);
+    matmul_backward(precision, g, sx.data(), sw.data(), d, in);
     in.write(2, [&](float* gb) { add_column_sums(gb, d, g.M, g.N); });
   }, {&sx, &sw, &sy});
   return out;

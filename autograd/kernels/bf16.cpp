@@ -1,6 +1,7 @@
 // fp32 -> bf16 conversion, and whether this CPU has bf16 instructions.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 
@@ -41,6 +42,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void convert_nat
 }
 
 std::atomic<int64_t> g_rounded{0};
+constexpr int64_t kGradientChunk = 128;  // columns a thread of to_bf16_gradient takes at a time
 
 }  // namespace
 
@@ -52,13 +54,15 @@ void detail::to_bf16_plain(const float* x, bf16* y, int64_t n) {
 
 int64_t bf16_rounded() { return g_rounded.load(std::memory_order_relaxed); }
 
+// n elements with the instruction where the CPU has it, else the plain loop.
+static void convert(const float* x, bf16* y, int64_t n) {
+  static const bool native = __builtin_cpu_supports("avx512bf16");
+  native ? convert_native(x, reinterpret_cast<uint16_t*>(y), n) : detail::to_bf16_plain(x, y, n);
+}
+
 void to_bf16(const float* x, bf16* y, int64_t n) {
   g_rounded.fetch_add(n, std::memory_order_relaxed);
-  static const bool native = __builtin_cpu_supports("avx512bf16");
-  auto run = [&](int64_t begin, int64_t count) {
-    native ? convert_native(x + begin, reinterpret_cast<uint16_t*>(y + begin), count)
-           : detail::to_bf16_plain(x + begin, y + begin, count);
-  };
+  auto run = [&](int64_t begin, int64_t count) { convert(x + begin, y + begin, count); };
   // Not `omp parallel if (...)`: even a region that stays on one thread costs ~5 us,
   // more than converting 64K elements.
   constexpr int64_t kChunk = 1 << 16;  // a multiple of 32, so only the last chunk has a tail
@@ -66,6 +70,43 @@ void to_bf16(const float* x, bf16* y, int64_t n) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for
   for (int64_t c = 0; c < chunks; ++c) run(c * kChunk, std::min(kChunk, n - c * kChunk));
+}
+
+// Columns [j0, j1) of every row, row after row: the mask into a row buffer in L1 (when
+// there is one), rounded from there, and summed into the bias gradient.
+static void gradient_columns(const float* g, const float* relu_out, int64_t rows, int64_t N, int64_t j0, int64_t j1,
+                             bf16* d16, float* bias_grad) {
+  float masked[kGradientChunk];
+  const int64_t n = j1 - j0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* d = g + r * N + j0;
+    if (relu_out) {
+      const float* y = relu_out + r * N + j0;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) masked[j] = y[j] > 0.0f ? d[j] : 0.0f;
+      d = masked;
+    }
+    convert(d, d16 + r * N + j0, n);
+    if (bias_grad) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) bias_grad[j0 + j] += d[j];
+    }
+  }
+}
+
+void to_bf16_gradient(const float* g, const float* relu_out, int64_t rows, int64_t N, bf16* d16, float* bias_grad) {
+  g_rounded.fetch_add(rows * N, std::memory_order_relaxed);
+  const int64_t chunks = (N + kGradientChunk - 1) / kGradientChunk;
+  auto run = [&](int64_t c) {
+    gradient_columns(g, relu_out, rows, N, c * kGradientChunk, std::min(N, (c + 1) * kGradientChunk), d16, bias_grad);
+  };
+  // By columns, so that each column's sum keeps its row order on any thread count.
+  if (rows * N <= (int64_t(1) << 16) || chunks == 1 || num_threads() == 1) {
+    for (int64_t c = 0; c < chunks; ++c) run(c);
+    return;
+  }
+#pragma omp parallel for
+  for (int64_t c = 0; c < chunks; ++c) run(c);
 }
 
 // oneDNN's view rather than cpuid's: it is what decides how the products run, and it
