@@ -72,41 +72,42 @@ void to_bf16(const float* x, bf16* y, int64_t n) {
   for (int64_t c = 0; c < chunks; ++c) run(c * kChunk, std::min(kChunk, n - c * kChunk));
 }
 
-// Columns [j0, j1) of every row, row after row: the mask into a row buffer in L1 (when
-// there is one), rounded from there, and summed into the bias gradient.
+// Columns [j0, j1) of every row, row after row (each column's sum in row order), a
+// chunk of the row at a time: the mask into a buffer in L1 (when there is one), rounded
+// from there, and summed into the bias gradient.
 static void gradient_columns(const float* g, const float* relu_out, int64_t rows, int64_t N, int64_t j0, int64_t j1,
                              bf16* d16, float* bias_grad) {
   float masked[kGradientChunk];
-  const int64_t n = j1 - j0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* d = g + r * N + j0;
-    if (relu_out) {
-      const float* y = relu_out + r * N + j0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c0 = j0; c0 < j1; c0 += kGradientChunk) {
+      const int64_t n = std::min(kGradientChunk, j1 - c0);
+      const float* d = g + r * N + c0;
+      if (relu_out) {
+        const float* y = relu_out + r * N + c0;
 #pragma omp simd
-      for (int64_t j = 0; j < n; ++j) masked[j] = y[j] > 0.0f ? d[j] : 0.0f;
-      d = masked;
-    }
-    convert(d, d16 + r * N + j0, n);
-    if (bias_grad) {
+        for (int64_t j = 0; j < n; ++j) masked[j] = y[j] > 0.0f ? d[j] : 0.0f;
+        d = masked;
+      }
+      convert(d, d16 + r * N + c0, n);
+      if (bias_grad) {
 #pragma omp simd
-      for (int64_t j = 0; j < n; ++j) bias_grad[j0 + j] += d[j];
+        for (int64_t j = 0; j < n; ++j) bias_grad[c0 + j] += d[j];
+      }
     }
-  }
 }
 
 void to_bf16_gradient(const float* g, const float* relu_out, int64_t rows, int64_t N, bf16* d16, float* bias_grad) {
   g_rounded.fetch_add(rows * N, std::memory_order_relaxed);
-  const int64_t chunks = (N + kGradientChunk - 1) / kGradientChunk;
-  auto run = [&](int64_t c) {
-    gradient_columns(g, relu_out, rows, N, c * kGradientChunk, std::min(N, (c + 1) * kGradientChunk), d16, bias_grad);
-  };
-  // By columns, so that each column's sum keeps its row order on any thread count.
-  if (rows * N <= (int64_t(1) << 16) || chunks == 1 || num_threads() == 1) {
-    for (int64_t c = 0; c < chunks; ++c) run(c);
-    return;
+  // Threads split the columns, so that each column's sum keeps its row order on any
+  // thread count; one thread reads the rows straight through.
+  const int64_t threads = std::min<int64_t>(num_threads(), (N + kGradientChunk - 1) / kGradientChunk);
+  if (rows * N <= (int64_t(1) << 16) || threads <= 1)
+    return gradient_columns(g, relu_out, rows, N, 0, N, d16, bias_grad);
+#pragma omp parallel for num_threads(int(threads))
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t per = (N + threads - 1) / threads;
+    gradient_columns(g, relu_out, rows, N, std::min(N, t * per), std::min(N, (t + 1) * per), d16, bias_grad);
   }
-#pragma omp parallel for
-  for (int64_t c = 0; c < chunks; ++c) run(c);
 }
 
 // oneDNN's view rather than cpuid's: it is what decides how the products run, and it
