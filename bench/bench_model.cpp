@@ -58,16 +58,20 @@ struct Config {
   bool gpt2 = false;  // GPT-2's layout: tied embedding, GELU's tanh form, GPT-2's biases
   int warmup = 2;     // steps before the timed ones
 };
-// G's batch 0: one sequence per thread, or FOLIO_BENCH_GPT2_BATCH (set in main).
-std::vector<Config> g_configs = {{"T", 2, 4, 64, 32, 16, 0.0f},
-                                 {"S", 4, 4, 128, 64, 12, 0.0f},
-                                 {"M", 6, 6, 384, 256, 64, 0.2f},
-                                 {"G", 12, 12, 768, 1024, 0, 0.0f, 50257, true, 1}};
+// G's batch 0: one sequence per thread, or FOLIO_BENCH_GPT2_BATCH (main decides).
+const Config kConfigs[] = {{"T", 2, 4, 64, 32, 16, 0.0f},
+                           {"S", 4, 4, 128, 64, 12, 0.0f},
+                           {"M", 6, 6, 384, 256, 64, 0.2f},
+                           {"G", 12, 12, 768, 1024, 0, 0.0f, 50257, true, 1}};
+
+// GPT-2's activation, named apart: bench/peer/compare.sh reads the T, S and M steps'
+// activation from an assignment of an Activation in this file, and G's is not theirs.
+constexpr nn::Activation kGpt2Activation = nn::Activation::gelu_tanh;
 
 nn::GPTConfig gpt_config(const Config& c) {
   nn::GPTConfig g{.vocab_size = c.vocab, .block_size = c.block, .n_layer = c.n_layer, .n_head = c.n_head,
                   .n_embd = c.n_embd, .dropout = c.dropout};
-  if (c.gpt2) g.activation = nn::Activation::gelu_tanh, g.tie_weights = true, g.gpt2_biases = true;
+  if (c.gpt2) g.activation = kGpt2Activation, g.tie_weights = true, g.gpt2_biases = true;
   return g;
 }
 
@@ -239,16 +243,18 @@ int main(int argc, char** argv) {
                                                            [bf16](benchmark::State& s) { BM_Peak(s, bf16); }))
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
-  for (Config& c : g_configs) {
+  std::vector<Config> configs(std::begin(kConfigs), std::end(kConfigs));
+  for (Config& c : configs) {
     if (c.batch > 0) continue;
     const char* env = std::getenv("FOLIO_BENCH_GPT2_BATCH");
-    c.batch = env ? std::atoll(env) : threads;
-    if (c.batch < 1) {
+    char* end = nullptr;
+    c.batch = env ? std::strtoll(env, &end, 10) : threads;
+    if (c.batch < 1 || (env && *end)) {
       std::fprintf(stderr, "FOLIO_BENCH_GPT2_BATCH=%s: expected a whole number of sequences >= 1\n", env);
       return 2;
     }
   }
-  for (const Config& c : g_configs) {
+  for (const Config& c : configs) {
     const std::string n = c.name;
     // M and G steps take seconds: a fixed, small count
     const int iters = n == "M" ? 2 : n == "G" ? 1 : 0;
@@ -280,7 +286,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the guards' work in a step / TrainStep/S: %.2g us / %.3g ms = %.2g%%\n", guard_s * 1e6,
                  step_s * 1e3, 100.0 * guard_s / step_s);
   // MultiHead fast path against head by head, from this run.
-  for (const Config& c : g_configs) {
+  for (const Config& c : configs) {
     double fast = 0, heads = 0;
     const std::string n = c.name;
     if (folio::bench::counter_of(reporter.runs(), "MultiHead/" + n, "GFLOP/s", "median", fast) &&
