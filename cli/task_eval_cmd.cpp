@@ -62,11 +62,9 @@ std::function<int()> prepare_task_eval(const po::variables_map& vm) {
   apply_threads(vm);
   refuse_loss_options(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
-  const int64_t limit = vm["limit"].as<int64_t>();
-  if (limit < 0) throw UsageError(cat("--limit must be >= 0, got ", limit));
+  const int64_t limit = non_negative<int64_t>(vm, "limit");
   const bool json = vm["json"].as<bool>();
-  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
-  check_dtype(dtype);
+  const Precision dtype = dtype_option(vm);
   if (weights_option(vm, dtype) != nn::Weights::f32)
     throw UsageError("--task scores with the model's f32 weights; --weights applies to the loss evaluation only");
   const std::string samples = vm.count("log-samples") ? vm["log-samples"].as<std::string>() : "";
