@@ -1,7 +1,7 @@
 #pragma once
 // A value put in a variable for a scope, the one before coming back when the scope ends
-// however it ends: the module a thread's ops run in (anomaly::ModuleScope), its
-// progress listeners (ScopedProgressHooks).
+// however it ends: a thread's grad mode (NoGradGuard), the module its ops run in
+// (anomaly::ModuleScope), its progress listeners (ScopedProgressHooks).
 #include <utility>
 
 namespace folio {
