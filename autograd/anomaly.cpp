@@ -79,8 +79,7 @@ const char* intern(std::string_view name) {
 }
 
 const char* current_module() { return t_module; }
-ModuleScope::ModuleScope(const char* interned) : previous_(t_module) { t_module = interned; }
-ModuleScope::~ModuleScope() { t_module = previous_; }
+ModuleScope::ModuleScope(const char* interned) : ScopedValue(t_module, interned) {}
 
 Detecting::Detecting(bool on) : previous_(g_detecting.load()) {
   g_detecting.store(on || previous_);

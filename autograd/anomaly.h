@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "autograd/tensor.h"
+#include "base/scoped_value.h"
 
 namespace folio::anomaly {
 
@@ -29,15 +30,9 @@ const char* intern(std::string_view name);
 const char* current_module();
 // Ops recorded in this scope (on this thread) run in `interned` (from intern()); the
 // previous module comes back when it ends. Costs two thread-local stores.
-class ModuleScope {
+class ModuleScope : ScopedValue<const char*> {
  public:
   explicit ModuleScope(const char* interned);
-  ~ModuleScope();
-  ModuleScope(const ModuleScope&) = delete;
-  ModuleScope& operator=(const ModuleScope&) = delete;
-
- private:
-  const char* previous_;
 };
 
 // Detection on (when `on`) for this object's life, for every thread; off again after.

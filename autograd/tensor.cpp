@@ -138,8 +138,7 @@ thread_local bool g_grad_enabled = true;
 }
 
 bool grad_enabled() { return g_grad_enabled; }
-NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+NoGradGuard::NoGradGuard() : ScopedValue(g_grad_enabled, false) {}
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (!g_grad_enabled) return false;

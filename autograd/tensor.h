@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "base/scoped_value.h"
 #include "autograd/shape.h"
 
 namespace folio {
@@ -184,14 +185,9 @@ struct Node {
 
 // Autograd recording is on by default; a NoGradGuard switches it off in its scope.
 bool grad_enabled();
-class NoGradGuard {
+class NoGradGuard : ScopedValue<bool> {
  public:
   NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
- private:
-  bool previous_;
 };
 
 // For op implementations: does an op over `inputs` need to record a node?

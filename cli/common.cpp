@@ -200,10 +200,12 @@ void add_dtype(po::options_description& options) {
                         "where the CPU has AVX512-BF16, else fp32)");
 }
 
-Precision dtype_option(const std::string& text) {
+Precision dtype_option(const po::variables_map& vm) {
+  const std::string text = vm["dtype"].as<std::string>();
   if (text == "auto") return kernels::bf16_native() ? Precision::bf16 : Precision::fp32;
   const auto p = parse_precision(text);
   if (!p) throw UsageError(cat("--dtype must be fp32, bf16 or auto, got '", text, "'"));
+  check_dtype(*p);
   return *p;
 }
 

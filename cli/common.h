@@ -98,7 +98,8 @@ void add_checkpoint(po::options_description& options);  // --checkpoint PATH
 // --checkpoint's value, refused (naming it and what was expected) when nothing is there.
 std::string checkpoint_option(const po::variables_map& vm);
 void add_dtype(po::options_description& options);       // --dtype fp32|bf16
-Precision dtype_option(const std::string& text);         // parses --dtype's value (auto: what this CPU runs best)
+// --dtype's value (auto: what this CPU runs best), refused where this CPU cannot run it (check_dtype).
+Precision dtype_option(const po::variables_map& vm);
 std::string dtype_auto_line(Precision chosen);           // what --dtype auto chose here, and why
 // Refuses bf16 where the CPU lacks AVX512-BF16: oneDNN would emulate it, slower than fp32.
 void check_dtype(Precision p);
@@ -110,6 +111,12 @@ template <class T>
 T positive(const po::variables_map& vm, const char* name) {
   const T v = vm[name].as<T>();
   if (v <= 0) throw UsageError(cat("--", name, " must be positive, got ", v));
+  return v;
+}
+template <class T>
+T non_negative(const po::variables_map& vm, const char* name) {
+  const T v = vm[name].as<T>();
+  if (!(v >= 0)) throw UsageError(cat("--", name, " must be >= 0, got ", v));
   return v;
 }
 

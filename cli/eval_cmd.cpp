@@ -118,11 +118,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
     if (vm.count(name) && !vm[name].defaulted()) throw UsageError(cat("--", name, " goes with --task"));
   apply_threads(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
-  const int64_t max_windows = vm["max-windows"].as<int64_t>();
-  if (max_windows < 0) throw UsageError(cat("--max-windows must be >= 0, got ", max_windows));
+  const int64_t max_windows = non_negative<int64_t>(vm, "max-windows");
   const bool json = vm["json"].as<bool>();
-  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
-  check_dtype(dtype);
+  const Precision dtype = dtype_option(vm);
   const nn::Weights weights = weights_option(vm, dtype);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->set_precision(dtype);

@@ -84,8 +84,7 @@ SampleOptions sample_options(const po::variables_map& vm) {
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   const SampleOptions so = sample_options(vm);
-  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
-  check_dtype(dtype);
+  const Precision dtype = dtype_option(vm);
   const nn::Weights weights = weights_option(vm, dtype);
   if (weights != nn::Weights::f32 && !so.kv_cache)
     throw UsageError(cat("--weights ", to_string(weights), " is read by the KV-cached decoder: drop --no-kv-cache, "

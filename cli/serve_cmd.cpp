@@ -63,17 +63,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   if (vm.count("api-key") && o.api_key.empty()) throw UsageError("--api-key is empty");
   o.scheduler.slots = positive<int64_t>(vm, "slots");
-  o.scheduler.queue = vm["queue"].as<int64_t>();
-  if (o.scheduler.queue < 0) throw UsageError(cat("--queue must be >= 0, got ", o.scheduler.queue));
+  o.scheduler.queue = non_negative<int64_t>(vm, "queue");
   o.scheduler.batched = !vm["no-batching"].as<bool>();
   o.limits.max_tokens = positive<int64_t>(vm, "max-tokens");
   o.limits.max_prompt_tokens = positive<int64_t>(vm, "max-prompt-tokens");
   o.limits.max_seconds = o.scheduler.max_seconds = positive<double>(vm, "timeout");
   o.max_body = size_t(positive<int64_t>(vm, "max-body"));
-  o.shutdown_grace = vm["shutdown-grace"].as<double>();
-  if (!(o.shutdown_grace >= 0)) throw UsageError(cat("--shutdown-grace must be >= 0, got ", o.shutdown_grace));
-  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
-  check_dtype(dtype);
+  o.shutdown_grace = non_negative<double>(vm, "shutdown-grace");
+  const Precision dtype = dtype_option(vm);
   o.scheduler.weights = weights_option(vm, dtype);
   const std::string path = checkpoint_option(vm);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(path));

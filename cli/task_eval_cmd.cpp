@@ -97,15 +97,13 @@ std::function<int()> prepare_task_eval(const po::variables_map& vm) {
   auto run = std::make_shared<TaskEval>();
   TaskOptions& opt = run->opt;
   opt.batch = positive<int64_t>(vm, "batch-size");
-  opt.limit = vm["limit"].as<int64_t>();
-  if (opt.limit < 0) throw UsageError(cat("--limit must be >= 0, got ", opt.limit));
+  opt.limit = non_negative<int64_t>(vm, "limit");
   opt.max_new_tokens = positive<int64_t>(vm, "max-new-tokens");
   if (vm.count("stop")) opt.stops = vm["stop"].as<std::vector<std::string>>();
   for (const std::string& s : opt.stops)
     if (s.empty()) throw UsageError("--stop must not be empty");
   const bool json = vm["json"].as<bool>();
-  const Precision dtype = dtype_option(vm["dtype"].as<std::string>());
-  check_dtype(dtype);
+  const Precision dtype = dtype_option(vm);
   if (weights_option(vm, dtype) != nn::Weights::f32)
     throw UsageError("--task scores with the model's f32 weights; --weights applies to the loss evaluation only");
   const std::string samples = vm.count("log-samples") ? vm["log-samples"].as<std::string>() : "";

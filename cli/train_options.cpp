@@ -97,6 +97,18 @@ TrainOption choice(const char* flag, OnResume r, At at, Parse parse, Show show, 
       [=](auto value) { return std::string(show(value)); }, help);
 }
 
+// A two-valued option written as one of two words: `yes` sets the field, `no` clears it.
+template <class At>
+TrainOption two_words(const char* flag, OnResume r, At at, const char* yes, const char* no, const char* help) {
+  return parsed(
+      flag, r, at,
+      [=](const std::string& s) {
+        if (s != yes && s != no) throw UsageError(cat("--", flag, " must be ", yes, " or ", no, ", got '", s, "'"));
+        return s == yes;
+      },
+      [=](bool on) { return std::string(on ? yes : no); }, help);
+}
+
 // folio train's flag for one of the model options (nn/model_options.h).
 TrainOption model_flag(const nn::ModelOption& m) {
   const char* flag = m.flag;
@@ -201,23 +213,11 @@ const std::vector<TrainOption>& train_options() {
     // The model options (nn/model_options.h), each part of the model.
     for (const nn::ModelOption& option : nn::model_options()) rows.push_back(from_checkpoint(model_flag(option)));
     rows.insert(rows.end(), {
-      parsed(
-          "parallel", always, AT(data_parallel),
-          [](const std::string& s) {
-            if (s != "data" && s != "ops") throw UsageError(cat("--parallel must be data or ops, got '", s, "'"));
-            return s == "data";
-          },
-          [](bool data) { return std::string(data ? "data" : "ops"); },
-          "how threads share a step: data (a batch shard each) or ops (inside every op)"),
-      parsed(
-          "overlap", always, AT(overlap),
-          [](const std::string& s) {
-            if (s != "on" && s != "off") throw UsageError(cat("--overlap must be on or off, got '", s, "'"));
-            return s == "on";
-          },
-          [](bool on) { return std::string(on ? "on" : "off"); },
-          "on several ranks: send the gradients in buckets while the backward pass runs (on), or all of them "
-          "after it (off); the weights are the same"),
+      two_words("parallel", always, AT(data_parallel), "data", "ops",
+                "how threads share a step: data (a batch shard each) or ops (inside every op)"),
+      two_words("overlap", always, AT(overlap), "on", "off",
+                "on several ranks: send the gradients in buckets while the backward pass runs (on), or all of them "
+                "after it (off); the weights are the same"),
       field("comm-timeout", always, AT(comm_timeout),
             "on several ranks: seconds one rank may wait for the others in one exchange before it ends the job "
             "(a dead host or a cut network; 0: wait for ever)",

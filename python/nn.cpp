@@ -36,9 +36,13 @@ void require(bool ok, const char* what, const std::string& detail) {
 // seeds its own (config.seed ^ 0xd5), so one seed fixes weights and masks.
 std::shared_ptr<Rng> dropout_rng(uint64_t seed) { return std::make_shared<Rng>(seed ^ 0xd5); }
 
-// A forward pass's result, with the attention weights when asked: (out, weights).
-py::object with_weights(const Tensor& out, const Tensor& weights, bool asked) {
-  return asked ? py::object(py::make_tuple(out, weights)) : py::cast(out);
+// An attention module's forward (Head, MultiHead): out, or with the attention weights
+// when asked, (out, weights).
+template <class Attention>
+py::object attend(const Attention& attention, const Tensor& x, bool return_weights) {
+  Tensor weights;
+  const Tensor out = attention.forward(x, return_weights ? &weights : nullptr);
+  return return_weights ? py::object(py::make_tuple(out, weights)) : py::cast(out);
 }
 
 // GPT(**options): the defaults of a checkpoint's config, with the options given by name
@@ -152,14 +156,7 @@ void bind_attention(py::module_& m) {
            "    block_size: the longest sequence (T) it takes.\n"
            "    dropout: the probability of dropping an attention weight in training.\n"
            "    seed: the draw of the weights (N(0, 0.02)) and of the dropout masks.")
-      .def(
-          "__call__",
-          [](const nn::Head& h, const Tensor& x, bool return_weights) {
-            Tensor weights;
-            const Tensor out = h.forward(x, return_weights ? &weights : nullptr);
-            return with_weights(out, weights, return_weights);
-          },
-          py::arg("x"), py::arg("return_weights") = false,
+      .def("__call__", &attend<nn::Head>, py::arg("x"), py::arg("return_weights") = false,
           "x (B, T, C) -> (B, T, head_size); with return_weights, (out, weights (B, T, T)): the\n"
           "attention weights after the softmax and before dropout (rows are queries).")
       .def_readonly("key", &nn::Head::key)
@@ -190,14 +187,7 @@ void bind_attention(py::module_& m) {
            "    block_size: the longest sequence (T) it takes.\n"
            "    dropout: on the attention weights and on the projection's output, in training.\n"
            "    bias: whether the projection has a bias.\n    seed: the draw of the weights and of the dropout masks.")
-      .def(
-          "__call__",
-          [](const nn::MultiHead& mh, const Tensor& x, bool return_weights) {
-            Tensor weights;
-            const Tensor out = mh.forward(x, return_weights ? &weights : nullptr);
-            return with_weights(out, weights, return_weights);
-          },
-          py::arg("x"), py::arg("return_weights") = false,
+      .def("__call__", &attend<nn::MultiHead>, py::arg("x"), py::arg("return_weights") = false,
           "x (B, T, C) -> (B, T, C); with return_weights, (out, weights (B, n_head, T, T)).")
       .def_readonly("heads", &nn::MultiHead::heads)
       .def_readonly("proj", &nn::MultiHead::proj)

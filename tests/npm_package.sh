@@ -83,6 +83,37 @@ llama_cpp_test() {
   llama_cpp_source "$llama_npm" "$src" || fail "git clone of node-llama-cpp's llama.cpp bundle"
 }
 
+# The ids folio's tokenizer of the run RUN cuts each PROMPT into, as JSON on stdout:
+# [{"text": PROMPT, "ids": [...]}, ...]. After llama_cpp_test.
+#   prompt_ids RUN PROMPT...
+prompt_ids() {
+  local run=$1 p
+  shift
+  for p in "$@"; do
+    printf '%s\0' "$p"
+    "$folio" tokens --checkpoint "$run" --text "${p//$'\n'/\\n}" --format ids | tr '\n' '\0'
+  done | "$python" -c 'import json, sys
+f = sys.stdin.read().split("\0")[:-1]
+print(json.dumps([{"text": t, "ids": [int(i) for i in ids.split()]} for t, ids in zip(f[::2], f[1::2])]))'
+}
+
+# folio generate --greedy on the run RUN continues each of "${prompts[@]}" STEPS tokens
+# as llama.cpp did, or the test fails; `theirs I`, the test's own function, writes
+# llama.cpp's continuation of prompt I. After llama_cpp_test.
+#   expect_greedy_text RUN STEPS
+expect_greedy_text() {
+  local run=$1 steps=$2 i p ours text
+  for i in "${!prompts[@]}"; do
+    p=${prompts[$i]}
+    # generate's --prompt reads \n as a newline: the prompt's newline, escaped.
+    ours=$("$folio" generate --checkpoint "$run" --prompt "${p//$'\n'/\\n}" --greedy --max-new-tokens "$steps" \
+      --threads 1; echo .)
+    text=$(theirs "$i"; echo .)
+    [ "$ours" = "$p$text" ] || fail "prompt $i: folio generate --greedy wrote $(printf %q "$ours"), llama.cpp $(printf %q "$p$text")"
+  done
+  echo "greedy text: llama.cpp's ${#prompts[@]} continuations of $steps tokens equal folio generate --greedy's"
+}
+
 # Node 20 and npm for the tests, on a machine without them: Debian 12's nodejs is 18,
 # too old for node-llama-cpp 3.22, and its npm is 376 packages.
 #   node_for_tests DIR

@@ -222,11 +222,13 @@ inline Result run_folio(const Args& args, const fs::path& scratch, double timeou
   return r;
 }
 
-// The CLI tests on data and tokenizers: a folder holding text.txt (the bundled corpus's
-// first 30,000 bytes), folio run inside it, and a short run's options.
+// The CLI tests on data and tokenizers: a folder named after the test suite, holding
+// text.txt (the bundled corpus's first 30,000 bytes), folio run inside it, and a short
+// run's options (with --quiet unless `quiet` is false).
 class CliCorpusTest : public ::testing::Test {
  protected:
-  CliCorpusTest(const std::string& name, bool quiet) : dir_(name), quiet_(quiet) {}
+  explicit CliCorpusTest(bool quiet = true)
+      : dir_(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()), quiet_(quiet) {}
   void SetUp() override { write_small_corpus(dir_.path / "text.txt", 30000); }
   Result folio(const std::string& args) const { return run_folio(words(args), dir_.path); }
   std::string text() const { return dir_ / "text.txt"; }

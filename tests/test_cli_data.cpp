@@ -15,10 +15,7 @@ namespace fs = std::filesystem;
 using testing::expect_contains;
 using testing::Result;
 
-class CliData : public testing::CliCorpusTest {
- protected:
-  CliData() : CliCorpusTest("cli_data", true) {}
-};
+using CliData = testing::CliCorpusTest;
 
 // A run on a token directory, and one started --init-from it, took their tokenizer from
 // there: info gives the flags that describe it, not the defaults, and --resume accepts

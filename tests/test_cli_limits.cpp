@@ -16,10 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Result;
 
-class CliLimits : public testing::CliCorpusTest {
- protected:
-  CliLimits() : CliCorpusTest("cli_limits", true) {}
-};
+using CliLimits = testing::CliCorpusTest;
 
 // 65,536 threads crashed the OpenMP runtime (SIGSEGV) and 40,000 failed in its thread
 // creation: every command refuses what is outside [0, kMaxThreads], before it runs,

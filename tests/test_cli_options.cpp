@@ -92,13 +92,18 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"train --grad-accum 0", "--grad-accum must be positive, got 0\n"},
            {"train --ffn-hidden 100.5", "--ffn-hidden must be a whole number in [0, "},
            {"train --overlap maybe", "--overlap must be on or off, got 'maybe'\n"},
+           {"train --parallel both", "--parallel must be data or ops, got 'both'\n"},
            {"train --comm-timeout -1", "--comm-timeout must be >= 0, got -1\n"},
            {"train --config " + (dir_ / "inf.ini"), "--lr must be positive, got inf (--lr from --config "},
            {"train --min-lr 1", "--min-lr 1 outside [0, --lr = 0.001]"},
            {"train --pos rope --n-embd 36 --n-head 4", "--pos rope rotates pairs"},
            {"generate --checkpoint " + trained_run() + " --top-p 0", "--top-p must be in (0, 1], got 0"},
            {"generate --checkpoint " + trained_run() + " --temperature -0.5", "--temperature must be >= 0"},
-           {"generate --checkpoint " + trained_run() + " --context-shift -1", "--context-shift must be >= 0"}}) {
+           {"generate --checkpoint " + trained_run() + " --context-shift -1", "--context-shift must be >= 0"},
+           {"eval --checkpoint " + trained_run() + " --max-windows -1", "--max-windows must be >= 0, got -1\n"},
+           {"eval --checkpoint " + trained_run() + " --task t.jsonl --limit -2", "--limit must be >= 0, got -2\n"},
+           {"serve --checkpoint " + trained_run() + " --queue -1", "--queue must be >= 0, got -1\n"},
+           {"serve --checkpoint " + trained_run() + " --shutdown-grace -0.5", "--shutdown-grace must be >= 0, got -0.5\n"}}) {
     const Result r = folio(args + (args.starts_with("train") ? " --out " + (dir_ / "x") : ""));
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(fragment), std::string::npos) << args << ": " << r.err;

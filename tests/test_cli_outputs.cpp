@@ -22,7 +22,6 @@ using testing::spit;
 
 class CliOutputs : public testing::CliCorpusTest {
  protected:
-  CliOutputs() : CliCorpusTest("cli_outputs", true) {}
   std::string p(const std::string& name) const { return dir_ / name; }
   // Runs `args`, which must be refused with exit 2 naming `path` and --overwrite,
   // with nothing under the test's directory created, changed or removed.

@@ -17,7 +17,6 @@ using testing::spit;
 
 class CliTaskEval : public testing::CliCorpusTest {
  protected:
-  CliTaskEval() : CliCorpusTest("cli_task_eval", true) {}
   void SetUp() override {
     CliCorpusTest::SetUp();
     spit(text(), slurp(text()) + "Question: Answer:\n");  // ARC's words; the corpus has no Q

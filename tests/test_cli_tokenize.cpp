@@ -20,7 +20,7 @@ using testing::Result;
 
 class CliTokenize : public testing::CliCorpusTest {
  protected:
-  CliTokenize() : CliCorpusTest("cli_tokenize", false) {}
+  CliTokenize() : CliCorpusTest(false) {}  // the runs started --init-from print what they took
 };
 
 // --overwrite replaces a token directory; a folder of anything else (runs, notes) is

@@ -145,6 +145,13 @@ nn::GPTConfig with(nn::GPTConfig c, auto edit) {
   edit(c);
   return c;
 }
+// llama's shape: rotary positions, RMSNorm, SwiGLU and no biases.
+void llama(nn::GPTConfig& c) {
+  c.pos = nn::Positions::rope;
+  c.norm = nn::Norm::rms;
+  c.activation = nn::Activation::swiglu;
+  c.bias = false;
+}
 
 const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp32, 2e-5f},
                       DecoderCase{"gelu_no_bias", with(kSmall, [](auto& c) {
@@ -182,22 +189,14 @@ const auto kCases = ::testing::Values(DecoderCase{"relu", kSmall, Precision::fp3
                                     c.bigram = true;
                                     c.pos = nn::Positions::rope;
                                   }), Precision::fp32, 2e-5f},
-                      DecoderCase{"llama_rms_swiglu", with(kSmall, [](auto& c) {
-                                    c.pos = nn::Positions::rope;
-                                    c.norm = nn::Norm::rms;
-                                    c.activation = nn::Activation::swiglu;
-                                    c.bias = false;
-                                  }), Precision::fp32, 2e-5f},
+                      DecoderCase{"llama_rms_swiglu", with(kSmall, llama), Precision::fp32, 2e-5f},
                       DecoderCase{"rms_swiglu_bias_learned", with(kSmall, [](auto& c) {
                                     c.norm = nn::Norm::rms;
                                     c.activation = nn::Activation::swiglu;
                                   }), Precision::fp32, 2e-5f},
                       // --ffn-hidden: a width that is neither default (SwiGLU's 64, 4C 64 at C 16).
                       DecoderCase{"llama_ffn_hidden_40", with(kSmall, [](auto& c) {
-                                    c.pos = nn::Positions::rope;
-                                    c.norm = nn::Norm::rms;
-                                    c.activation = nn::Activation::swiglu;
-                                    c.bias = false;
+                                    llama(c);
                                     c.ffn_hidden = 40.0f;
                                   }), Precision::fp32, 2e-5f},
                       DecoderCase{"gelu_ffn_hidden_40", with(kSmall, [](auto& c) {
@@ -343,12 +342,7 @@ TEST(Decoder, LongPromptAttendsThroughProductsAsTheForward) {
                                      c.qk_norm = true;
                                      c.value_embed = true;
                                    }),
-                                   with(base, [](auto& c) {
-                                     c.pos = nn::Positions::rope;
-                                     c.norm = nn::Norm::rms;
-                                     c.activation = nn::Activation::swiglu;
-                                     c.bias = false;
-                                   }),
+                                   with(base, llama),
                                    // GPT-2's GELU; fc (3072, 768) is many tiles of widened weights
                                    with(base, [](auto& c) {
                                      c.n_layer = 1;

@@ -270,10 +270,7 @@ TEST(GgufModel, ImportBoundsTheRopeContextLength) {
 
 // ---- the commands ----
 
-class GgufCli : public CliCorpusTest {
- protected:
-  GgufCli() : CliCorpusTest("gguf_cli", true) {}
-};
+using GgufCli = CliCorpusTest;
 
 TEST_F(GgufCli, ExportRefusesTheDefaultModelWithExit2AndWritesNothing) {
   ASSERT_EQ(folio("train --data " + text() + run("run", 2)).code, 0);

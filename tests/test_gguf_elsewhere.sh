@@ -6,7 +6,7 @@
 #  1. llama.cpp (node-llama-cpp, tests/gguf_llamacpp.mjs) agrees with: its tokenization of
 #     each prompt is folio's, its greedy continuation of BOS + the prompt is the text
 #     folio generate --greedy writes, and its next-token probabilities are within 2e-3 of
-#     folio's (scripts/folio_numpy.py on the imported checkpoint);
+#     folio's (tests/llama_probabilities.py: scripts/folio_numpy.py on the imported checkpoint);
 #  2. folio eval reads and folio train --init-from trains a few steps from;
 # and a file whose tokenizer.ggml.model is "bert" is refused with exit 2 naming it.
 # Skipped (exit 77) without node, npm, numpy or spm_train, or when npm cannot install.
@@ -31,22 +31,14 @@ PYTHONPATH="$src/gguf-py" "$python" "$here/tests/gguf_elsewhere.py" "$work/spm.v
 # (1) the file asks for; llama.cpp continues them 32 tokens.
 prompts=("ROMEO:" $'First Citizen:\nWe are' "What is the king" "O, she doth teach the torches")
 steps=32
-for p in "${prompts[@]}"; do
-  printf '%s\0' "$p"
-  "$folio" tokens --checkpoint "$work/run" --text "${p//$'\n'/\\n}" --format ids | tr '\n' '\0'
-done | "$python" -c 'import json, sys
-f = sys.stdin.read().split("\0")[:-1]
-print(json.dumps([{"model": sys.argv[1], "prompts": [{"text": t, "ids": [1] + [int(i) for i in ids.split()]}
-                                                    for t, ids in zip(f[::2], f[1::2])]}]))' "$work/model.gguf" >"$work/jobs.json"
+prompt_ids "$work/run" "${prompts[@]}" | "$python" -c 'import json, sys
+print(json.dumps([{"model": sys.argv[1], "prompts": [dict(p, ids=[1] + p["ids"]) for p in json.load(sys.stdin)]}]))' \
+  "$work/model.gguf" >"$work/jobs.json"
 NODE_PATH="$llama_npm/node_modules" node "$here/tests/gguf_llamacpp.mjs" "$work/jobs.json" "$steps" \
   >"$work/llama.json" 2>"$work/llama.err" || { cat "$work/llama.err"; fail "llama.cpp on the file"; }
-for i in "${!prompts[@]}"; do
-  p=${prompts[$i]}
-  # generate's --prompt reads \n as a newline: the prompt's newline, escaped.
-  ours=$("$folio" generate --checkpoint "$work/run" --prompt "${p//$'\n'/\\n}" --greedy --max-new-tokens "$steps" \
-    --threads 1; echo .)
-  # llama.cpp's ids as text, each token's own bytes (U+2581 a space, <0xNN> a byte, <s> nothing).
-  theirs=$("$python" - "$work/llama.json" "$work/model.gguf.tokens.json" "$i" <<'EOF'
+# llama.cpp's ids as text, each token's own bytes (U+2581 a space, <0xNN> a byte, <s> nothing).
+theirs() {
+  "$python" - "$work/llama.json" "$work/model.gguf.tokens.json" "$1" <<'EOF'
 import json, sys
 run = json.load(open(sys.argv[1]))[0]["runs"][int(sys.argv[3])]
 tokens = json.load(open(sys.argv[2], encoding="utf-8"))
@@ -59,35 +51,10 @@ for t in (tokens[i] for i in run["ids"]):
 # folio generate writes U+FFFD for bytes that are no UTF-8 character, as Python's "replace" does.
 sys.stdout.write(out.decode("utf-8", "replace") + "\n")
 EOF
-  echo .)
-  [ "$ours" = "$p$theirs" ] || fail "prompt $i: folio generate --greedy wrote $(printf %q "$ours"), llama.cpp $(printf %q "$p$theirs")"
-done
-echo "greedy text: llama.cpp's ${#prompts[@]} continuations of $steps tokens equal folio generate --greedy's"
-PYTHONPATH="$here/scripts" "$python" - "$work" "$steps" <<'EOF'
-import json, sys
-import numpy as np
-import folio_numpy
-work, steps = sys.argv[1], int(sys.argv[2])
-W, config, _ = folio_numpy.load(work + "/run")
-assert config.get("ffn_hidden") == 96, config
-jobs = json.load(open(work + "/jobs.json"))[0]["prompts"]
-llama = json.load(open(work + "/llama.json"))[0]
-assert llama["arch"] == "llama" and llama["n_vocab"] == 400, (llama["arch"], llama["n_vocab"])
-worst = 0.0
-for p, (job, run) in enumerate(zip(jobs, llama["runs"])):
-    prompt = job["ids"]
-    assert run["tokenized"] == prompt[1:], f"prompt {p}: llama.cpp tokenizes it {run['tokenized']}, folio {prompt[1:]}"
-    ids = prompt + run["ids"]
-    logits = folio_numpy.forward(W, config, np.array([ids[:-1]]))[0, len(prompt) - 1:]
-    ours = np.exp(logits - logits.max(-1, keepdims=True))
-    ours /= ours.sum(-1, keepdims=True)
-    gap = float(abs(ours - np.array(run["probs"])).max())
-    worst = max(worst, gap)
-    print(f"prompt {p}: {steps} steps, largest probability difference {gap:.2e}, "
-          f"mean top probability {float(ours.max(-1).mean()):.3f}")
-assert worst <= 2e-3, f"llama.cpp's probabilities differ from folio's by {worst:.3g}"
-print("llama.cpp's tokenization of the prompts and its probabilities (within 2e-3) are folio's")
-EOF
+}
+expect_greedy_text "$work/run" "$steps"
+"$python" "$here/tests/llama_probabilities.py" "$work/run" "$work/llama.json" "$work/jobs.json" --arch llama \
+  --n-vocab 400 --bos --config ffn_hidden=96
 
 # 2. eval and a few steps of training from the imported run.
 "$folio" eval --checkpoint "$work/run" --data "$work/corpus.txt" --split all --max-windows 4 >"$work/eval.out" ||

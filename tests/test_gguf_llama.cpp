@@ -221,10 +221,7 @@ TEST(GgufLlama, GeluFormSurvivesTheRoundTrip) {
   }
 }
 
-class GgufLlamaCli : public CliCorpusTest {
- protected:
-  GgufLlamaCli() : CliCorpusTest("gguf_llama_cli", true) {}
-};
+using GgufLlamaCli = CliCorpusTest;
 
 TEST_F(GgufLlamaCli, ExportImportRoundTripGeneratesTheSameText) {
   ASSERT_EQ(folio("train --data " + text() + run("run", 20) + " --no-bias --pos rope --norm rms --activation swiglu").code,

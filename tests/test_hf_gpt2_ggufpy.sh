@@ -9,7 +9,7 @@
 #  3. llama.cpp (node-llama-cpp, tests/hf_gpt2_ggufpy.mjs) continues folio's prompt ids
 #     greedily: its text equals folio generate --greedy's, its tokenization of the
 #     prompts equals folio's, and its next-token probabilities along the way are within
-#     2e-3 of folio's (scripts/folio_numpy.py on the checkpoint, which
+#     2e-3 of folio's (tests/llama_probabilities.py: scripts/folio_numpy.py on the checkpoint, which
 #     Interop.NumpyForwardMatchesEval holds to folio's own forward), over all 50,257.
 # Skipped (exit 77) without node, npm or numpy, or when npm cannot install the packages.
 #   test_hf_gpt2_ggufpy.sh FOLIO_BINARY
@@ -38,46 +38,13 @@ tail -n 1 "$work/convert.log"
 # 3. Prompt ids from folio's tokenizer; each prompt plus its 32 tokens fits the 64 positions.
 prompts=("ROMEO:" $'First Citizen:\nWe are' "What says the king")
 steps=32
-for p in "${prompts[@]}"; do
-  printf '%s\0' "$p"
-  "$folio" tokens --checkpoint "$work/run" --text "${p//$'\n'/\\n}" --format ids | tr '\n' '\0'
-done | "$python" -c 'import json, sys
-f = sys.stdin.read().split("\0")[:-1]
-print(json.dumps([{"text": t, "ids": [int(i) for i in ids.split()]} for t, ids in zip(f[::2], f[1::2])]))' >"$work/prompts.json"
+prompt_ids "$work/run" "${prompts[@]}" >"$work/prompts.json"
 NODE_PATH="$llama_npm/node_modules" node "$here/tests/hf_gpt2_ggufpy.mjs" "$work/model.gguf" "$work/prompts.json" \
   "$steps" "$work" 2>"$work/llama.err" || { cat "$work/llama.err"; fail "llama.cpp on gguf-py's file"; }
-for i in "${!prompts[@]}"; do
-  p=${prompts[$i]}
-  # generate's --prompt reads \n as a newline: the prompt's newline, escaped.
-  ours=$("$folio" generate --checkpoint "$work/run" --prompt "${p//$'\n'/\\n}" --greedy --max-new-tokens "$steps" --threads 1; echo .)
-  theirs=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["runs"][int(sys.argv[2])]["text"])' \
-    "$work/llama.json" "$i"; echo .)
-  [ "$ours" = "$p$theirs" ] || fail "prompt $i: folio generate --greedy wrote $(printf %q "$ours"), llama.cpp $(printf %q "$p$theirs")"
-done
-echo "greedy text: llama.cpp's ${#prompts[@]} continuations of $steps tokens equal folio generate --greedy's"
-PYTHONPATH="$here/scripts" "$python" - "$work" "$steps" <<'EOF'
-import json, sys
-import numpy as np
-import folio_numpy
-work, steps = sys.argv[1], int(sys.argv[2])
-W, config, _ = folio_numpy.load(work + "/run")
-prompts = [p["ids"] for p in json.load(open(work + "/prompts.json"))]
-llama = json.load(open(work + "/llama.json"))
-assert llama["arch"] == "gpt2" and llama["n_vocab"] == 50257, (llama["arch"], llama["n_vocab"])
-probs = np.fromfile(work + "/probs.f32", "<f4").reshape(len(prompts), steps, -1)
-worst = 0.0
-for p, (prompt, run) in enumerate(zip(prompts, llama["runs"])):
-    assert run["tokenized"] == prompt, f"prompt {p}: llama.cpp tokenizes it {run['tokenized']}, folio {prompt}"
-    ids = prompt + run["ids"]
-    # folio's next-token distributions along llama.cpp's continuation, one forward pass.
-    logits = folio_numpy.forward(W, config, np.array([ids[:-1]]))[0, len(prompt) - 1:]
-    ours = np.exp(logits - logits.max(-1, keepdims=True))
-    ours /= ours.sum(-1, keepdims=True)
-    gap = float(abs(ours - probs[p]).max())
-    worst = max(worst, gap)
-    print(f"prompt {p}: {steps} steps, largest probability difference {gap:.2e}, "
-          f"mean top probability {float(probs[p].max(-1).mean()):.3f}")
-assert worst <= 2e-3, f"llama.cpp's probabilities differ from folio's by {worst:.3g}"
-print("llama.cpp's tokenization of the prompts and its probabilities (within 2e-3) are folio's")
-EOF
+theirs() {
+  "$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["runs"][int(sys.argv[2])]["text"])' "$work/llama.json" "$1"
+}
+expect_greedy_text "$work/run" "$steps"
+"$python" "$here/tests/llama_probabilities.py" "$work/run" "$work/llama.json" "$work/prompts.json" --arch gpt2 \
+  --n-vocab 50257 --probs "$work/probs.f32"
 echo "gguf-py's GGUF of folio's HF export: llama.cpp's greedy text and probabilities are folio's"

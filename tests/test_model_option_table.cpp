@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "io/config_json.h"
 #include "nn/model_options.h"
 #include "tests/option_values.h"
 #include "tests/support.h"
+#include "tests/table_names.h"
 
 namespace folio::nn {
 namespace {
@@ -42,21 +42,7 @@ std::map<std::string, std::string> texts(const GPTConfig& c) {
 
 // Unique names; the JSON key is the flag with '_' for '-'; a choice's names all parse.
 TEST(ModelOptionTable, NamesAreUniqueAndSpelledAlike) {
-  std::set<std::string> flags, keys;
-  for (const ModelOption& o : model_options()) {
-    EXPECT_TRUE(flags.insert(o.flag).second) << o.flag;
-    EXPECT_TRUE(keys.insert(o.key).second) << o.key;
-    std::string key = o.flag;
-    std::replace(key.begin(), key.end(), '-', '_');
-    EXPECT_EQ(key, o.key);
-    EXPECT_GT(std::string(o.help).size(), 10u) << o.flag;
-    if (const auto* ch = std::get_if<Choice>(&o.value))
-      for (const std::string& name : ch->names) {
-        GPTConfig c = small();
-        EXPECT_TRUE(ch->set(c, name)) << o.flag << " " << name;
-        EXPECT_EQ(ch->get(c), name);
-      }
-  }
+  folio::testing::expect_names_spelled_alike<Choice>(model_options(), small());
 }
 
 // Each option off its default survives a checkpoint's config, and moves nothing else;

@@ -34,16 +34,24 @@ void expect_whole_stages(SizeAt size_at, StageOf stage_of, std::initializer_list
   }
 }
 
+// A warm-up of 100 steps to a size `full` of eight stages (full / 8 each): the size is
+// stage + (full - stage) * step / 100, rounded down to a whole stage, from step 100 on
+// full; a warm-up of 0 steps is off.
+template <class SizeAt>
+void expect_eight_stages(SizeAt size_at, int64_t full) {
+  const int64_t stage = full / 8;
+  EXPECT_EQ(size_at(0, full, 100), stage);
+  EXPECT_EQ(size_at(14, full, 100), stage);       // 1.98 stages
+  EXPECT_EQ(size_at(15, full, 100), 2 * stage);   // 2.05
+  EXPECT_EQ(size_at(50, full, 100), 4 * stage);   // 4.5
+  EXPECT_EQ(size_at(99, full, 100), 7 * stage);   // 7.93
+  EXPECT_EQ(size_at(100, full, 100), full);
+  EXPECT_EQ(size_at(5000, full, 100), full);
+  EXPECT_EQ(size_at(0, full, 0), full);  // off
+}
+
 TEST(SeqWarmup, WindowGrowsByStagesToTheContext) {
-  // 8 + 56 * step / 100, rounded down to a multiple of 8.
-  EXPECT_EQ(window_length(0, 64, 100), 8);
-  EXPECT_EQ(window_length(14, 64, 100), 8);   // 15.84
-  EXPECT_EQ(window_length(15, 64, 100), 16);  // 16.4
-  EXPECT_EQ(window_length(50, 64, 100), 32);  // 36
-  EXPECT_EQ(window_length(99, 64, 100), 56);  // 63.44
-  EXPECT_EQ(window_length(100, 64, 100), 64);
-  EXPECT_EQ(window_length(5000, 64, 100), 64);
-  EXPECT_EQ(window_length(0, 64, 0), 64);  // off
+  expect_eight_stages(window_length, 64);  // 8 + 56 * step / 100, down to a multiple of 8
   EXPECT_EQ(window_length(0, 8, 100), 8);  // no window shorter than 8 tokens
   EXPECT_EQ(window_length(0, 5, 100), 5);
   // A context that is not a multiple of its stage (12): 12 + 88 * 0.99, down to 96.
@@ -58,15 +66,7 @@ TEST(SeqWarmup, WindowGrowsByStagesToTheContext) {
 }
 
 TEST(BatchWarmup, BatchGrowsByStagesToTheBatchSize) {
-  // 4 + 28 * step / 100, rounded down to a multiple of 4.
-  EXPECT_EQ(batch_size_at(0, 32, 100), 4);
-  EXPECT_EQ(batch_size_at(14, 32, 100), 4);   // 7.92
-  EXPECT_EQ(batch_size_at(15, 32, 100), 8);   // 8.2
-  EXPECT_EQ(batch_size_at(50, 32, 100), 16);  // 18
-  EXPECT_EQ(batch_size_at(99, 32, 100), 28);  // 31.72
-  EXPECT_EQ(batch_size_at(100, 32, 100), 32);
-  EXPECT_EQ(batch_size_at(5000, 32, 100), 32);
-  EXPECT_EQ(batch_size_at(0, 32, 0), 32);  // off
+  expect_eight_stages(batch_size_at, 32);  // 4 + 28 * step / 100, down to a multiple of 4
   // Small batches: stages of one sequence, or two from 9 on.
   EXPECT_EQ(batch_size_at(0, 5, 100), 1);
   EXPECT_EQ(batch_size_at(50, 5, 100), 3);

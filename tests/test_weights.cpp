@@ -15,7 +15,6 @@ using testing::Result;
 
 class WeightsCli : public testing::CliCorpusTest {
  protected:
-  WeightsCli() : CliCorpusTest("weights", true) {}
   double eval_loss(const std::string& weights) const {
     const Result r = folio("eval --checkpoint " + (dir_.path / "run").string() + " --json --weights " + weights);
     EXPECT_EQ(r.code, 0) << r.err;

@@ -217,10 +217,7 @@ namespace {
 thread_local ProgressHooks t_hooks;  // this thread's runs' listeners (ScopedProgressHooks)
 }  // namespace
 
-ScopedProgressHooks::ScopedProgressHooks(ProgressHooks hooks) : before_(std::move(t_hooks)) {
-  t_hooks = std::move(hooks);
-}
-ScopedProgressHooks::~ScopedProgressHooks() { t_hooks = std::move(before_); }
+ScopedProgressHooks::ScopedProgressHooks(ProgressHooks hooks) : ScopedValue(t_hooks, std::move(hooks)) {}
 
 void Progress::step_done(int64_t step, float loss, float lr, double train_seconds, int64_t tokens,
                          const Health& health) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/scoped_value.h"
 #include "train/param_groups.h"
 #include "viz/loss_plot.h"
 
@@ -66,15 +67,9 @@ struct ProgressHooks {
 };
 // Installs `hooks` for this thread until the returned guard goes (the ones before
 // come back).
-class ScopedProgressHooks {
+class ScopedProgressHooks : ScopedValue<ProgressHooks> {
  public:
   explicit ScopedProgressHooks(ProgressHooks hooks);
-  ~ScopedProgressHooks();
-  ScopedProgressHooks(const ScopedProgressHooks&) = delete;
-  ScopedProgressHooks& operator=(const ScopedProgressHooks&) = delete;
-
- private:
-  ProgressHooks before_;
 };
 
 // The run's health since the last evaluation (train/divergence_guard.h): the accepted
