@@ -18,7 +18,6 @@ using testing::spit;
 
 class CliReport : public testing::CliCorpusTest {
  protected:
-  CliReport() : CliCorpusTest("cli_report", true) {}
   // tests/check_report.py's verdict on RUN/report.md (skipped without python3).
   void expect_renders(const std::string& report) const {
     if (std::system("/usr/bin/python3 -c '' 2>/dev/null") != 0) GTEST_SKIP() << "no /usr/bin/python3";

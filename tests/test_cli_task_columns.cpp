@@ -43,7 +43,6 @@ std::vector<std::string> column(const Table& t, const std::string& name) {
 
 class CliTaskColumns : public testing::CliCorpusTest {
  protected:
-  CliTaskColumns() : CliCorpusTest("cli_task_columns", true) {}
   void SetUp() override {
     CliCorpusTest::SetUp();
     const std::string item = R"({"context": "To be, or not", "choices": ["to be", "the king", "a"], "answer": 0})" "\n";
