@@ -35,22 +35,25 @@ bool avx512_vnni() {
 namespace {
 
 constexpr int64_t kPanelRows = 8;            // 8 rows' sums, 8 weight vectors and a few more: of 32 registers
-constexpr int64_t kGroupPrefetchBlocks = 4;  // BlockQ8x8s: 1088 bytes ahead
 
 // Group G (nb blocks) against R activation rows: out[m][r] for m < R, r < 8. x holds
 // the activations' quants plus 128 (0..254, as unsigned bytes: vpdpbusd's unsigned
 // operand), so each lane's sum is row r's products plus 128 times the sum of its
 // weights; that term, the same for every activation row, is computed once per block
 // (vpdpbusd of 128s) and is where each row's sum starts, negated.
+struct Vnni {
+  template <int R>
+  FOLIO_VNNI static void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]);
+};
+
 template <int R>
-FOLIO_VNNI void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]) {
+FOLIO_VNNI void Vnni::panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]) {
   const __m256i offset = _mm256_set1_epi8(char(0x80));
   __m256 acc[R];
   for (int m = 0; m < R; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8x8& blk = G[b];
-    const char* ahead = reinterpret_cast<const char*>(&blk) + kGroupPrefetchBlocks * sizeof(BlockQ8x8);
-    for (size_t line = 0; line < sizeof(BlockQ8x8); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(blk);
     __m256i w[kQ8Block / kQ8Quad];
     __m256i shift = _mm256_setzero_si256();  // (8) 128 * each row's sum of weights
     for (int i = 0; i < kQ8Block / kQ8Quad; ++i) {
@@ -73,20 +76,6 @@ FOLIO_VNNI void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int6
   for (int m = 0; m < R; ++m) _mm256_storeu_ps(out[m], acc[m]);
 }
 
-void any_panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, int64_t rows,
-               float (*out)[kQ8Group]) {
-  switch (rows) {
-    case 8: return panel<8>(G, x, xs, nb, out);
-    case 7: return panel<7>(G, x, xs, nb, out);
-    case 6: return panel<6>(G, x, xs, nb, out);
-    case 5: return panel<5>(G, x, xs, nb, out);
-    case 4: return panel<4>(G, x, xs, nb, out);
-    case 3: return panel<3>(G, x, xs, nb, out);
-    case 2: return panel<2>(G, x, xs, nb, out);
-    default: return panel<1>(G, x, xs, nb, out);
-  }
-}
-
 }  // namespace
 
 // xq's quants plus 128 (a flip of the sign bit), once per call into this thread's
@@ -97,7 +86,7 @@ void q8x8_rows_vnni(const BlockQ8x8* P, const int8_t* xq, const float* xscale, f
   const size_t n = size_t(M * q8_blocks(K) * kQ8Block);
   if (biased.size() < n) biased.resize(n);
   for (size_t i = 0; i < n; ++i) biased[i] = int8_t(uint8_t(xq[i]) ^ 0x80u);
-  rows_by_panels<kPanelRows>(any_panel, P, biased.data(), xscale, y, M, N, K, bias, first_group, last_group);
+  rows_by_panels<Vnni, kPanelRows>(P, biased.data(), xscale, y, M, N, K, bias, first_group, last_group);
 }
 
 }  // namespace folio::kernels::detail

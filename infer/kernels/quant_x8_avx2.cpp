@@ -15,7 +15,6 @@ namespace folio::kernels::detail {
 namespace {
 
 constexpr int64_t kPanelRows = 4;            // 4 rows' sums and a block's 8 weight vectors: 13 of 16 registers
-constexpr int64_t kGroupPrefetchBlocks = 4;  // BlockQ8x8s: 1088 bytes ahead
 
 // Group G (nb blocks) against R activation rows: out[m][r] for m < R, r < 8.
 // A weight vector holds 4 weights of each of the 8 rows (BlockQ8x8); the activation's
@@ -25,17 +24,19 @@ constexpr int64_t kGroupPrefetchBlocks = 4;  // BlockQ8x8s: 1088 bytes ahead
 // ones sums each lane's pairs: lane r holds row r's 4 products, and 8 such vectors
 // added give the block's 8 row sums with no sum across lanes. The sums convert to fp32
 // and are scaled by the 8 weight scales (one load) times x's in one FMA.
+struct Avx2 {
+  template <int R>
+  FOLIO_AVX2 static void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]);
+};
+
 template <int R>
-FOLIO_AVX2 void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]) {
+FOLIO_AVX2 void Avx2::panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   for (int m = 0; m < R; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8x8& blk = G[b];
-    // The lines of the block 4 ahead: the stream is sequential, but a block's work for
-    // one row is short enough that the hardware prefetcher alone falls behind.
-    const char* ahead = reinterpret_cast<const char*>(&blk) + kGroupPrefetchBlocks * sizeof(BlockQ8x8);
-    for (size_t line = 0; line < sizeof(BlockQ8x8); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(blk);
     __m256i w[kQ8Block / kQ8Quad];
     for (int i = 0; i < kQ8Block / kQ8Quad; ++i) w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.q[i]));
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scale)));
@@ -55,21 +56,11 @@ FOLIO_AVX2 void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int6
   for (int m = 0; m < R; ++m) _mm256_storeu_ps(out[m], acc[m]);
 }
 
-void any_panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, int64_t rows,
-               float (*out)[kQ8Group]) {
-  switch (rows) {
-    case 4: return panel<4>(G, x, xs, nb, out);
-    case 3: return panel<3>(G, x, xs, nb, out);
-    case 2: return panel<2>(G, x, xs, nb, out);
-    default: return panel<1>(G, x, xs, nb, out);
-  }
-}
-
 }  // namespace
 
 void q8x8_rows_avx2(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                     int64_t K, const float* bias, int64_t first_group, int64_t last_group) {
-  rows_by_panels<kPanelRows>(any_panel, P, xq, xscale, y, M, N, K, bias, first_group, last_group);
+  rows_by_panels<Avx2, kPanelRows>(P, xq, xscale, y, M, N, K, bias, first_group, last_group);
 }
 
 }  // namespace folio::kernels::detail
