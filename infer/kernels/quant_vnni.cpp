@@ -34,7 +34,7 @@ bool avx512_vnni() {
 
 namespace {
 
-constexpr int64_t kPanelRows = 8;            // 8 rows' sums, 8 weight vectors and a few more: of 32 registers
+constexpr int64_t kPanelRows = 8;  // 8 rows' sums in registers, of 32
 
 // Group G (nb blocks) against R activation rows: out[m][r] for m < R, r < 8. x holds
 // the activations' quants plus 128 (0..254, as unsigned bytes: vpdpbusd's unsigned
@@ -54,21 +54,23 @@ FOLIO_VNNI void Vnni::panel(const BlockQ8x8* G, const int8_t* x, const float* xs
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8x8& blk = G[b];
     prefetch_ahead(blk);
-    __m256i w[kQ8Block / kQ8Quad];
+    const auto* w = reinterpret_cast<const __m256i*>(blk.q);  // (8) vectors of 4 weights of each row
     __m256i shift = _mm256_setzero_si256();  // (8) 128 * each row's sum of weights
-    for (int i = 0; i < kQ8Block / kQ8Quad; ++i) {
-      w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.q[i]));
-      shift = _mm256_dpbusd_epi32(shift, offset, w[i]);
-    }
+#pragma GCC unroll 8
+    for (int i = 0; i < kQ8Block / kQ8Quad; ++i) shift = _mm256_dpbusd_epi32(shift, offset, _mm256_loadu_si256(w + i));
     const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), shift);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scale)));
-    for (int m = 0; m < R; ++m) {
+#pragma GCC unroll 8
+    for (int m = 0; m < R; ++m) {  // unrolled: acc[m] stays in a register
       const int8_t* xb = x + (m * nb + b) * kQ8Block;
       __m256i s = start;
+      // Unrolled, each weight vector an operand in memory (L1): as an array the 8
+      // were copied to the stack and back each block.
+#pragma GCC unroll 8
       for (int i = 0; i < kQ8Block / kQ8Quad; ++i) {
         int32_t quad;
         std::memcpy(&quad, xb + i * kQ8Quad, sizeof quad);
-        s = _mm256_dpbusd_epi32(s, _mm256_set1_epi32(quad), w[i]);
+        s = _mm256_dpbusd_epi32(s, _mm256_set1_epi32(quad), _mm256_loadu_si256(w + i));
       }
       acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_set1_ps(xs[m * nb + b])), acc[m]);
     }

@@ -14,7 +14,7 @@
 namespace folio::kernels::detail {
 namespace {
 
-constexpr int64_t kPanelRows = 4;            // 4 rows' sums and a block's 8 weight vectors: 13 of 16 registers
+constexpr int64_t kPanelRows = 4;  // 4 rows' sums in registers, with the block's scales and a few more
 
 // Group G (nb blocks) against R activation rows: out[m][r] for m < R, r < 8.
 // A weight vector holds 4 weights of each of the 8 rows (BlockQ8x8); the activation's
@@ -37,17 +37,20 @@ FOLIO_AVX2 void Avx2::panel(const BlockQ8x8* G, const int8_t* x, const float* xs
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8x8& blk = G[b];
     prefetch_ahead(blk);
-    __m256i w[kQ8Block / kQ8Quad];
-    for (int i = 0; i < kQ8Block / kQ8Quad; ++i) w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.q[i]));
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scale)));
-    for (int m = 0; m < R; ++m) {
+#pragma GCC unroll 8
+    for (int m = 0; m < R; ++m) {  // unrolled: acc[m] stays in a register
       const int8_t* xb = x + (m * nb + b) * kQ8Block;
       __m256i s = _mm256_setzero_si256();
+      // Unrolled, each weight vector loaded where it is used: as an array the 8 were
+      // copied to the stack and back each block (twice the instructions of a step).
+#pragma GCC unroll 8
       for (int i = 0; i < kQ8Block / kQ8Quad; ++i) {
         int32_t quad;
         std::memcpy(&quad, xb + i * kQ8Quad, sizeof quad);
         const __m256i xv = _mm256_set1_epi32(quad);
-        const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(w[i], xv));
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.q[i]));
+        const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(w, xv));
         s = _mm256_add_epi32(s, _mm256_madd_epi16(p16, ones));
       }
       acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_set1_ps(xs[m * nb + b])), acc[m]);
