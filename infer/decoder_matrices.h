@@ -46,8 +46,8 @@ struct ProductScratch {
 };
 
 // A prompt of this many rows or more runs as the forward does: its products
-// oneDNN's blocked fp32 product (bf16 on widened tiles; int8 in integers) on all the
-// calling thread's threads, its attention through matrix products
+// oneDNN's blocked fp32 product (bf16 and int8 on widened tiles, int8 in integers with
+// VNNI) on all the calling thread's threads, its attention through matrix products
 // (infer/decoder_attention.cpp). A shorter one runs through a step's kernels, which
 // read the weights once for its few rows.
 inline constexpr int64_t kPromptProductRows = 32;
@@ -68,11 +68,12 @@ struct StoredMatrix {
   // With --weights bf16, rows are products of the stored weights widened in
   // registers, each weight row used for all M rows while in cache, a long prompt's
   // oneDNN's fp32 product on tiles of weights widened to fp32. With int8, the rows are
-  // quantized to int8 blocks too and multiplied in integers, a step's and a prompt's
-  // alike (integer_rows: kernels::q8x8_rows' kernel family on the blocks repacked in
-  // groups of 8 rows, panels of up to 8 prompt rows per pass over a group's weights);
-  // FOLIO_INT8_KERNEL=widened puts a long prompt's back on widened tiles, to time one
-  // against the other.
+  // quantized to int8 blocks too and multiplied in integers (integer_rows:
+  // kernels::q8x8_rows' kernel family on the blocks repacked in groups of 8 rows,
+  // panels of up to 8 prompt rows per pass over a group's weights), a step's always, a
+  // long prompt's where the CPU has AVX-512 VNNI (else on widened tiles, as bf16's:
+  // fewer instructions than AVX2's integer products); FOLIO_INT8_KERNEL chooses
+  // otherwise, to time one against the other (decoder_products.cpp).
   void apply_rows(const float* x, float* y, int64_t M, ProductScratch& scratch, bool prompt) const;
   int64_t bytes() const;  // of the weights as the products read them
   // The threads a step's product on this matrix runs on: scratch.threads when the
