@@ -18,9 +18,16 @@
 // rows split across two threads; run it with --threads=2 for the triad of two.
 //   build/bench/bench_generate --threads=1 --benchmark_filter='Decode.*threads:1|Prefill'
 //   build/bench/bench_generate --threads=2 --benchmark_filter='Decode.*threads:2'
+// With int8 weights, FOLIO_INT8_KERNEL picks the decoder's integer kernel (plain, avx2,
+// vnni; unset: the fastest the CPU runs), or "widened" for a prompt's products on
+// weights widened to fp32 (infer/decoder_matrices.h); the label names the choice:
+//   for k in widened avx2 vnni; do
+//     FOLIO_INT8_KERNEL=$k build/bench/bench_generate --threads=2 --benchmark_filter='Prefill/size:[12]/weights:2'
+//   done
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "bench/bench_common.h"
 #include "bench/triad.h"
@@ -84,11 +91,18 @@ double triad_gb_per_s() {
 
 const char* kSizes[] = {"S", "25M", "124M"};
 
+// "25M int8", and with FOLIO_INT8_KERNEL set, int8's kernel: "25M int8 avx2".
+std::string label(int64_t size, nn::Weights weights) {
+  const char* kernel = std::getenv("FOLIO_INT8_KERNEL");
+  return std::string(kSizes[size]) + " " + to_string(weights) +
+         (kernel && weights == nn::Weights::int8 ? std::string(" ") + kernel : "");
+}
+
 // args: size (0 S, 1 25M, 2 124M), weights (0 f32, 1 bf16, 2 int8), threads (the decoder's)
 void BM_Decode(benchmark::State& state) {
   const nn::GPT& model = model_of_size(state.range(0));
   const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
-  state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
+  state.SetLabel(label(state.range(0), weights));
   infer::Decoder decoder(model, 1, weights);
   decoder.set_threads(int(state.range(2)));
   const int64_t V = model.config().vocab_size, block = model.config().block_size;
@@ -121,7 +135,7 @@ BENCHMARK(BM_Decode)
 void BM_Prefill(benchmark::State& state) {
   const nn::GPT& model = model_of_size(state.range(0));
   const nn::Weights weights = nn::kAllWeights[size_t(state.range(1))];
-  state.SetLabel(std::string(kSizes[state.range(0)]) + " " + to_string(weights));
+  state.SetLabel(label(state.range(0), weights));
   infer::Decoder decoder(model, 1, weights);
   std::vector<int32_t> prompt(512);
   for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((7 * t + 3) % 65);

@@ -1,17 +1,20 @@
-// The int8 matrix-vector product a decode step runs (--weights int8), kernel against
-// kernel: one activation row (M = 1, K = 512, the 25M model's n_embd) against Q8_0
-// weights of N = 1536 (its qkv) and 2048 (its fc) rows.
-//   widening  kernels::q8_rows: each weight widened to fp32, FMA with fp32 activations
-//   integer   kernels::quantize_rows_q8 + q8q8_rows: the activation row quantized
-//             (counted in the time), int8 x int8 dots per block
-//   repacked  the same on the decoder's layout (kernels::repack_q8x8, q8x8_rows):
-//             8 rows' blocks together, one stream, one conversion per 8 block sums
+// The int8 products the decoder runs (--weights int8), kernel against kernel, on Q8_0
+// weights of N = 1536 (the 25M model's qkv) and 2048 (its fc) rows of K = 512:
+//   Q8Gemv_Widening  kernels::q8_rows: each weight widened to fp32, FMA with the fp32
+//                    activation row (M = 1)
+//   Q8Rows           kernels::quantize_rows_q8 + one kernel of q8x8_rows on the
+//                    decoder's layout (repack_q8x8): `kernel` 0 plain, 1 avx2, 2 vnni
+//                    (skipped where the CPU has not it), for M = 1 (a decode step) and
+//                    M = 128 (a prompt's rows, panels of 4 or 8 rows per pass)
+//   Q8Rows_Widened   a prompt's rows as the decoder ran them before the integer
+//                    kernels (FOLIO_INT8_KERNEL=widened): the blocks widened to fp32
+//                    (dequantize_q8x8_groups), then oneDNN's fp32 product
 // `from_memory:1` cycles through copies of the weights (64 MB in all, more than the
 // caches hold), as a decode step does through its layers; `from_memory:0` reads one
 // copy, in cache after the first pass: the kernel's arithmetic alone. Reports the
-// weights' bytes read per second (GB/s).
+// weights' bytes read per second (GB/s) and, for M > 1, activation rows per second.
 //   build/bench/bench_quant --threads=1
-//   build/bench/bench_quant --threads=1 --benchmark_repetitions=5 --benchmark_filter='N:1536'
+//   build/bench/bench_quant --threads=1 --benchmark_repetitions=5 --benchmark_filter='Q8Rows.*M:128'
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -74,34 +77,41 @@ void Q8Gemv_Widening(benchmark::State& state) {
   report(state, N);
 }
 
-void Q8Gemv_Integer(benchmark::State& state) {
-  const int64_t N = state.range(0), nb = kernels::q8_blocks(kK);
-  const Weights W(N, state.range(1) != 0);
-  bench::Buffer x(size_t(kK), 1);             // (1, K)
-  std::vector<int8_t> xq(static_cast<size_t>(nb * 32));  // (1, nb * 32)
-  std::vector<float> xs(static_cast<size_t>(nb)), y(static_cast<size_t>(N));  // (1, nb), (1, N)
+// args: N, from_memory, kernel (index into integer_kernels' names), M
+void Q8Rows(benchmark::State& state) {
+  const int64_t N = state.range(0), nb = kernels::q8_blocks(kK), M = state.range(3);
+  const char* names[] = {"plain", "avx2", "vnni"};
+  const kernels::IntegerKernel* kernel = kernels::find_integer_kernel(names[state.range(2)]);
+  if (!kernel) return state.SkipWithError("this CPU does not run the kernel");
+  state.SetLabel(kernel->name);
+  const Repacked W(Weights(N, state.range(1) != 0), N);
+  bench::Buffer x(size_t(M * kK), 1);                    // (M, K)
+  std::vector<int8_t> xq(static_cast<size_t>(M * nb * 32));  // (M, nb * 32)
+  std::vector<float> xs(static_cast<size_t>(M * nb)), y(static_cast<size_t>(M * N));  // (M, nb), (M, N)
   int64_t i = 0;
   for (auto _ : state) {
-    kernels::quantize_rows_q8(x.data(), 1, kK, xq.data(), xs.data());
-    kernels::q8q8_rows(W.copy(i++), xq.data(), xs.data(), y.data(), 1, N, kK, nullptr);
+    kernels::quantize_rows_q8(x.data(), M, kK, xq.data(), xs.data());
+    kernel->rows(W.copy(i++), xq.data(), xs.data(), y.data(), M, N, kK, nullptr, 0, kernels::q8x8_groups(N));
     benchmark::DoNotOptimize(y.data());
   }
   report(state, N);
+  state.counters["rows/s"] = benchmark::Counter(double(M) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void Q8Gemv_Repacked(benchmark::State& state) {
-  const int64_t N = state.range(0), nb = kernels::q8_blocks(kK);
+// args: N, from_memory, M: the blocks widened to fp32 (N, K), then x (M, K) W^T in fp32.
+void Q8Rows_Widened(benchmark::State& state) {
+  const int64_t N = state.range(0), M = state.range(2);
   const Repacked W(Weights(N, state.range(1) != 0), N);
-  bench::Buffer x(size_t(kK), 1);             // (1, K)
-  std::vector<int8_t> xq(static_cast<size_t>(nb * 32));  // (1, nb * 32)
-  std::vector<float> xs(static_cast<size_t>(nb)), y(static_cast<size_t>(N));  // (1, nb), (1, N)
+  bench::Buffer x(size_t(M * kK), 1);  // (M, K)
+  std::vector<float> wide(size_t(kernels::q8x8_groups(N) * kernels::kQ8Group * kK)), y(size_t(M * N));  // (N, K), (M, N)
   int64_t i = 0;
   for (auto _ : state) {
-    kernels::quantize_rows_q8(x.data(), 1, kK, xq.data(), xs.data());
-    kernels::q8x8_rows(W.copy(i++), xq.data(), xs.data(), y.data(), 1, N, kK, nullptr, 0, kernels::q8x8_groups(N));
+    kernels::dequantize_q8x8_groups(W.copy(i++), 0, kernels::q8x8_groups(N), N, kK, wide.data());
+    kernels::matmul({.M = M, .N = N, .K = kK, .trans_b = true}, x.data(), wide.data(), y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
   }
   report(state, N);
+  state.counters["rows/s"] = benchmark::Counter(double(M) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -111,9 +121,25 @@ void shapes(benchmark::internal::Benchmark* b) {
   bench::add_min_max(b);
 }
 
+void kernel_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "from_memory", "kernel", "M"});
+  for (int64_t N : {1536, 2048})
+    for (int64_t kernel : {0, 1, 2}) {
+      for (int64_t mem : {0, 1}) b->Args({N, mem, kernel, 1});
+      b->Args({N, 0, kernel, 128});
+    }
+  bench::add_min_max(b);
+}
+
+void widened_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "from_memory", "M"});
+  for (int64_t N : {1536, 2048}) b->Args({N, 0, 128});
+  bench::add_min_max(b);
+}
+
 BENCHMARK(Q8Gemv_Widening)->Apply(shapes);
-BENCHMARK(Q8Gemv_Integer)->Apply(shapes);
-BENCHMARK(Q8Gemv_Repacked)->Apply(shapes);
+BENCHMARK(Q8Rows)->Apply(kernel_shapes);
+BENCHMARK(Q8Rows_Widened)->Apply(widened_shapes);
 
 }  // namespace
 

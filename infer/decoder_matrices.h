@@ -46,9 +46,10 @@ struct ProductScratch {
 };
 
 // A prompt of this many rows or more runs as the forward does: its products
-// oneDNN's blocked fp32 product (int8 and bf16 on widened tiles), its attention
-// through matrix products (infer/decoder_attention.cpp). A shorter one runs through a
-// step's kernels, which read the weights once for its few rows.
+// oneDNN's blocked fp32 product (bf16 and int8 on widened tiles, int8 in integers with
+// VNNI) on all the calling thread's threads, its attention through matrix products
+// (infer/decoder_attention.cpp). A shorter one runs through a step's kernels, which
+// read the weights once for its few rows.
 inline constexpr int64_t kPromptProductRows = 32;
 
 struct StoredMatrix {
@@ -65,12 +66,14 @@ struct StoredMatrix {
   // of the calling thread's setting: as fast as the model's forward, where four rows
   // per pass would read the weights T / 4 times.
   // With --weights bf16, rows are products of the stored weights widened in
-  // registers, each weight row used for all M rows while in cache; with int8, the rows
-  // are quantized to int8 blocks too and multiplied in integers (integer_rows,
-  // kernels::q8x8_rows, on the blocks repacked in groups of 8 rows). A long prompt's
-  // rows are oneDNN's fp32 product on tiles of weights widened to fp32 (exactly the
-  // weights the row products use; the activations stay fp32), so that a prefill costs
-  // about what an f32 one does plus the widening (N * K, against its M * N * K).
+  // registers, each weight row used for all M rows while in cache, a long prompt's
+  // oneDNN's fp32 product on tiles of weights widened to fp32. With int8, the rows are
+  // quantized to int8 blocks too and multiplied in integers (integer_rows:
+  // kernels::q8x8_rows' kernel family on the blocks repacked in groups of 8 rows,
+  // panels of up to 8 prompt rows per pass over a group's weights), a step's always, a
+  // long prompt's where the CPU has AVX-512 VNNI (else on widened tiles, as bf16's:
+  // fewer instructions than AVX2's integer products); FOLIO_INT8_KERNEL chooses
+  // otherwise, to time one against the other (decoder_products.cpp).
   void apply_rows(const float* x, float* y, int64_t M, ProductScratch& scratch, bool prompt) const;
   int64_t bytes() const;  // of the weights as the products read them
   // The threads a step's product on this matrix runs on: scratch.threads when the
@@ -91,7 +94,7 @@ struct StoredMatrix {
  private:
   void packed_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const;
   void widened_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const;
-  void integer_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const;
+  void integer_rows(const float* x, float* y, int64_t M, ProductScratch& scratch, int threads) const;
 };
 
 // A model's matrices as a decoder's products read them, built by Decoder::store;

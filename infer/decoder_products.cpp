@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdlib>
 #include <new>
+#include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "autograd/kernels/matmul.h"
@@ -41,6 +43,36 @@ void split(int threads, int64_t count, F f) {
     f(count * t / T, count * (t + 1) / T);
   }
 }
+
+// The integer kernel of --weights int8 products, and whether a long prompt's products
+// run on weights widened to fp32 tiles (oneDNN's fp32 product) instead. Unset, the
+// fastest kernel this CPU runs, and a long prompt in integers only with VNNI (one
+// vpdpbusd per 32 products): with AVX2 alone, the integer prefill took 28 % more
+// instructions than the widened one (callgrind, 512 tokens at 25M: 4.53G against
+// 3.53G). FOLIO_INT8_KERNEL, a benchmark's choice (to time one against another on the
+// same build): "plain", "avx2" or "vnni" for that kernel everywhere, prompts included,
+// or "widened" for the fastest kernel and widened prompts.
+struct Int8Choice {
+  kernels::Q8x8Rows* rows;
+  bool widened_prompts;
+};
+Int8Choice int8_choice() {
+  static const Int8Choice chosen = [] {
+    const std::string name = std::getenv("FOLIO_INT8_KERNEL") ? std::getenv("FOLIO_INT8_KERNEL") : "";
+    const kernels::IntegerKernel& fastest = kernels::integer_kernels().back();
+    if (name.empty()) return Int8Choice{fastest.rows, std::string_view(fastest.name) != "vnni"};
+    if (name == "widened") return Int8Choice{fastest.rows, true};
+    if (const kernels::IntegerKernel* k = kernels::find_integer_kernel(name)) return Int8Choice{k->rows, false};
+    std::string known = "widened";
+    for (const kernels::IntegerKernel& k : kernels::integer_kernels()) known += std::string(", ") + k.name;
+    fail("decoder", "FOLIO_INT8_KERNEL=", name, " is not a kernel this CPU runs; expected one of ", known);
+  }();
+  return chosen;
+}
+
+// A long prompt's products run on the calling thread's OpenMP threads, as the model's
+// forward does; a step's and a short prompt's on the decoder's (step_threads).
+bool long_prompt(bool prompt, int64_t M) { return prompt && M >= kPromptProductRows; }
 
 }  // namespace
 PanelStore::PanelStore(int64_t floats) {
@@ -96,15 +128,21 @@ int StoredMatrix::step_threads(const ProductScratch& scratch) const {
   return N * K >= kSplitWeights ? int(std::clamp<int64_t>(scratch.threads, 1, rows)) : 1;
 }
 
-// x (M, K) quantized once for the whole product, then int8 x int8 dots per block.
-void StoredMatrix::integer_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const {
+// x (M, K) quantized once for the whole product, then int8 x int8 dots per block, on
+// `threads` threads: the rows' quantization split by rows, the product by groups of 8
+// output columns.
+void StoredMatrix::integer_rows(const float* x, float* y, int64_t M, ProductScratch& scratch, int threads) const {
   const int64_t nb = kernels::q8_blocks(K);
   scratch.xq.resize(size_t(M * nb * kernels::kQ8Block));
   scratch.xscale.resize(size_t(M * nb));
-  kernels::quantize_rows_q8(x, M, K, scratch.xq.data(), scratch.xscale.data());
-  split(step_threads(scratch), kernels::q8x8_groups(N), [&](int64_t first, int64_t last) {
-    kernels::q8x8_rows(q8.data(), scratch.xq.data(), scratch.xscale.data(), y, M, N, K, bias, first, last);
+  int8_t* xq = scratch.xq.data();  // (M, nb * 32)
+  float* xs = scratch.xscale.data();  // (M, nb)
+  split(int(std::clamp<int64_t>(threads, 1, M)), M, [&](int64_t first, int64_t last) {
+    kernels::quantize_rows_q8(x + first * K, last - first, K, xq + first * nb * kernels::kQ8Block, xs + first * nb);
   });
+  kernels::Q8x8Rows* rows = int8_choice().rows;
+  split(int(std::clamp<int64_t>(threads, 1, kernels::q8x8_groups(N))), kernels::q8x8_groups(N),
+        [&](int64_t first, int64_t last) { rows(q8.data(), xq, xs, y, M, N, K, bias, first, last); });
 }
 
 namespace {
@@ -146,19 +184,23 @@ void panel_row(const float* panel, const float* x, int64_t K, float* y, int64_t 
 
 void StoredMatrix::widened_rows(const float* x, float* y, int64_t M, ProductScratch& scratch) const {
   // Tiles of about 256 KiB of fp32 weights, which stay in cache while the product
-  // reads them; whole groups of 8 rows, as int8 stores them.
+  // reads them; whole groups of 8 rows, as int8 stores them. Each tile is widened on
+  // all the prompt's threads, as its product runs (on one, the others waited).
   const int64_t group = kernels::kQ8Group;
   const int64_t rows = std::min(std::max<int64_t>((int64_t(1) << 16) / K / group, 1) * group, N);
   scratch.tile.resize(size_t(rows * K));
   if (rows < N) scratch.ytile.resize(size_t(M * rows));
   for (int64_t first = 0; first < N; first += rows) {
-    const int64_t n = std::min(rows, N - first);
+    const int64_t n = std::min(rows, N - first), groups = (n + group - 1) / group;
     float* tile = scratch.tile.data();  // (n, K)
-    if (stored == Weights::int8)
-      kernels::dequantize_q8x8_groups(q8.data(), first / group, (first + n + group - 1) / group, N, K, tile);
-    else
-      for (int64_t r = 0; r < n; ++r)
+    split(int(std::min<int64_t>(omp_get_max_threads(), groups)), groups, [&](int64_t g0, int64_t g1) {
+      if (stored == Weights::int8) {
+        kernels::dequantize_q8x8_groups(q8.data(), first / group + g0, first / group + g1, N, K, tile + g0 * group * K);
+        return;
+      }
+      for (int64_t r = g0 * group; r < std::min(n, g1 * group); ++r)
         for (int64_t k = 0; k < K; ++k) tile[r * K + k] = kernels::to_float(w16[size_t((first + r) * K + k)]);
+    });
     float* out = rows < N ? scratch.ytile.data() : y;  // (M, n)
     kernels::matmul({.M = M, .N = n, .K = K, .trans_b = true}, x, tile, out, bias ? bias + first : nullptr);
     if (out != y)
@@ -175,18 +217,26 @@ void StoredMatrix::apply_rows(const float* x, float* y, int64_t M, ProductScratc
   // kernels do once for four rows (f32 panels) or all of them (int8, at a quarter of
   // the bytes); widening a whole int8 matrix for a 7-token prompt cost more than its
   // product.
-  if (prompt && M >= kPromptProductRows) {
-    if (stored != Weights::f32) return widened_rows(x, y, M, scratch);
+  if (long_prompt(prompt, M)) {
+    if (stored == Weights::bf16 || (stored == Weights::int8 && int8_choice().widened_prompts))
+      return widened_rows(x, y, M, scratch);
+    if (stored == Weights::int8) return integer_rows(x, y, M, scratch, omp_get_max_threads());
     if (packed)  // fp32: as the model's own forward computes its products
       return kernels::matmul({.M = M, .N = N, .K = K, .trans_b = true}, x, weight, y, bias);
   }
-  if (stored == Weights::int8) return integer_rows(x, y, M, scratch);
+  if (stored == Weights::int8) return integer_rows(x, y, M, scratch, step_threads(scratch));
   if (stored == Weights::bf16) {
     // A range of weight rows writes that range of y's row. bf16_rows writes its rows
-    // as many outputs apart as it computes, so only one row splits across threads.
-    const int threads = M == 1 ? step_threads(scratch) : 1;
+    // as many outputs apart as it computes, so with several rows each thread's range
+    // goes to a part of its own, (M, its rows), copied into y's rows after.
+    const int threads = step_threads(scratch);
+    if (M > 1 && threads > 1) scratch.ytile.resize(size_t(M * N));
     return split(threads, N, [&](int64_t first, int64_t last) {
-      kernels::bf16_rows(w16.data() + first * K, x, y + first, M, last - first, K, bias ? bias + first : nullptr);
+      const int64_t n = last - first;
+      float* out = M > 1 && threads > 1 ? scratch.ytile.data() + M * first : y + first;  // (M, n), n or N apart
+      kernels::bf16_rows(w16.data() + first * K, x, out, M, n, K, bias ? bias + first : nullptr);
+      if (out != y + first)
+        for (int64_t m = 0; m < M; ++m) std::copy_n(out + m * n, n, y + m * N + first);
     });
   }
   if (!packed) {  // bf16 products: one oneDNN product, both operands in bf16 as the model's round them

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "autograd/kernels/fp16.h"
@@ -174,21 +175,29 @@ TEST(Quant, ActivationRowsRoundEachValueToItsBlocksStep) {
   }
 }
 
-using IntRowsFn = void (*)(const BlockQ8*, const int8_t*, const float*, float*, int64_t, int64_t, int64_t,
-                           const float*);
-
-// The integer product on the decoder's layout (BlockQ8x8) behind q8q8_rows' signature:
-// W repacked, then every group at once, or in two ranges (as two threads split it).
-template <void (*Fn)(const BlockQ8x8*, const int8_t*, const float*, float*, int64_t, int64_t, int64_t, const float*,
-                     int64_t, int64_t),
-          bool kSplit>
-void repacked(const BlockQ8* W, const int8_t* xq, const float* xs, float* y, int64_t M, int64_t N, int64_t K,
-              const float* bias) {
+// The integer product on the decoder's layout (BlockQ8x8) behind the reference's
+// signature: W repacked, then every group at once, or in two ranges (as two threads
+// split it).
+template <bool kSplit>
+void repacked(Q8x8Rows* fn, const BlockQ8* W, const int8_t* xq, const float* xs, float* y, int64_t M, int64_t N,
+              int64_t K, const float* bias) {
   std::vector<BlockQ8x8> P(size_t(q8x8_groups(N) * q8_blocks(K)));  // (groups, nb)
   repack_q8x8(W, N, K, P.data());
   const int64_t G = q8x8_groups(N), half = kSplit ? G / 2 : G;
-  Fn(P.data(), xq, xs, y, M, N, K, bias, 0, half);
-  if (half < G) Fn(P.data(), xq, xs, y, M, N, K, bias, half, G);
+  fn(P.data(), xq, xs, y, M, N, K, bias, 0, half);
+  if (half < G) fn(P.data(), xq, xs, y, M, N, K, bias, half, G);
+}
+
+// Each kernel the CPU has is on the list, and q8x8_rows runs the last (the fastest).
+TEST(Quant, IntegerKernelsAreTheOnesThisCpuRuns) {
+  std::vector<std::string> names;
+  for (const IntegerKernel& k : integer_kernels()) names.push_back(k.name);
+  std::vector<std::string> want = {"plain"};
+  if (detail::avx2_fma_f16c()) want.push_back("avx2");
+  if (detail::avx512_vnni()) want.push_back("vnni");
+  EXPECT_EQ(names, want);
+  for (const std::string& name : names) EXPECT_EQ(find_integer_kernel(name)->name, name);
+  EXPECT_EQ(find_integer_kernel("amx"), nullptr);
 }
 
 // Rows of the repacked blocks come back as the blocks they were made from, one at a
@@ -229,32 +238,27 @@ TEST(Quant, RepackedBlocksKeepEachRow) {
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ8x8& blk = P[size_t((n / kQ8Group) * nb + b)];
         ASSERT_EQ(blk.scale[n % kQ8Group], 0) << "padding row " << n;
-        for (int64_t i = 0; i < kQ8Block; ++i) ASSERT_EQ(blk.q[n % kQ8Group][i], 0) << "padding row " << n;
+        for (int64_t i = 0; i < kQ8Block; ++i) ASSERT_EQ(blk.at(n % kQ8Group, i), 0) << "padding row " << n;
       }
   }
 }
 
-// The integer product against its reference (both operands dequantized, sums in
-// double) for M = 1..17 rows (a decode step's streams) on ragged K and N, and the same
-// on the repacked layout (its fp32 sums in another order: within 1e-5 of sum |w x|
-// too, the int32 block sums being exact in both); and against
-// the fp32-activation product, from which it may differ by the activations' rounding
+// Every integer kernel this CPU runs (plain, AVX2, AVX-512 VNNI) and the chosen one,
+// against the reference (both operands dequantized, sums in double: within 1e-5 of
+// sum |w x|, the int32 block sums being exact in both) for M = 1..20 rows (a decode
+// step's streams, and prompts' panels of 4 and 8 rows with ragged tails) on ragged K
+// and N, over all groups at once and in two ranges; and the reference against the
+// fp32-activation product, from which it may differ by the activations' rounding
 // alone: at most half an activation step times sum |w| per block.
 TEST(Quant, IntegerProductsMatchTheReference) {
-  std::vector<std::pair<const char*, IntRowsFn>> kernels = {{"plain", detail::q8q8_rows_plain}, {"chosen", q8q8_rows}};
-  kernels.push_back({"x8 plain", repacked<detail::q8x8_rows_plain, false>});
-  kernels.push_back({"x8 chosen", repacked<q8x8_rows, false>});
-  kernels.push_back({"x8 chosen, two ranges", repacked<q8x8_rows, true>});
-  if (detail::avx2_fma_f16c()) {
-    kernels.push_back({"avx2", detail::q8q8_rows_avx2});
-    kernels.push_back({"x8 avx2", repacked<detail::q8x8_rows_avx2, false>});
-    kernels.push_back({"x8 avx2, two ranges", repacked<detail::q8x8_rows_avx2, true>});
-  }
+  std::vector<std::pair<std::string, Q8x8Rows*>> kernels = {{"chosen", q8x8_rows}};
+  for (const IntegerKernel& k : integer_kernels()) kernels.push_back({k.name, k.rows});
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
-  for (int64_t M = 1; M <= 17; ++M) shapes.push_back({M, 3 + M % 5, 16 + 37 * M});
-  for (int64_t M = 1; M <= 5; ++M)  // N around and past the repacked groups of 8
+  for (int64_t M = 1; M <= 20; ++M) shapes.push_back({M, 3 + M % 5, 16 + 37 * M});
+  for (int64_t M = 1; M <= 9; M += 2)  // N around and past the repacked groups of 8
     for (int64_t N : {int64_t(8), int64_t(9), int64_t(15), int64_t(16), int64_t(17), 23 + 8 * M}) shapes.push_back({M, N, 33 + 61 * M});
   shapes.push_back({1, 6, 512});
+  shapes.push_back({37, 21, 4000});  // more rows than a tile of 128 KiB of quants holds (32)
   for (const Shape s : shapes) {
     const int64_t nb = q8_blocks(s.K);
     const std::vector<float> w = randoms(s.N * s.K, 7, 0.05f), x = randoms(s.M * s.K, 8), bias = randoms(s.N, 9);
@@ -271,11 +275,13 @@ TEST(Quant, IntegerProductsMatchTheReference) {
     for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
       std::vector<float> want(size_t(s.M * s.N)), got(want.size()), fp32x(want.size());  // (M, N)
       detail::q8q8_rows_reference(W.data(), xq.data(), xs.data(), want.data(), s.M, s.N, s.K, b);
-      for (const auto& [name, fn] : kernels) {
-        std::fill(got.begin(), got.end(), NAN);
-        fn(W.data(), xq.data(), xs.data(), got.data(), s.M, s.N, s.K, b);
-        expect_close(got, want, mag, name, s);
-      }
+      for (const auto& [name, fn] : kernels)
+        for (const bool two_ranges : {false, true}) {
+          std::fill(got.begin(), got.end(), NAN);
+          (two_ranges ? repacked<true> : repacked<false>)(fn, W.data(), xq.data(), xs.data(), got.data(), s.M, s.N,
+                                                          s.K, b);
+          expect_close(got, want, mag, (name + (two_ranges ? ", two ranges" : "")).c_str(), s);
+        }
       detail::q8_rows_reference(W.data(), x.data(), fp32x.data(), s.M, s.N, s.K, b);
       for (int64_t m = 0; m < s.M; ++m)
         for (int64_t n = 0; n < s.N; ++n) {

@@ -84,24 +84,6 @@ void bf16_rows_plain(const bf16* W, const float* x, float* y, int64_t M, int64_t
   }
 }
 
-void q8q8_rows_plain(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
-                     int64_t K, const float* bias) {
-  const int64_t nb = q8_blocks(K);
-  for (int64_t n = 0; n < N; ++n) {
-    const BlockQ8* row = W + n * nb;
-    for (int64_t m = 0; m < M; ++m) {
-      float sum = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        const int8_t* xb = xq + (m * nb + b) * kQ8Block;
-        int32_t s = 0;  // at most 32 * 127 * 127: exact
-        for (int64_t i = 0; i < kQ8Block; ++i) s += int32_t(row[b].q[i]) * int32_t(xb[i]);
-        sum += fp16_to_float(row[b].scale) * xscale[m * nb + b] * float(s);
-      }
-      y[m * N + n] = sum + (bias ? bias[n] : 0.0f);
-    }
-  }
-}
-
 // Both operands dequantized, sums in double.
 void q8q8_rows_reference(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                          int64_t K, const float* bias) {
@@ -150,12 +132,6 @@ bool avx2_fma_f16c() {
 
 void q8_rows(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias) {
   detail::avx2_fma_f16c() ? detail::q8_rows_avx2(W, x, y, M, N, K, bias) : detail::q8_rows_plain(W, x, y, M, N, K, bias);
-}
-
-void q8q8_rows(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
-               const float* bias) {
-  detail::avx2_fma_f16c() ? detail::q8q8_rows_avx2(W, xq, xscale, y, M, N, K, bias)
-                          : detail::q8q8_rows_plain(W, xq, xscale, y, M, N, K, bias);
 }
 
 void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias) {

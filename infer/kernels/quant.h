@@ -11,21 +11,26 @@
 //                product differs from f32 by the weights' rounding alone.
 //   bf16_rows    the same from W (N, K) as bf16, widened in registers (no bf16
 //                instructions needed)
-//   quantize_rows_q8, q8q8_rows   the integer product (the decoder's decode steps
-//                with --weights int8): the activation rows quantized too, per block of
-//                32 with an fp32 scale, and each block's dot an exact int32 sum of int8
-//                products scaled by the two blocks' scales. It costs the activations'
-//                rounding on top of the weights' (docs/results/inference.md measures it).
+//   quantize_rows_q8   the activation rows of the integer product (the decoder's
+//                --weights int8): quantized per block of 32 with an fp32 scale, each
+//                block's dot an exact int32 sum of int8 products scaled by the two
+//                blocks' scales. It costs the activations' rounding on top of the
+//                weights' (docs/results/inference.md measures it).
 //   BlockQ8x8, repack_q8x8, q8x8_rows   the same integer product on the decoder's
 //                layout of the blocks: for each group of 8 weight rows, block b of all
-//                8 rows together (8 fp16 scales, then 8 x 32 quants), so a product
-//                reads each group as one sequential stream, loads the group's scales as
-//                one vector, and converts and scales 8 rows' block sums in one
-//                instruction each rather than one per row.
+//                8 rows together (8 fp16 scales, then the 8 rows' quants interleaved 4
+//                by 4), so that one 32-byte vector holds 4 consecutive weights of each
+//                of the 8 rows. A product then needs no sum across lanes: lane r of
+//                its int32 sums is row r's. One kernel family serves a decode step (one
+//                activation row) and a prompt (panels of rows reusing each weight
+//                vector while it is in registers): plain, AVX2 (vpmaddubsw/vpmaddwd),
+//                AVX-512 VNNI (vpdpbusd on 256-bit vectors), chosen at run time.
 // Each fast product (AVX2 + FMA + F16C where the CPU has them, chosen at run time) has
 // a plain twin (the fallback elsewhere) and a reference in double that
 // tests/test_quant.cpp compares them with.
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "autograd/kernels/cpu_features.h"
 #include "autograd/kernels/fp16.h"
@@ -57,17 +62,15 @@ void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, in
 // zero-padded as the weights' are, and scale (M, q8_blocks(K)): max|x| / 127 of each
 // block, x ~ scale * q, rounded to nearest even.
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* scale);
-// y (M, N) = xq (M, K) W^T [+ bias (N)], xq as quantize_rows_q8 wrote it, W (N,
-// q8_blocks(K)) blocks. Zero padding on both sides: K need not be a multiple of 32.
-void q8q8_rows(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
-               const float* bias);
 
 // 8 weight rows' block b: the decoder's layout of Q8_0 blocks (a GGUF file keeps
 // BlockQ8's). The same bytes per weight as BlockQ8, rows past N padded with zeros.
 inline constexpr int64_t kQ8Group = 8;
+inline constexpr int64_t kQ8Quad = 4;  // weights of a row side by side: vpdpbusd's 4 products per lane
 struct BlockQ8x8 {
-  uint16_t scale[kQ8Group];           // fp16 bits, row r's in scale[r]
-  int8_t q[kQ8Group][kQ8Block];       // row r's 32 weights in q[r]
+  uint16_t scale[kQ8Group];                                 // fp16 bits, row r's in scale[r]
+  int8_t q[kQ8Block / kQ8Quad][kQ8Group][kQ8Quad];          // q[i][r][j]: row r's weight 4i + j
+  int8_t at(int64_t r, int64_t k) const { return q[k / kQ8Quad][r][k % kQ8Quad]; }  // row r's weight k
 };
 static_assert(sizeof(BlockQ8x8) == 272, "8 Q8_0 blocks, their scales first");
 
@@ -87,8 +90,21 @@ void dequantize_q8x8_groups(const BlockQ8x8* P, int64_t first_group, int64_t las
 // [first_group, last_group) only (their rows n < N): W as repack_q8x8 wrote it, xq as
 // quantize_rows_q8 wrote it. Disjoint group ranges write disjoint columns of y, so
 // threads may each take a range.
+// Runs the fastest kernel this CPU has (integer_kernels().back()).
 void q8x8_rows(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
                const float* bias, int64_t first_group, int64_t last_group);
+
+// The kernels of q8x8_rows, to choose one by name (benchmarks, tests, FOLIO_INT8_KERNEL).
+using Q8x8Rows = void(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
+                      int64_t K, const float* bias, int64_t first_group, int64_t last_group);
+struct IntegerKernel {
+  const char* name;  // "plain", "avx2", "vnni"
+  Q8x8Rows* rows;
+};
+// Those this CPU runs, slowest first: plain always, then avx2, vnni where it has them.
+const std::vector<IntegerKernel>& integer_kernels();
+// The one of that name, or nullptr if this CPU does not run it (or none has the name).
+const IntegerKernel* find_integer_kernel(std::string_view name);
 
 namespace detail {
 // The plain loops (the fallback without AVX2), and the references: each weight
@@ -99,24 +115,22 @@ void q8_rows_reference(const BlockQ8* W, const float* x, float* y, int64_t M, in
                        const float* bias);
 void bf16_rows_reference(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K,
                          const float* bias);
-void q8q8_rows_plain(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
-                     int64_t K, const float* bias);
 void q8q8_rows_reference(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                          int64_t K, const float* bias);
-void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
-                     int64_t K, const float* bias, int64_t first_group, int64_t last_group);
+Q8x8Rows q8x8_rows_plain;
 void dequantize_q8x8_groups_plain(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
                                   float* w);
 // The AVX2 products; callable only where avx2_fma_f16c() says so.
 bool avx2_fma_f16c();
 void q8_rows_avx2(const BlockQ8* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
 void bf16_rows_avx2(const bf16* W, const float* x, float* y, int64_t M, int64_t N, int64_t K, const float* bias);
-void q8q8_rows_avx2(const BlockQ8* W, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
-                    int64_t K, const float* bias);
-void q8x8_rows_avx2(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
-                    int64_t K, const float* bias, int64_t first_group, int64_t last_group);
+Q8x8Rows q8x8_rows_avx2;
 void dequantize_q8x8_groups_avx2(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
                                  float* w);
+// AVX-512 F, BW, VL and VNNI (and the OS saving their registers); the kernel is
+// callable only where avx512_vnni() says so.
+bool avx512_vnni();
+Q8x8Rows q8x8_rows_vnni;
 }  // namespace detail
 
 }  // namespace folio::kernels

@@ -1,6 +1,6 @@
 // The decoder's layout of Q8_0 blocks (BlockQ8x8, quant.h): the repacking, rows back
-// to floats, the plain integer product on it, and the choice of the AVX2 one
-// (quant_avx2.cpp) where the CPU has it.
+// to floats, the plain integer product on it, and the choice of the fastest kernel the
+// CPU runs (AVX2 quant_x8_avx2.cpp, AVX-512 VNNI quant_vnni.cpp).
 #include <algorithm>
 #include <cstring>
 
@@ -17,7 +17,7 @@ void repack_q8x8(const BlockQ8* W, int64_t N, int64_t K, BlockQ8x8* out) {
       for (int64_t r = 0; r < kQ8Group && g * kQ8Group + r < N; ++r) {
         const BlockQ8& src = W[(g * kQ8Group + r) * nb + b];
         dst.scale[r] = src.scale;
-        std::memcpy(dst.q[r], src.q, kQ8Block);
+        for (int64_t i = 0; i < kQ8Block / kQ8Quad; ++i) std::memcpy(dst.q[i][r], src.q + i * kQ8Quad, kQ8Quad);
       }
     }
 }
@@ -27,7 +27,7 @@ void dequantize_q8x8_row(const BlockQ8x8* P, int64_t n, int64_t K, float* w) {
   const BlockQ8x8* group = P + n / kQ8Group * nb;
   for (int64_t k = 0; k < K; ++k) {
     const BlockQ8x8& blk = group[k / kQ8Block];
-    w[k] = fp16_to_float(blk.scale[r]) * float(blk.q[r][k % kQ8Block]);
+    w[k] = fp16_to_float(blk.scale[r]) * float(blk.at(r, k % kQ8Block));
   }
 }
 
@@ -39,8 +39,8 @@ void dequantize_q8x8_groups_plain(const BlockQ8x8* P, int64_t first_group, int64
     dequantize_q8x8_row(P, n, K, w + (n - first_group * kQ8Group) * K);
 }
 
-// As q8q8_rows_plain, group by group: each block's exact int32 sum scaled by
-// (weight scale * activation scale) and added in block order.
+// Group by group, row by row: each block's exact int32 sum scaled by (weight scale *
+// activation scale) and added in block order.
 void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                      int64_t K, const float* bias, int64_t first_group, int64_t last_group) {
   const int64_t nb = q8_blocks(K);
@@ -53,7 +53,7 @@ void q8x8_rows_plain(const BlockQ8x8* P, const int8_t* xq, const float* xscale, 
         for (int64_t b = 0; b < nb; ++b) {
           const int8_t* xb = xq + (m * nb + b) * kQ8Block;
           int32_t s = 0;  // at most 32 * 127 * 127: exact
-          for (int64_t i = 0; i < kQ8Block; ++i) s += int32_t(group[b].q[r][i]) * int32_t(xb[i]);
+          for (int64_t i = 0; i < kQ8Block; ++i) s += int32_t(group[b].at(r, i)) * int32_t(xb[i]);
           sum += fp16_to_float(group[b].scale[r]) * xscale[m * nb + b] * float(s);
         }
         const int64_t n = g * kQ8Group + r;
@@ -70,10 +70,26 @@ void dequantize_q8x8_groups(const BlockQ8x8* P, int64_t first_group, int64_t las
                           : detail::dequantize_q8x8_groups_plain(P, first_group, last_group, N, K, w);
 }
 
+const std::vector<IntegerKernel>& integer_kernels() {
+  static const std::vector<IntegerKernel> kernels = [] {
+    std::vector<IntegerKernel> k = {{"plain", detail::q8x8_rows_plain}};
+    if (detail::avx2_fma_f16c()) k.push_back({"avx2", detail::q8x8_rows_avx2});
+    if (detail::avx512_vnni()) k.push_back({"vnni", detail::q8x8_rows_vnni});
+    return k;
+  }();
+  return kernels;
+}
+
+const IntegerKernel* find_integer_kernel(std::string_view name) {
+  for (const IntegerKernel& k : integer_kernels())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
 void q8x8_rows(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N, int64_t K,
                const float* bias, int64_t first_group, int64_t last_group) {
-  detail::avx2_fma_f16c() ? detail::q8x8_rows_avx2(P, xq, xscale, y, M, N, K, bias, first_group, last_group)
-                          : detail::q8x8_rows_plain(P, xq, xscale, y, M, N, K, bias, first_group, last_group);
+  static Q8x8Rows* const fastest = integer_kernels().back().rows;
+  fastest(P, xq, xscale, y, M, N, K, bias, first_group, last_group);
 }
 
 }  // namespace folio::kernels
