@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "autograd/parallel.h"
 #include "cli/common.h"
 #include "cli/task_eval_cmd.h"
 #include "data/dataset.h"
@@ -143,7 +144,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
     // Weights stored small are read by the decoder, as generate and serve read them: a
     // window is a prompt, whose every position's logits its prefill gives.
     std::unique_ptr<infer::Decoder> decoder;
-    if (weights != nn::Weights::f32) decoder = std::make_unique<infer::Decoder>(*ck->model, 1, weights);
+    if (weights != nn::Weights::f32) {
+      decoder = std::make_unique<infer::Decoder>(*ck->model, 1, weights);
+      decoder->set_threads(num_threads());  // every --threads, as the fp32 forward uses them
+    }
     double total = 0;  // nats, summed over windows of mean losses
     std::vector<int32_t> x, y;  // (B, T) each
     for (int64_t w = 0; w < windows; w += batch) {
