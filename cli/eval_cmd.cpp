@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <optional>
 
+#include "cli/chat_eval.h"
 #include "cli/common.h"
 #include "cli/task_eval_cmd.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/conversation_file.h"
 #include "io/json.h"
 #include "infer/decoder.h"
 #include "train/run_state.h"
@@ -126,6 +128,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const nn::Weights weights = weights_option(vm, dtype);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->set_precision(dtype);
+  if (vm.count("data") && is_conversation_file(vm["data"].as<std::string>())) return prepare_chat_eval(vm, ck);
   auto text = std::make_shared<Text>(text_to_evaluate(vm, *ck));
   return [=] {
     const TokenSequence& tokens = text->tokens;
