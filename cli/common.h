@@ -47,7 +47,7 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
 std::string nearest_option(std::string name, const po::options_description& options);
 
 extern const Command kTrain, kGenerate, kEval, kInfo, kTokens, kTokenize, kAttention, kPlot, kGradcheck, kServe,
-    kExport, kImport;
+    kExport, kImport, kChat;
 
 // A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
 std::string shown(float v);

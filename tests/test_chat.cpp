@@ -4,9 +4,12 @@
 // masked targets.
 #include <gtest/gtest.h>
 
+#include "base/rng.h"
 #include "data/chat_template.h"
 #include "data/conversations.h"
+#include "infer/generator.h"
 #include "io/conversation_file.h"
+#include "serve/chat.h"
 #include "support.h"
 
 namespace folio {
@@ -134,6 +137,41 @@ TEST(Conversations, SplitByConversationAndMaskedTargets) {
   EXPECT_EQ(counted_targets(b, 0, 1), 2);
   EXPECT_EQ(counted_targets(b, 1, 2), 3);  // "cc" and its end
   EXPECT_EQ(d.train.trained, 2 + 3 + 4 + 2 + 3 + 4 + 2 + 3);
+}
+
+// /v1/chat/completions on a chat model feeds render_chat's tokens ("developer" as a
+// system message) and stops at <|im_end|>, not at a blank line.
+TEST(ChatTemplate, ChatCompletionsUseTheModelsTemplate) {
+  const auto t = chars("abcdefghijklmnopqrstuvwxyz\n ");
+  const serve::CompletionRequest r = serve::parse_chat_completion(
+      R"({"messages": [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}]})", *t,
+      serve::ApiLimits{});
+  EXPECT_EQ(r.prompt, render_chat(*t, std::vector<ChatMessage>{{"system", "be brief"}, {"user", "hi"}}, true).ids);
+  EXPECT_EQ(r.end_token, t->chat_tokens()->end);
+  EXPECT_TRUE(r.stop.empty());
+}
+
+// A chat model's reply ends at its end-of-turn token: that token is stopped, with no
+// text, and what came before is what the same generation gives without it.
+TEST(ChatTemplate, GeneratorEndsAReplyAtTheEndToken) {
+  nn::GPT model(nn::GPTConfig{.vocab_size = 11, .block_size = 16, .n_layer = 1, .n_head = 2, .n_embd = 16});
+  model.eval();
+  SampleOptions so;
+  so.greedy = true;
+  const std::vector<int32_t> prompt{1, 2, 3};
+  std::vector<int32_t> free;
+  Rng rng(1);
+  infer::Generator g(model);
+  g.start(0, prompt, so, rng);
+  for (int i = 0; i < 8; ++i) free.push_back(g.next().id);
+  const int32_t end = free[3];
+  const auto first = size_t(std::find(free.begin(), free.end(), end) - free.begin());
+  g.start(0, prompt, so, rng, nullptr, {}, end);
+  for (size_t i = 0; i <= first; ++i) {
+    const infer::Generator::Token t = g.next();
+    EXPECT_EQ(t.id, free[i]);
+    EXPECT_EQ(t.stopped, i == first) << i;
+  }
 }
 
 }  // namespace

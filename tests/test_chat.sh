@@ -10,7 +10,9 @@
 #  4. stopped mid fine-tune and resumed, it ends bit for bit where the straight run ends;
 #  5. folio chat, stdin not a terminal: one reply a line, /reset; a base model says it
 #     uses the plain template;
-#  6. on 2 MPI ranks it trains as one process does (skipped without mpirun).
+#  6. on 2 MPI ranks it trains as one process does (skipped without mpirun);
+#  7. folio serve's /v1/chat/completions gives folio chat's greedy reply (the same
+#     template, the same end of turn).
 #   test_chat.sh FOLIO_BINARY            (exit 77: skipped, no numpy)
 set -euo pipefail
 folio=$1
@@ -18,7 +20,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 python=/usr/bin/python3
 "$python" -c "import numpy" 2>/dev/null || { echo "skipped: $python has no numpy"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-chat.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+server=""
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 "$python" "$here/scripts/chat_tasks.py" --count 120 --seed 1 >"$work/chat.jsonl"
 { head -c 20000 "$here/data/tinyshakespeare.txt"; "$python" "$here/scripts/chat_tasks.py" --count 300 --seed 3 --text; } \
   >"$work/base.txt"
@@ -99,4 +102,30 @@ if command -v mpirun >/dev/null; then
 else
   echo "skipped: no mpirun"
 fi
+echo "== 7. /v1/chat/completions and folio chat agree"
+"$folio" serve --checkpoint "$work/chat" --port 0 --threads 1 >"$work/serve.log" 2>&1 &
+server=$!
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/serve.log")
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "FAILED: folio serve did not start"; cat "$work/serve.log"; exit 1; }
+for turn in "Copy: ab" "What is 2 + 2?"; do
+  body=$("$python" -c 'import json, sys; print(json.dumps({"messages": [{"role": "user", "content": sys.argv[1]}],
+                                                            "temperature": 0, "max_tokens": 12}))' "$turn")
+  curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' -d "$body" >"$work/reply.json"
+  printf '%s\n' "$turn" | "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/chat-reply"
+  "$python" - "$work/reply.json" "$work/chat-reply" <<'PY'
+import json, sys
+choice = json.load(open(sys.argv[1]))["choices"][0]
+served = choice["message"]["content"].replace("\n", "\\n")
+said = open(sys.argv[2]).read().rstrip("\n")
+assert served == said, f"served {served!r}, folio chat said {said!r}"
+assert choice["finish_reason"] in ("stop", "length"), choice
+print(f"agree: {said!r} ({choice['finish_reason']})")
+PY
+done
+kill "$server"; wait "$server" 2>/dev/null || true; server=""
 echo "all chat checks passed"
