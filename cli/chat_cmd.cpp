@@ -41,18 +41,8 @@ void declare(po::options_description& opts) {
 }
 
 SampleOptions sample_options(const po::variables_map& vm) {
-  SampleOptions so;
-  so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
-  so.temperature = vm["temperature"].as<float>();
-  so.top_k = vm["top-k"].as<int64_t>();
-  so.top_p = vm["top-p"].as<float>();
-  so.greedy = vm["greedy"].as<bool>();
+  SampleOptions so = sampling_flags(vm);
   if (so.max_new_tokens < 1) throw UsageError(cat("--max-new-tokens must be >= 1, got ", so.max_new_tokens));
-  if (!(so.temperature >= 0.0f && std::isfinite(so.temperature)))
-    throw UsageError(cat("--temperature must be >= 0 (0: the most likely token every time), got ", so.temperature));
-  if (so.temperature == 0.0f) so.greedy = true, so.temperature = 1.0f;
-  if (so.top_k < 0) throw UsageError(cat("--top-k must be >= 0 (0: off), got ", so.top_k));
-  if (!(so.top_p > 0.0f && so.top_p <= 1.0f)) throw UsageError(cat("--top-p must be in (0, 1], got ", so.top_p));
   so.validate();
   return so;
 }
