@@ -12,17 +12,14 @@
 
 namespace folio::cli {
 
-std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_ptr<ModelCheckpoint> ck) {
-  const std::string path = vm["data"].as<std::string>();
+std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_ptr<ModelCheckpoint> ck,
+                                       const std::string& path, double val_fraction) {
   const std::string split = vm["split"].as<std::string>();
   if (split != "val" && split != "train" && split != "all")
     throw UsageError(cat("--split must be val, train or all, got '", split, "'"));
   if (!ck->tokenizer->chat_tokens())
     throw UsageError(cat(ck->path, " is a base model, without the chat template's tokens: the loss over a "
                          "conversation's assistant tokens is a chat model's (fine-tune it on ", path, " first)"));
-  const double val_fraction = vm.count("val-fraction") ? vm["val-fraction"].as<double>() : 0.1;
-  if (!(val_fraction > 0.0 && val_fraction < 1.0))
-    throw UsageError(cat("--val-fraction must be in (0, 1), got ", val_fraction));
   const int64_t batch = positive<int64_t>(vm, "batch-size");
   const bool json = vm["json"].as<bool>();
   auto rows = std::make_shared<ChatSplitRows>();

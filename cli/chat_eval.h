@@ -9,8 +9,10 @@
 
 namespace folio::cli {
 
-// The run for `folio eval` when --data names a conversation file; `ck` must be a chat
+// The run for `folio eval` when the data (--data, or the run's) is a conversation file at
+// `path`, its last `val_fraction` of conversations the val split; `ck` must be a chat
 // model (its tokenizer has the template's tokens: UsageError otherwise).
-std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_ptr<ModelCheckpoint> ck);
+std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_ptr<ModelCheckpoint> ck,
+                                       const std::string& path, double val_fraction);
 
 }  // namespace folio::cli

@@ -55,6 +55,7 @@ struct Text {
   TokenSequence tokens;
   std::string path, split;
   double val_fraction = 0;
+  bool conversations = false;  // a .jsonl of conversations: cli/chat_eval.h reads it
 };
 
 // The tokens of the part of the text to evaluate, encoded with the checkpoint's tokenizer.
@@ -82,6 +83,7 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
                                             : 0.1;
   if (!(t.val_fraction > 0.0 && t.val_fraction < 1.0))
     throw UsageError(cat("--val-fraction must be in (0, 1), got ", t.val_fraction));
+  if ((t.conversations = is_conversation_file(t.path))) return t;
   if (t.split == "all" && std::filesystem::is_directory(t.path))
     throw UsageError(cat("--split all reads a text file; ", t.path, " is a token directory, whose splits are its "
                          "shards: give --split val or train"));
@@ -128,8 +130,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const nn::Weights weights = weights_option(vm, dtype);
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->set_precision(dtype);
-  if (vm.count("data") && is_conversation_file(vm["data"].as<std::string>())) return prepare_chat_eval(vm, ck);
   auto text = std::make_shared<Text>(text_to_evaluate(vm, *ck));
+  if (text->conversations) return prepare_chat_eval(vm, ck, text->path, text->val_fraction);
   return [=] {
     const TokenSequence& tokens = text->tokens;
     const int64_t T = ck->model->config().block_size;

@@ -11,8 +11,8 @@
 #  5. folio chat, stdin not a terminal: one reply a line, /reset; a base model says it
 #     uses the plain template;
 #  6. on 2 MPI ranks it trains as one process does (skipped without mpirun);
-#  7. folio serve's /v1/chat/completions gives folio chat's greedy reply (the same
-#     template, the same end of turn).
+#  7. folio serve's /v1/chat/completions and, where the Python module is built beside the
+#     binary, model.chat give folio chat's greedy reply (the same template, the same end).
 #   test_chat.sh FOLIO_BINARY            (exit 77: skipped, no numpy)
 set -euo pipefail
 folio=$1
@@ -78,6 +78,10 @@ assert abs(float(f[0]) - float(n[0])) < 1e-4, f"folio's loss {f[0]} is not numpy
 assert abs(float(f[0]) - float(b[0])) > 0.1, f"the loss with user tokens counted ({b[0]}) is folio's: the check proves nothing"
 PY
 
+# Without --data: the run's conversations, split as it split them.
+"$folio" eval --checkpoint "$work/chat" | grep -q "chat.jsonl, val split: 12 conversations" ||
+  { echo "FAILED: folio eval without --data"; "$folio" eval --checkpoint "$work/chat"; exit 1; }
+
 echo "== 4. exact resume in the middle of a chat fine-tune"
 "$folio" train --init-from "$work/base" --data "$work/chat.jsonl" "${run[@]}" --max-iters 10 --out "$work/cut" >/dev/null
 "$folio" train --resume --max-iters 20 --out "$work/cut" --threads 1 --quiet >/dev/null
@@ -117,14 +121,21 @@ for turn in "Copy: ab" "What is 2 + 2?"; do
                                                             "temperature": 0, "max_tokens": 12}))' "$turn")
   curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' -d "$body" >"$work/reply.json"
   printf '%s\n' "$turn" | "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/chat-reply"
-  "$python" - "$work/reply.json" "$work/chat-reply" <<'PY'
+  PYTHONPATH="$(dirname "$folio")/python" "$python" - "$work/reply.json" "$work/chat-reply" "$work/chat" "$turn" <<'PY'
 import json, sys
 choice = json.load(open(sys.argv[1]))["choices"][0]
 served = choice["message"]["content"].replace("\n", "\\n")
 said = open(sys.argv[2]).read().rstrip("\n")
 assert served == said, f"served {served!r}, folio chat said {said!r}"
 assert choice["finish_reason"] in ("stop", "length"), choice
-print(f"agree: {said!r} ({choice['finish_reason']})")
+try:
+    import folio
+except ImportError:
+    print(f"agree: {said!r} ({choice['finish_reason']}); no Python module beside the binary")
+    sys.exit(0)
+reply = folio.load(sys.argv[3]).chat([{"role": "user", "content": sys.argv[4]}], greedy=True, max_new_tokens=12)
+assert reply.replace("\n", "\\n") == said, f"model.chat said {reply!r}, folio chat {said!r}"
+print(f"agree, model.chat too: {said!r} ({choice['finish_reason']})")
 PY
 done
 kill "$server"; wait "$server" 2>/dev/null || true; server=""
