@@ -92,6 +92,11 @@ printf 'Copy: ab\n/reset\nWhat is 2 + 2?\n' |
   "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/replies" 2>"$work/chat-cmd.err"
 [ "$(wc -l <"$work/replies")" -eq 2 ] || { echo "FAILED: not one reply a line"; cat "$work/replies"; exit 1; }
 [ ! -s "$work/chat-cmd.err" ] || { echo "FAILED: notices on a chat model"; cat "$work/chat-cmd.err"; exit 1; }
+# Turns of 40 characters: the third no longer fits the context of 128 with the first two.
+for _ in 1 2 3 4; do echo "Copy: abcdefghijklmnopqrstuvwxyzabcdefgh"; done |
+  "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/long-replies" 2>"$work/long.err"
+[ "$(wc -l <"$work/long-replies")" -eq 4 ] || { echo "FAILED: long turns: not 4 replies"; exit 1; }
+grep -q "dropped the oldest turn" "$work/long.err" || { echo "FAILED: no notice of dropped turns"; cat "$work/long.err"; exit 1; }
 printf 'Hello\n' | "$folio" chat --checkpoint "$work/base" --greedy --max-new-tokens 5 >"$work/base-replies" 2>"$work/base.err"
 grep -q "is a base model, without a chat template" "$work/base.err" || { echo "FAILED: no word of the plain template"; exit 1; }
 [ "$(wc -l <"$work/base-replies")" -eq 1 ] || { echo "FAILED: base: not one reply"; exit 1; }
