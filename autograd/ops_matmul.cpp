@@ -3,12 +3,16 @@
 // and a transposed operand receives the transpose of that, so every backward
 // product is again one kernel call with transpose flags, never a copy.
 //
-// In bf16, each operand is rounded into a per-thread scratch buffer just before its
-// product (the forward's A and B; the backward's dC once, then B for dA and A for dB)
-// and nothing else changes: the same kernel calls, on bf16 pointers. The buffers
-// grow to the largest product seen and are then reused, so a steady-state step
-// allocates nothing. Weights are converted per call too, measured as fast as a copy
-// kept per training step (bench/README.md, "bf16").
+// In bf16, each operand is rounded once, in the forward, and nothing else changes: the
+// same kernel calls, on bf16 pointers. When the product records a backward, the
+// rounded operands it will need (A for dB, B for dA) go into pool buffers that the
+// backward keeps instead of the fp32 operands: half the bytes held from forward to
+// backward, and no second rounding of the same values there (the backward computes
+// what it computed when it rounded them again, bit for bit). Otherwise, and for the
+// backward's dC, the rounding goes into a per-thread scratch buffer that grows to the
+// largest product seen and is then reused; a steady-state step allocates nothing.
+// Weights are rounded per call too, measured as fast as a copy kept per training step
+// (bench/README.md, "bf16").
 #include <memory>
 #include <type_traits>
 
@@ -36,6 +40,14 @@ struct Scratch {
   int64_t capacity = 0;
 };
 
+// The role's scratch buffer, room for at least n elements.
+bf16* scratch(Role role, int64_t n) {
+  thread_local Scratch buffers[3];
+  Scratch& s = buffers[role];
+  if (s.capacity < n) s.data.reset(new bf16[size_t(n)]), s.capacity = n;
+  return s.data.get();
+}
+
 // An operand in the element type T the product runs in: float as it is, bf16
 // rounded into the role's scratch buffer.
 template <class T>
@@ -43,12 +55,38 @@ const T* operand(const float* x, int64_t n, Role role) {
   if constexpr (std::is_same_v<T, float>) {
     return x;
   } else {
-    thread_local Scratch scratch[3];
-    Scratch& s = scratch[role];
-    if (s.capacity < n) s.data.reset(new bf16[size_t(n)]), s.capacity = n;
-    kernels::to_bf16(x, s.data.get(), n);
-    return s.data.get();
+    bf16* y = scratch(role, n);
+    kernels::to_bf16(x, y, n);
+    return y;
   }
+}
+
+// An operand rounded to bf16 in the forward and kept for the backward, in a pool
+// buffer: (n + 1) / 2 floats' room for n bf16. Empty when the backward does not read it.
+struct Rounded {
+  Tensor room;
+  const bf16* data() const { return reinterpret_cast<const bf16*>(room.data()); }
+};
+Rounded rounded(const float* x, int64_t n) {
+  Rounded r{Tensor::empty(Shape{(n + 1) / 2})};
+  kernels::to_bf16(x, reinterpret_cast<bf16*>(r.room.data()), n);
+  return r;
+}
+
+// The forward of a bf16 product that records a backward: A is kept when B needs its
+// gradient (dB reads A) and B when A does; an operand that is not kept goes through
+// the scratch buffer.
+struct KeptOperands {
+  Rounded a, b;
+};
+KeptOperands forward_keeping(const Gemm& g, const float* A, const float* B, float* C, const float* bias, bool keep_a,
+                             bool keep_b) {
+  KeptOperands k;
+  if (keep_a) k.a = rounded(A, size_a(g));
+  if (keep_b) k.b = rounded(B, size_b(g));
+  kernels::matmul(g, keep_a ? k.a.data() : operand<bf16>(A, size_a(g), kA),
+                  keep_b ? k.b.data() : operand<bf16>(B, size_b(g), kB), C, bias);
+  return k;
 }
 
 struct Plan {
@@ -168,6 +206,12 @@ void matmul_backward(Precision p, const Gemm& f, const float* A, const float* B,
   p == Precision::bf16 ? backward<bf16>(f, A, B, dC, in) : backward<float>(f, A, B, dC, in);
 }
 
+// The bf16 backward from the operands the forward kept and dC, rounded.
+void matmul_backward_kept(const Gemm& f, const KeptOperands& k, const bf16* dc, const InputGrads& in) {
+  in.write(0, [&](float* dA, bool overwrite) { matmul_backward_a(f, k.b.data(), dc, dA, overwrite); });
+  in.write(1, [&](float* dB, bool overwrite) { matmul_backward_b(f, k.a.data(), dc, dB, overwrite); });
+}
+
 }  // namespace
 
 const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
@@ -179,8 +223,17 @@ std::optional<Precision> parse_precision(std::string_view name) {
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Precision precision) {
   const Plan p = plan(a, b, trans_a, trans_b);
   Tensor out = Tensor::empty(p.out);
+  const bool grad = needs_grad({&a, &b});
+  if (grad && precision == Precision::bf16) {
+    const KeptOperands k = forward_keeping(p.g, a.data(), b.data(), out.data(), nullptr, needs_grad({&b}),
+                                           needs_grad({&a}));
+    record(out, "matmul", {&a, &b}, [k, g = p.g](const Tensor& grad, const InputGrads& in) {
+      matmul_backward_kept(g, k, operand<bf16>(grad.data(), g.batch * g.M * g.N, kGrad), in);
+    });
+    return out;
+  }
   matmul_forward(precision, p.g, a.data(), b.data(), out.data());
-  if (!needs_grad({&a, &b})) return out;
+  if (!grad) return out;
   record(out, "matmul", {&a, &b},
          [sa = a.detach(), sb = b.detach(), g = p.g, precision](const Tensor& grad, const InputGrads& in) {
            matmul_backward(precision, g, sa.data(), sb.data(), grad.data(), in);
@@ -214,12 +267,26 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
   Shape out_shape = x.shape();
   out_shape[-1] = g.N;
   Tensor out = Tensor::empty(out_shape);
-  matmul_forward(precision, g, x.data(), w.data(), out.data(), bias.defined() ? bias.data() : nullptr);
-  if (!needs_grad({&x, &w, &bias})) return out;
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  const bool grad = needs_grad({&x, &w, &bias});
+  const bool keep = grad && precision == Precision::bf16;  // the rounded operands, not x and w
+  KeptOperands kept;
+  if (keep)
+    kept = forward_keeping(g, x.data(), w.data(), out.data(), b, needs_grad({&w}), needs_grad({&x}));
+  else
+    matmul_forward(precision, g, x.data(), w.data(), out.data(), b);
+  if (!grad) return out;
   g.relu = false;  // the forward's plan, as the backward sees it: the plain product
   const Tensor sy = relu ? out.detach() : Tensor();  // the output, read by the ReLU's backward
-  record(out, op, {&x, &w, &bias}, [sx = x.detach(), sw = w.detach(), sy, g, precision](const Tensor& grad,
-                                                                                        const InputGrads& in) {
+  const Tensor sx = keep ? Tensor() : x.detach(), sw = keep ? Tensor() : w.detach();
+  record(out, op, {&x, &w, &bias}, [sx, sw, kept, sy, g, precision](const Tensor& grad, const InputGrads& in) {
+    if (!sx.defined()) {  // bf16: the ReLU's mask, the rounding and the bias's sums in one pass over grad
+      bf16* dc = scratch(kGrad, g.M * g.N);
+      const float* relu_out = sy.defined() ? sy.data() : nullptr;
+      if (!in.write(2, [&](float* gb) { kernels::to_bf16_gradient(grad.data(), relu_out, g.M, g.N, dc, gb); }))
+        kernels::to_bf16_gradient(grad.data(), relu_out, g.M, g.N, dc, nullptr);
+      return matmul_backward_kept(g, kept, dc, in);
+    }
     // The product's gradient: grad, or with the ReLU, grad where the output is positive
     // (where the ReLU passed its input) and 0 elsewhere.
     const float* d = grad.data();
@@ -231,7 +298,7 @@ Tensor linear_op(const char* op, const Tensor& x, const Tensor& w, const Tensor&
     }
     matmul_backward(precision, g, sx.data(), sw.data(), d, in);
     in.write(2, [&](float* gb) { add_column_sums(gb, d, g.M, g.N); });
-  }, {&x, &w, &sy});
+  }, {&sx, &sw, &sy});
   return out;
 }
 

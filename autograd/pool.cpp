@@ -25,7 +25,7 @@ uint64_t max_cached_bytes() {
 }
 
 struct Counters {
-  std::atomic<uint64_t> requests{0}, fresh{0}, bytes_cached{0}, bytes_in_use{0};
+  std::atomic<uint64_t> requests{0}, fresh{0}, bytes_cached{0}, bytes_in_use{0}, bytes_in_use_peak{0};
 };
 Counters g_counters;
 
@@ -70,7 +70,11 @@ size_t rounded(size_t n) { return (n + 15) & ~size_t(15); }  // whole 64-byte li
 float* acquire(size_t n) {
   const size_t m = rounded(n ? n : 1);
   ++g_counters.requests;
-  g_counters.bytes_in_use += m * sizeof(float);
+  const uint64_t in_use = g_counters.bytes_in_use += m * sizeof(float);
+  // The high-water mark: a relaxed load in the common case, a CAS only when it rises.
+  uint64_t peak = g_counters.bytes_in_use_peak.load(std::memory_order_relaxed);
+  while (in_use > peak && !g_counters.bytes_in_use_peak.compare_exchange_weak(peak, in_use)) {
+  }
   if (ThreadCache* c = cache()) {
     auto it = c->free_lists.find(m);
     if (it != c->free_lists.end() && !it->second.empty()) {
@@ -101,7 +105,9 @@ void release(float* p, size_t n) {
 
 Stats stats() {
   return {g_counters.requests.load(), g_counters.fresh.load(), g_counters.bytes_cached.load(),
-          g_counters.bytes_in_use.load()};
+          g_counters.bytes_in_use.load(), g_counters.bytes_in_use_peak.load()};
 }
+
+void reset_peak() { g_counters.bytes_in_use_peak = g_counters.bytes_in_use.load(); }
 
 }  // namespace folio::pool

@@ -16,7 +16,11 @@ struct Stats {
   uint64_t fresh = 0;          // of which needed a new allocation
   uint64_t bytes_cached = 0;   // held in the cache now
   uint64_t bytes_in_use = 0;   // handed out and not yet released
+  uint64_t bytes_in_use_peak = 0;  // the most bytes_in_use has been since reset_peak()
 };
 Stats stats();
+// Starts a new high-water mark at the bytes in use now (a benchmark's step: its peak
+// less what was in use before it is the memory the step itself takes).
+void reset_peak();
 
 }  // namespace folio::pool

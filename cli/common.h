@@ -52,7 +52,7 @@ SampleOptions sampling_flags(const po::variables_map& vm);
 std::string nearest_option(std::string name, const po::options_description& options);
 
 extern const Command kTrain, kGenerate, kEval, kInfo, kTokens, kTokenize, kAttention, kPlot, kGradcheck, kServe,
-    kExport, kImport, kChat;
+    kExport, kImport, kReport, kChat;
 
 // A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
 std::string shown(float v);

@@ -118,7 +118,7 @@ double mean_cross_entropy(std::span<const float> logits, std::span<const int32_t
 
 std::function<int()> prepare(const po::variables_map& vm) {
   if (vm.count("task")) return prepare_task_eval(vm);
-  for (const char* name : {"limit", "log-samples"})
+  for (const char* name : {"limit", "log-samples", "max-new-tokens", "stop"})
     if (vm.count(name) && !vm[name].defaulted()) throw UsageError(cat("--", name, " goes with --task"));
   apply_threads(vm);
   const int64_t batch = positive<int64_t>(vm, "batch-size");
@@ -214,8 +214,9 @@ const Command kEval = {
     "             figure that compares models with different tokenizers on one text\n"
     "  bits/char  the same per character of that text\n"
     "  perplexity exp(loss), per token\n"
-    "With --task FILE, instead: the accuracy on a multiple-choice task file (acc, and\n"
-    "acc_norm over the choices' characters, lm-eval's rule; docs/evals.md).",
+    "With --task FILE (repeatable), instead: the accuracy on task files: multiple\n"
+    "choice (acc, and acc_norm over the choices' characters, lm-eval's rule) or\n"
+    "generative (exact_match of greedy text); docs/evals.md.",
     declare, prepare};
 
 }  // namespace folio::cli

@@ -10,6 +10,7 @@
 
 #include "cli/common.h"
 #include "cli/train_options.h"
+#include "cli/train_task_evals.h"
 #include "autograd/parallel.h"
 #include "train/size_warmups.h"
 #include "train/distributed.h"
@@ -27,6 +28,7 @@ using enum OnResume;
 void declare(po::options_description& desc) {
   TrainOptions d = train_defaults();
   for (const TrainOption& o : train_options()) o.declare(desc, d);
+  declare_eval_task_options(desc);
   add_threads(desc);
 }
 
@@ -219,6 +221,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
                          ", so its steps are slower (--threads ", cores, " is faster, at the cost of that exactness)");
   }
   check_dtype(o.train.dtype);  // a resumed bf16 run too
+  o.task_evals = eval_task_option(vm, o.train.eval_interval);
   // The run keeps its text's absolute path: --resume from another directory finds it.
   if (o.train.data.empty())
     throw UsageError("no --data given, and this folio has no bundled corpus (share/folio/tinyshakespeare.txt beside "
@@ -266,7 +269,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
       };
   }
   const bool dtype_auto = given("dtype") && vm["dtype"].as<std::string>() == "auto";
-  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto, warnings] {
+  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto, warnings, vm] {
     for (const std::string& w : warnings) warn(w);
     if (dtype_auto && !o.quiet && dist::is_root()) std::printf("%s\n", dtype_auto_line(o.train.dtype).c_str());
     if (o.resume && !o.quiet && dist::is_root()) {
@@ -277,7 +280,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
       if (!threads_note.empty()) std::printf("%s\n", threads_note.c_str());
       std::fflush(stdout);
     }
+    start_run(vm, o.out_dir);
     trainer->run();
+    finish_run(vm, o.out_dir);
     if (!trainer->diverged().empty()) return 3;  // the guards stopped it, and said why
     // Stopped by a signal: the checkpoint is saved, and the shell sees 128 + the signal.
     return trainer->stop_signal() ? 128 + trainer->stop_signal() : 0;

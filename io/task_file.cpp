@@ -1,4 +1,4 @@
-// Reading multiple-choice task files (io/task_file.h): which layout a line is in is
+// Reading task files (io/task_file.h): which layout a line is in is
 // told by its fields, and every way a line can be wrong is named with its line number.
 #include "io/task_file.h"
 
@@ -13,8 +13,8 @@ namespace folio {
 namespace {
 
 constexpr const char* kLayouts =
-    "HellaSwag's (ctx, endings, label), plain (context, choices, answer) or ARC's (question.stem, "
-    "question.choices[].text/label, answerKey)";
+    "HellaSwag's (ctx, endings, label), plain (context, choices, answer), ARC's (question.stem, "
+    "question.choices[].text/label, answerKey), generative (prompt, answer) or GSM8K's (question, answer)";
 
 struct Where {
   const std::string& path;
@@ -91,10 +91,10 @@ ChoiceItem arc(const Json& j, const Where& at) {
   return item;
 }
 
-}  // namespace
+ChoiceItem choice_item(const Json& j, const Where& at, std::string& format);
 
-ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int64_t line, std::string& format) {
-  const Where at{path, line};
+// One line as a JSON object, or its error.
+Json parse_line(std::string_view text, const Where& at) {
   std::string copy(text);
   if (const int64_t bad = replace_invalid_utf8(copy))
     at.fail("not valid UTF-8 (", bad, " bad byte", bad == 1 ? "" : "s", ")");
@@ -105,6 +105,44 @@ ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int
     at.fail("not one JSON value (", e.what(), ")");
   }
   if (!j.is_object()) at.fail("an item must be a JSON object, got ", j.type_name());
+  return j;
+}
+
+// A prompt and its answer: {"prompt", "answer"}, or GSM8K's {"question", "answer"}
+// whose question is text (ARC's is an object).
+bool is_generative(const Json& j) {
+  const Json* q = j.find("question");
+  return j.find("prompt") || (q && q->is_string());
+}
+
+GenerativeItem generative_item(const Json& j, const Where& at, std::string& format) {
+  GenerativeItem item;
+  item.line = at.line;
+  if (j.find("prompt")) {
+    format = "prompt";
+    item.prompt = text_field(field(j, "prompt", "a generative", at), "prompt", at);
+  } else {
+    format = "gsm8k";
+    item.prompt = "Question: " + text_field(field(j, "question", "a GSM8K", at), "question", at) + "\nAnswer:";
+  }
+  const Json& answer = field(j, "answer", format == "gsm8k" ? "a GSM8K" : "a generative", at);
+  if (answer.is_int()) item.answer = std::to_string(answer.as_int());
+  else item.answer = text_field(answer, "answer", at);
+  if (item.prompt.empty()) at.fail("the prompt is empty");
+  if (item.answer.find_first_not_of(" \t\n\r") == std::string::npos) at.fail("the answer is empty");
+  return item;
+}
+
+}  // namespace
+
+ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int64_t line, std::string& format) {
+  const Where at{path, line};
+  return choice_item(parse_line(text, at), at, format);
+}
+
+namespace {
+
+ChoiceItem choice_item(const Json& j, const Where& at, std::string& format) {
   ChoiceItem item;
   if (j.find("ctx") || j.find("endings")) {
     format = "hellaswag", item = three_fields(j, "a HellaSwag", "ctx", "endings", "label", at);
@@ -115,9 +153,9 @@ ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int
   } else {
     std::string keys;
     for (const auto& [k, v] : j.as_object()) keys += cat(keys.empty() ? "" : ", ", json_quote(k));
-    at.fail("not a multiple-choice item: expected ", kLayouts, ", got the fields ", keys.empty() ? "(none)" : keys);
+    at.fail("not a task item: expected ", kLayouts, ", got the fields ", keys.empty() ? "(none)" : keys);
   }
-  item.line = line;
+  item.line = at.line;
   if (item.context.empty()) at.fail("the context is empty");
   if (item.choices.size() < 2) at.fail(item.choices.size(), " choice", item.choices.size() == 1 ? "" : "s", ", needs at least 2");
   for (size_t i = 0; i < item.choices.size(); ++i)
@@ -128,23 +166,33 @@ ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int
   return item;
 }
 
-ChoiceTask read_choice_task(const std::string& path, int64_t limit) {
-  ChoiceTask task;
+}  // namespace
+
+TaskFile read_task_file(const std::string& path, int64_t limit) {
+  TaskFile task;
   task.path = path;
   const std::string text = read_file(path);
   int64_t line = 0;
-  for (size_t at = 0; at < text.size() && (limit <= 0 || int64_t(task.items.size()) < limit);) {
+  for (size_t at = 0; at < text.size() && (limit <= 0 || task.size() < limit);) {
     size_t end = text.find('\n', at);
     if (end == std::string::npos) end = text.size();
     std::string_view one(text.data() + at, end - at);
     at = end + 1, ++line;
     if (!one.empty() && one.back() == '\r') one.remove_suffix(1);
     if (one.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const Where where{path, line};
+    const Json j = parse_line(one, where);
     std::string format;
-    task.items.push_back(parse_choice_item(one, path, line, format));
+    const bool generative = is_generative(j);
+    if (task.size() && generative != task.is_generative())
+      where.fail(generative ? "a generative item (prompt, answer)" : "a multiple-choice item", " in a ",
+                 task.is_generative() ? "generative" : "multiple-choice", " file (its first item is ", task.format,
+                 "'s): a file holds one kind");
+    if (generative) task.generative.push_back(generative_item(j, where, format));
+    else task.items.push_back(choice_item(j, where, format));
     if (task.format.empty()) task.format = format;
   }
-  if (task.items.empty()) throw Error(cat(path, ": no items (one JSON object a line: ", kLayouts, ")"));
+  if (task.size() == 0) throw Error(cat(path, ": no items (one JSON object a line: ", kLayouts, ")"));
   return task;
 }
 

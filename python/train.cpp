@@ -1,13 +1,14 @@
 // folio._train, under folio.train (python/folio/__init__.py): a training run from
-// Python through folio train's own options and code (cli/train_cmd.cpp), so that the
+// Python through folio train's own options and code (front/train_command.h), so that the
 // same options make the same run, byte for byte. Keyword arguments become the
 // command's flags (n_layer=2 is --n-layer 2); on_step and on_eval hear the figures of
 // the progress line and of log.csv's rows (train/progress.h's hooks).
 #include <pybind11/functional.h>
 
+#include <algorithm>
 #include <csignal>
 
-#include "cli/common.h"
+#include "front/train_command.h"
 #include "python/bindings.h"
 #include "train/progress.h"
 
@@ -17,17 +18,17 @@ namespace {
 // The flag's words for a keyword argument: {"--n-layer", "2"}, {"--no-bias"} for True,
 // none for False or None. Unknown names and values of no flag's type are ValueErrors.
 std::vector<std::string> flag_words(const std::string& key, const py::handle& value,
-                                    const cli::po::options_description& options) {
+                                    const std::vector<front::TrainFlag>& flags) {
   std::string flag = key;
   std::replace(flag.begin(), flag.end(), '_', '-');
-  const cli::po::option_description* d = options.find_nothrow(flag, false);
-  if (!d) {
-    std::string near = cli::nearest_option(flag, options);
+  const auto d = std::find_if(flags.begin(), flags.end(), [&](const front::TrainFlag& f) { return f.name == flag; });
+  if (d == flags.end()) {
+    std::string near = front::nearest_train_flag(flag);
     std::replace(near.begin(), near.end(), '-', '_');
     throw Error(cat("[train] unknown option '", key, "'", near.empty() ? "" : cat(" (did you mean ", near, "?)"),
                     " (the options are folio train's, in Python's spelling: see folio train --help)"));
   }
-  const bool is_switch = d->semantic()->max_tokens() == 0;
+  const bool is_switch = !d->takes_value;
   if (value.is_none()) return {};
   if (py::isinstance<py::bool_>(value)) {
     if (is_switch) return value.cast<bool>() ? std::vector<std::string>{"--" + flag} : std::vector<std::string>{};
@@ -51,23 +52,13 @@ py::dict figures(const ProgressHooks::Figures& f) {
 // Runs folio train with these options; returns its exit status (0, or 128 + the
 // signal that stopped it after saving).
 int train(const py::dict& options, const py::object& on_step, const py::object& on_eval) {
-  cli::po::options_description declared;
-  cli::kTrain.declare(declared);
-  std::vector<std::string> words{"train"};
+  const std::vector<front::TrainFlag> flags = front::train_flags();
+  std::vector<std::string> words;
   for (const auto& [key, value] : options) {
-    const std::vector<std::string> w = flag_words(py::str(key), value, declared);
+    const std::vector<std::string> w = flag_words(py::str(key), value, flags);
     words.insert(words.end(), w.begin(), w.end());
   }
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  cli::po::variables_map vm;
-  std::function<int()> job;
-  try {
-    cli::parse(cli::kTrain, int(argv.size()), argv.data(), vm);
-    job = cli::kTrain.prepare(vm);
-  } catch (const cli::po::error& e) {
-    throw Error(cat("[train] ", e.what()));
-  }
+  const std::function<int()> job = front::prepare_train(words);
   // The callbacks run on this thread with the GIL taken; what they raise ends the run
   // (its last save stays) and reaches the caller.
   // They hold handles, not references: the hooks are copied and dropped without the

@@ -7,6 +7,11 @@ The arrows the code still has and the table forbids are listed in KNOWN, each wi
 what removes it: they pass, but a new one fails, and so does a KNOWN arrow that is
 gone (delete its line, so that it cannot come back unseen).
 
+The command line (cli/) and the Python module (python/) are two front ends: neither
+includes the other. What one takes from the other goes through front/, headers that
+show no parsing library: folio.train reaches folio train's own table, checks and run
+through front/train_command.h, which cli/ implements.
+
 Inference is one room: the decoder and the products of weights stored for it (int8,
 bf16) live in infer/, and nn/ keeps the model (its description, its layers, its
 training forward). A folder's own kernels (ROOMS) are raw loops that only their room
@@ -29,10 +34,13 @@ MAY_INCLUDE = {
     "infer": {"nn", "data", "io", "autograd", "base"},
     "train": {"nn", "data", "io", "autograd", "base", "viz"},
     "serve": {"infer", "io", "data", "base"},
+    "front": {"base"},
 }
 # Folders that may include anything: the command line, the Python module, and what sits outside the
 # library (tests, benchmarks, fuzz targets, examples).
 ANYTHING = {"cli", "python", "tests", "bench", "fuzz", "examples"}
+# The front ends, which may include anything but each other.
+FRONT_ENDS = {"cli", "python"}
 
 # A room's own kernels: the folder (under the room) and what it may include. Only the
 # room itself and the ANYTHING folders include its headers.
@@ -80,6 +88,8 @@ def main():
     for file, header, src, dst in arrows(root):
         if why := room_violation(file, header, src):
             bad.append(why)
+        if src in FRONT_ENDS and dst in FRONT_ENDS and src != dst:
+            bad.append(f'{file}: includes "{header}", but the front ends {src}/ and {dst}/ share only front/')
         if src in ANYTHING or src == dst or dst not in MAY_INCLUDE:
             continue  # a header of the same folder, or a generated one (folio/version.h)
         pairs[(src, dst)] = pairs.get((src, dst), 0) + 1

@@ -13,7 +13,13 @@ code:
     time, and the continuation's tokens' log-probabilities are summed;
   - pred = argmax(sums), pred_norm = argmax(sums / len(choice)) (completion_len: code
     points, no leading space); numpy's argmax keeps the first of equals.
-Each item prints as one JSON line: logprobs, pred, pred_norm, label, cut, and the
+A generative item ({"prompt", "answer"}, or GSM8K's {"question", "answer"}) is written
+greedily: the model reads the last block_size tokens of prompt + text so far, takes the
+argmax, until --max-new-tokens or a stop string; its text and the answer are compared
+after lm-eval's gsm8k normalisation (what follows the last "####", without commas,
+dollar signs or a final period; trimmed). It prints output, pred, label, exact_match.
+
+Each multiple-choice item prints as one JSON line: logprobs, pred, pred_norm, label, cut, and the
 argmax over sums / continuation tokens (pred_norm_tokens, llm.c's normalisation) and
 over sums / UTF-8 bytes (pred_norm_bytes), which the test uses to show that it tells
 them from characters.
@@ -21,6 +27,7 @@ them from characters.
     python3 tests/task_scores_numpy.py --checkpoint runs/x --task hellaswag_val.jsonl
 """
 import argparse
+import base64
 import json
 import os
 import sys
@@ -42,6 +49,37 @@ def item_of(d):
     return d["context"], d["choices"], int(d["answer"])
 
 
+def normalised(text):
+    if "####" in text:
+        text = text.split("####")[-1].strip().replace(",", "").replace("$", "")
+        text = text[:-1] if text.endswith(".") else text
+    return text.strip()
+
+
+def decoder(meta):
+    """list of token ids -> text, with the checkpoint's tokenizer."""
+    if meta.get("tokenizer", "char") == "spm":
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_proto=base64.b64decode(meta["tokenizer_model"]))
+        return lambda ids: sp.decode(ids)
+    return lambda ids: "".join(meta["vocab"][i] for i in ids)
+
+
+def greedy(W, config, prompt, decode, max_new_tokens, stops):
+    """The text written greedily after the prompt's ids, cut before the first stop, and
+    whether a stop came."""
+    T, ids, out = config["block_size"], list(prompt), []
+    for _ in range(max_new_tokens):
+        logits = folio_numpy.forward(W, config, np.array([ids[-T:]], dtype=np.int64))[0, -1]  # (V)
+        out.append(int(np.argmax(logits)))
+        ids.append(out[-1])
+        text = decode(out)
+        cuts = [text.find(s) for s in stops if s in text]
+        if cuts:
+            return text[:min(cuts)], True
+    return decode(out), False
+
+
 def encode_pair(encode, context, continuation):
     n_spaces = len(context) - len(context.rstrip())
     if n_spaces > 0:
@@ -54,6 +92,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--task", required=True)
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--stop", action="append")
     args = ap.parse_args()
     W, config, meta = folio_numpy.load(args.checkpoint)
     encode = folio_numpy.encoder(meta)
@@ -64,7 +104,17 @@ def main():
     for line in open(args.task, encoding="utf-8"):
         if not line.strip():
             continue
-        context, choices, label = item_of(json.loads(line))
+        d = json.loads(line)
+        if "prompt" in d or isinstance(d.get("question"), str):
+            prompt = d["prompt"] if "prompt" in d else "Question: " + d["question"] + "\nAnswer:"
+            answer = str(d["answer"])
+            output, stopped = greedy(W, config, start + encode(prompt), decoder(meta), args.max_new_tokens,
+                            args.stop or ["\n\n", "Question:"])
+            pred, label = normalised(output), normalised(answer)
+            print(json.dumps({"output": output, "pred": pred, "label": label, "exact_match": int(pred == label),
+                              "stopped": stopped}))
+            continue
+        context, choices, label = item_of(d)
         sums, lengths, cut = [], [], False
         for choice in choices:
             ctx, cont = encode_pair(encode, context, " " + choice)

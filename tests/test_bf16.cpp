@@ -14,6 +14,7 @@
 
 #include "tests/support.h"
 #include "autograd/kernels/matmul.h"
+#include "autograd/parallel.h"
 #include "train/data_parallel.h"
 
 namespace folio {
@@ -111,6 +112,79 @@ TEST(Bf16Ops, LinearAtTheModelsShapes) {
   expect_bf16_op(lin, {leaf({6, 64, 512}, 4), leaf({128, 512}, 5), leaf({128}, 6)});   // feed-forward proj
   expect_bf16_op([](const std::vector<Tensor>& v, Precision p) { return linear(v[0], v[1], {}, p); },
                  {leaf({5, 33}, 7), leaf({17, 33}, 8)});
+}
+
+// The feed-forward's fc with its fused ReLU in bf16 (the ReLU's mask read in the gradient's
+// one pass): the bf16 Linear, then the ReLU as its own op, to fp32 rounding. (Against the
+// fp32 op the ReLU's kink breaks bf16's tolerance: an output near 0 may change sign.)
+TEST(Bf16Ops, LinearReluIsLinearThenRelu) {
+  FOLIO_SKIP_WITHOUT_BF16();
+  const std::vector<Tensor> in = {leaf({6, 64, 128}, 9), leaf({512, 128}, 10), leaf({512}, 11)};
+  Rng r(12);
+  const Tensor dC = Tensor::randn({6, 64, 512}, r);
+  std::vector<std::vector<float>> got, want;
+  for (const bool fused : {true, false}) {
+    std::vector<Tensor> v;
+    for (const Tensor& t : in) v.push_back(t.clone().set_requires_grad());
+    const Tensor out = fused ? linear_relu(v[0], v[1], v[2], Precision::bf16)
+                             : relu(linear(v[0], v[1], v[2], Precision::bf16));
+    out.backward(dC);
+    auto& into = fused ? got : want;
+    into.push_back(out.to_vector());
+    for (const Tensor& t : v) into.push_back(t.grad().to_vector());
+  }
+  for (size_t k = 0; k < got.size(); ++k)
+    for (size_t i = 0; i < got[k].size(); ++i)
+      ASSERT_NEAR(got[k][i], want[k][i], 1e-5f * (1.0f + std::abs(want[k][i]))) << "result " << k << " element " << i;
+}
+
+// The forward rounds each operand once and keeps it for the backward, which rounds only
+// dC: a product's forward + backward rounds A, B and dC once each. (Rounding A and B
+// again in the backward, as before, is M K + N K more: the same values, bit for bit.)
+TEST(Bf16Ops, EachOperandIsRoundedOnce) {
+  FOLIO_SKIP_WITHOUT_BF16();
+  const int64_t M = 24, K = 40, N = 12;
+  const Tensor x = leaf({M, K}, 1), w = leaf({N, K}, 2), b = leaf({N}, 3);
+  for (const bool relu : {false, true}) {
+    const int64_t before = kernels::bf16_rounded();
+    sum(relu ? linear_relu(x, w, b, Precision::bf16) : linear(x, w, b, Precision::bf16)).backward();
+    EXPECT_EQ(kernels::bf16_rounded() - before, M * K + N * K + M * N) << "relu " << relu;
+  }
+  const Tensor q = leaf({6, 16, 32}, 4), k = leaf({6, 16, 32}, 5);  // attention's scores, q k^T
+  const int64_t before = kernels::bf16_rounded();
+  sum(matmul(q, k, false, true, Precision::bf16)).backward();
+  EXPECT_EQ(kernels::bf16_rounded() - before, 2 * 6 * 16 * 32 + 6 * 16 * 16);
+}
+
+// A bf16 Linear's backward reads its output gradient through one fused pass (the ReLU's
+// mask, the rounding, the bias's column sums): bit for bit the three plain passes, on
+// one thread and on two (by column chunks, each column's sum in row order), with a
+// width that leaves a partial chunk.
+TEST(Bf16Ops, FusedGradientPassEqualsThePlainPasses) {
+  const int64_t rows = 300, N = 300;
+  Rng r(7);
+  const std::vector<float> g = Tensor::randn({rows, N}, r).to_vector(), y = Tensor::randn({rows, N}, r).to_vector();
+  const std::vector<float> bias0 = Tensor::randn({N}, r).to_vector();
+  for (const bool relu : {false, true}) {
+    std::vector<float> d(g), want_bias(bias0);
+    if (relu)
+      for (size_t i = 0; i < d.size(); ++i) d[i] = y[i] > 0.0f ? g[i] : 0.0f;
+    std::vector<kernels::bf16> want(d.size());
+    kernels::detail::to_bf16_plain(d.data(), want.data(), int64_t(d.size()));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < N; ++j) want_bias[size_t(j)] += d[size_t(i * N + j)];
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "relu " << relu << ", threads " << threads);
+      const int before = num_threads();
+      set_num_threads(threads);
+      std::vector<kernels::bf16> got(d.size());
+      std::vector<float> bias(bias0);
+      kernels::to_bf16_gradient(g.data(), relu ? y.data() : nullptr, rows, N, got.data(), bias.data());
+      set_num_threads(before);
+      ASSERT_EQ(got, want);
+      ASSERT_EQ(bias, want_bias);
+    }
+  }
 }
 
 nn::GPTConfig small_config() {

@@ -10,6 +10,7 @@ namespace folio {
 namespace {
 
 using testing::expect_contains;
+using testing::Args;
 using testing::Result;
 using testing::slurp;
 using testing::spit;
@@ -38,6 +39,16 @@ class CliTaskEval : public testing::CliCorpusTest {
     EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << lines;
   }
 };
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) out.push_back(text.substr(at, end - at));
+  }
+  return out;
+}
 
 const std::string kGood = R"({"context": "To be, or not", "choices": ["to be", "the king"], "answer": 0})" "\n";
 
@@ -77,7 +88,13 @@ TEST_F(CliTaskEval, ReportsAccuracyAndWritesSamplesOnlyWhereAsked) {
 
 TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
   expect_bad(kGood + "{\"context\": \"a\", \"choices\": [\"b\", \"c\"], \"answer\": 0\n", 2, "not one JSON value");
-  expect_bad(kGood + "\n" + R"({"prompt": "a", "target": "b"})" "\n", 3, "not a multiple-choice item");
+  expect_bad(kGood + "\n" + R"({"prompt": "a", "answer": "b"})" "\n", 3, "a generative item (prompt, answer) in a "
+                                                                         "multiple-choice file");
+  expect_bad(R"({"prompt": "a", "target": "b"})" "\n", 1, "a generative item without \"answer\"");
+  expect_bad(R"({"text": "a"})" "\n", 1, "not a task item");
+  expect_bad(R"({"prompt": "", "answer": "b"})" "\n", 1, "the prompt is empty");
+  expect_bad(R"({"prompt": "a", "answer": "caf\u00e9"})" "\n" R"({"prompt": "caf\u00e9", "answer": "b"})" "\n", 2,
+             "the prompt: [tokenizer]");
   expect_bad(R"({"context": "a", "choices": ["b", "c"], "answer": 2})" "\n", 1, "answer 2 is out of range");
   expect_bad(R"({"ctx": "a", "endings": ["b", "c"], "label": -1})" "\n", 1, "answer -1 is out of range");
   expect_bad(R"({"context": "a", "choices": ["b", ""], "answer": 0})" "\n", 1, "choice 1 is empty");
@@ -97,6 +114,53 @@ TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
   // The model's window is 32 tokens: a choice of 40 characters cannot be scored whole.
   expect_bad(kGood + R"({"context": "a", "choices": ["b", ")" + std::string(40, 'e') + R"("], "answer": 0})" "\n", 2,
              "choice 1: the choice is 41 tokens, more than the model's window of 32");
+}
+
+// A generative file: the text the model writes is its answer. Planted answers (what it
+// wrote, with GSM8K's "#### " before it) score exactly their share, scored in one
+// command beside a multiple-choice file.
+TEST_F(CliTaskEval, GenerativeTasksScoreExactMatchAndSeveralFilesRunInOneCommand) {
+  const std::string gen = dir_ / "gen.jsonl", samples = dir_ / "gen.samples.jsonl";
+  spit(gen, R"({"prompt": "First Citizen:", "answer": "x"})" "\n" R"({"prompt": "To be", "answer": "y"})" "\n"
+                R"({"question": "Who speaks?", "answer": "z"})" "\n");
+  const Result first = folio(eval(gen, " --max-new-tokens 6 --stop . --log-samples " + samples));
+  ASSERT_EQ(first.code, 0) << first.err;
+  expect_contains(first.out, {"3 items", "prompt format", "exact_match  ", "greedy, at most 6 tokens"});
+  std::vector<std::string> outputs;
+  for (const std::string& line : lines_of(slurp(samples))) {
+    const Json j = Json::parse(line);
+    EXPECT_EQ(j.find("task")->as_string(), "gen");
+    EXPECT_LE(j.find("tokens")->as_int(), 6);
+    EXPECT_EQ(j.find("output")->as_string().find('.'), std::string::npos);  // cut before the stop
+    outputs.push_back(j.find("output")->as_string());
+  }
+  ASSERT_EQ(outputs.size(), 3u);
+  const std::string planted = dir_ / "planted.jsonl";
+  spit(planted, Json(Json::Object{{"prompt", "First Citizen:"}, {"answer", "work\n#### " + outputs[0]}}).dump() + "\n" +
+                    R"({"prompt": "To be", "answer": "\u2603"})" "\n");
+  const std::string choice = dir_ / "choice.jsonl";
+  spit(choice, kGood + kGood);
+  const Result both = folio(eval(planted, " --task " + choice + " --max-new-tokens 6 --stop . --json"));
+  ASSERT_EQ(both.code, 0) << both.err;
+  const std::vector<std::string> lines = lines_of(both.out);
+  ASSERT_EQ(lines.size(), 2u) << both.out;
+  const Json p = Json::parse(lines[0]), c = Json::parse(lines[1]);
+  EXPECT_EQ(p.find("task")->as_string(), "planted");
+  EXPECT_EQ(p.find("n")->as_int(), 2);
+  const bool plantable = outputs[0].find_first_not_of(" \n") != std::string::npos &&
+                         outputs[0].find_first_of(",$") == std::string::npos;
+  if (plantable) EXPECT_EQ(p.find("exact_match")->as_double(), 0.5) << outputs[0];
+  EXPECT_TRUE(p.find("exact_match_stderr")->is_number());
+  EXPECT_EQ(p.find("acc"), nullptr);
+  EXPECT_EQ(c.find("task")->as_string(), "choice");
+  EXPECT_TRUE(c.find("acc_norm")->is_number());
+  Args empty_stop = testing::words(eval(gen));
+  empty_stop.insert(empty_stop.end(), {"--stop", ""});
+  EXPECT_EQ(testing::run_folio(empty_stop, dir_.path).code, 2);
+  // A bad second file stops the run before the first is scored.
+  const Result bad = folio(eval(gen, " --task " + (dir_ / "none.jsonl")));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.out, "");
 }
 
 TEST_F(CliTaskEval, RefusesOptionsOfTheOtherEvaluation) {

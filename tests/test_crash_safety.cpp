@@ -62,7 +62,8 @@ std::set<std::string> entries(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
   return names;
 }
-const std::set<std::string> kRunFiles{"best.safetensors", "log.csv", "loss.svg", "model.safetensors",
+// commands.txt: the commands that started the run and its resumes, one a line (folio report).
+const std::set<std::string> kRunFiles{"best.safetensors", "commands.txt", "log.csv", "loss.svg", "model.safetensors",
                                       "state.safetensors"};
 
 bool all_finite(const nn::GPT& model) {

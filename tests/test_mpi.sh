@@ -18,6 +18,8 @@
 #     every rank at the same step with the same weights (rank 0's clock decides);
 #  7. a batch-size warm-up (2 sequences, one a rank, growing to 16) trains as one
 #     process does, and resumes exactly in the middle of it.
+#  8. --eval-task: rank 0 alone scores the task and writes its log.csv column, which
+#     equals the single process's (checked in 1.).
 #   test_mpi.sh FOLIO_BINARY            (exit 77: skipped, no mpirun or no numpy)
 set -euo pipefail
 folio=$1
@@ -38,13 +40,20 @@ model=(--data "$work/corpus.txt" --n-layer 2 --n-head 2 --n-embd 32 --block-size
 common=("${model[@]}" --batch-size 5 --eval-interval 8)
 
 echo "== 1. two ranks against one process"
-"$folio" train "${common[@]}" --max-iters 30 --out "$work/one"
-"${mpi[@]}" "$folio" train "${common[@]}" --max-iters 30 --out "$work/two"
+printf '{"context": "First Citizen:", "choices": ["Before", "we", "proceed any"], "answer": 0}\n%.0s' 1 2 3 \
+  >"$work/citizen.jsonl"
+"$folio" train "${common[@]}" --max-iters 30 --out "$work/one" --eval-task "$work/citizen.jsonl"
+"${mpi[@]}" "$folio" train "${common[@]}" --max-iters 30 --out "$work/two" --eval-task "$work/citizen.jsonl"
 "$python" "$here/tests/compare_weights.py" "$work/one" "$work/two" 1e-5
 # The evaluations: the same batches, sharded and reduced, give the same losses.
 paste -d, "$work/one/log.csv" "$work/two/log.csv" | tail -n +2 | awk -F, '
   { for (i = 2; i <= 3; ++i) { d = $i - $(i + NF / 2); if (d < 0) d = -d; if (d > 2e-5) bad = 1 } }
   END { if (bad) { print "FAILED: the evaluations differ"; exit 1 } print "evaluations agree" }'
+# 8. The task's column, written once by rank 0, as the single process wrote it.
+head -n 1 "$work/two/log.csv" | grep -q ',citizen$' || { echo "FAILED: no citizen column in log.csv"; exit 1; }
+[ "$(grep -c '^step' "$work/two/log.csv")" = 1 ] || { echo "FAILED: log.csv has more than one header"; exit 1; }
+diff <(awk -F, '{ print $NF }' "$work/one/log.csv") <(awk -F, '{ print $NF }' "$work/two/log.csv") ||
+  { echo "FAILED: the task's scores differ between 1 process and 2 ranks"; exit 1; }
 options=(--pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 5 --tie-weights)
 "$folio" train "${common[@]}" "${options[@]}" --max-iters 30 --out "$work/one-options"
 "${mpi[@]}" "$folio" train "${common[@]}" "${options[@]}" --max-iters 30 --out "$work/two-options"

@@ -68,6 +68,14 @@ with open(f"{work}/unicode.jsonl", "w") as f:
         ctx, choices, label = item(rng.choice([3, 20]), 4)
         choices = [c.replace("e", "\u00e9").replace("o", "\u00f6") if j % 2 else c for j, c in enumerate(choices)]
         f.write(json.dumps({"context": ctx, "choices": choices, "answer": label}, ensure_ascii=False) + "\n")
+# Generative items: a prompt from the corpus and its next word; two in GSM8K's layout.
+with open(f"{work}/generative.jsonl", "w") as f:
+    for i in range(10):
+        ctx, choices, label = item(rng.choice([2, 5, 16]), 2)
+        f.write(json.dumps({"prompt": ctx, "answer": choices[label]}) + "\n")
+    for i in range(2):
+        ctx, choices, label = item(4, 2)
+        f.write(json.dumps({"question": ctx, "answer": "so it is\n#### 7"}) + "\n")
 EOF
 
 declare -A options=(
@@ -118,6 +126,55 @@ open(stem + ".by_bytes", "w").write(f"{by_bytes}\n")
 EOF
   done
 done
+# Generative: folio's greedy text equals numpy's, item by item, and so does the exact
+# match; the stop strings are ones the char model's text meets within its 20 tokens. Then answers are planted: a file whose every other answer is the text the model
+# writes (the rest cannot match) must score exactly their share, scored in the same
+# command as the first file (two --task, two JSON lines).
+for model in char bpe; do
+  gen="$work/gen-$model"
+  stops=(--stop "e " --stop ",")
+  "$folio" eval --checkpoint "$work/$model" --task "$work/generative.jsonl" --max-new-tokens 20 --threads 1 \
+    --batch-size 5 "${stops[@]}" --log-samples "$gen.folio.jsonl" --json >"$gen.out"
+  "$python" "$here/tests/task_scores_numpy.py" --checkpoint "$work/$model" --task "$work/generative.jsonl" \
+    --max-new-tokens 20 "${stops[@]}" >"$gen.numpy.jsonl"
+  "$python" - "$gen" "$work/generative.jsonl" "$work/planted.jsonl" <<'EOF'
+import json, sys
+stem, task, planted = sys.argv[1:4]
+ours = [json.loads(l) for l in open(stem + ".folio.jsonl")]
+theirs = [json.loads(l) for l in open(stem + ".numpy.jsonl")]
+summary = json.load(open(stem + ".out"))
+assert len(ours) == len(theirs) == summary["n"] == 12, (stem, len(ours), len(theirs))
+for i, (a, b) in enumerate(zip(ours, theirs)):
+    # SentencePiece's decode drops the first piece's leading space, which folio's stream keeps.
+    assert a["output"].strip() == b["output"].strip(), (stem, i, a["output"], b["output"])
+    assert (a["pred"], a["label"], a["exact_match"]) == (b["pred"], b["label"], b["exact_match"]), (stem, i, a, b)
+assert summary["exact_match"] == sum(b["exact_match"] for b in theirs) / 12, summary
+assert ours[10]["label"] == "7", ours[10]  # GSM8K's "#### 7"
+prompts = [json.loads(l).get("prompt") for l in open(task)]
+right = [i % 2 == 0 and b["pred"] != "" for i, b in enumerate(theirs[:10])]
+with open(planted, "w") as f:
+    for i, b in enumerate(theirs[:10]):
+        f.write(json.dumps({"prompt": prompts[i], "answer": b["output"] if right[i] else "nothing written"}) + "\n")
+open(planted + ".share", "w").write(str(sum(right) / 10))
+stopped = sum(b["stopped"] for b in theirs)
+# The BPE model, trained 40 steps, writes one piece over and over: the char model's
+# text is the one that meets the stops.
+assert stopped > 0 or stem.endswith("bpe"), f"FAILED: {stem}: no text met a stop string: the test does not reach them"
+print(f"{stem}: 12 generative items as numpy writes them ({stopped} cut short by a stop), exact_match {summary['exact_match']}")
+EOF
+  "$folio" eval --checkpoint "$work/$model" --task "$work/generative.jsonl" --task "$work/planted.jsonl" \
+    --max-new-tokens 20 "${stops[@]}" --threads 1 --json >"$gen.both.out"
+  "$python" - "$gen.both.out" "$work/planted.jsonl.share" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+share = float(open(sys.argv[2]).read())
+assert [l["task"] for l in lines] == ["generative", "planted"], lines
+assert share >= 0.3, f"FAILED: only {share} of the planted answers are text the model writes"
+assert abs(lines[1]["exact_match"] - share) < 1e-12, f"FAILED: planted answers score {lines[1]['exact_match']}, not {share}"
+print(f"planted answers score {share} as they must")
+EOF
+done
+
 cut=$(cat "$work"/*.json | "$python" -c "import json, sys; print(sum(json.loads(l)['cut'] for l in sys.stdin))")
 by_tokens=$(( $(cat "$work"/*.by_tokens | paste -sd+) ))
 [ "$cut" -gt 0 ] || { echo "FAILED: no item was cut to the window: the test does not reach that rule" >&2; exit 1; }

@@ -204,5 +204,23 @@ TEST(Pool, BuffersCrossThreadsAndLeaveWithTheirThread) {
   EXPECT_EQ(after.bytes_cached, before.bytes_cached);  // freed with the thread that held it
 }
 
+// The high-water mark that bench_model reports as a step's memory: it follows the most
+// in use at once, not the sum of what was ever taken, and restarts at reset_peak().
+TEST(Pool, PeakIsTheMostInUseAtOnce) {
+  pool::reset_peak();
+  const uint64_t base = pool::stats().bytes_in_use;
+  EXPECT_EQ(pool::stats().bytes_in_use_peak, base);
+  float* a = pool::acquire(1008);
+  float* b = pool::acquire(2000);  // 2000 floats: whole lines already
+  pool::release(a, 1008);
+  float* c = pool::acquire(16);
+  EXPECT_EQ(pool::stats().bytes_in_use_peak, base + 3008 * sizeof(float));
+  pool::release(b, 2000);
+  pool::release(c, 16);
+  EXPECT_EQ(pool::stats().bytes_in_use_peak, base + 3008 * sizeof(float));
+  pool::reset_peak();
+  EXPECT_EQ(pool::stats().bytes_in_use_peak, base);
+}
+
 }  // namespace
 }  // namespace folio

@@ -16,6 +16,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "train/distributed.h"
+#include "train/task_evals.h"
 
 namespace folio {
 
@@ -108,6 +109,32 @@ double cut_log_to(const std::string& log_file, int64_t step) {
   return elapsed;
 }
 
+// The task columns of the log: a new log's are the tasks'; a resumed log keeps its own
+// and gains the tasks it lacks, its rows so far padded with "nan" (rewritten whole).
+std::vector<std::string> resumed_task_columns(const std::string& log_file, const std::vector<std::string>& base,
+                                              const std::vector<std::string>& tasks, bool resume) {
+  std::ifstream in(log_file);
+  std::string header;
+  if (!resume || !std::getline(in, header)) return tasks;
+  std::vector<std::string> have = task_columns_of(header, base);
+  const size_t before = have.size();
+  for (const std::string& t : tasks)
+    if (std::find(have.begin(), have.end(), t) == have.end()) have.push_back(t);
+  if (have.size() == before) return have;
+  if (!header.empty() && header.back() == '\r') header.pop_back();
+  std::string text = header, line;
+  for (size_t i = before; i < have.size(); ++i) text += "," + have[i];
+  text += '\n';
+  while (std::getline(in, line)) {
+    text += line;
+    for (size_t i = before; i < have.size(); ++i) text += ",nan";
+    text += '\n';
+  }
+  in.close();
+  write_file_atomic(log_file, text);
+  return have;
+}
+
 }  // namespace
 
 Progress::Progress(Options options, bool resume)
@@ -138,10 +165,12 @@ Progress::Progress(Options options, bool resume)
         ++columns_;
     }
   }
+  if (columns_ == columns.size()) task_columns_ = resumed_task_columns(o_.log_file, columns, o_.task_names, resume);
   log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
   if (!resume) {
     for (size_t i = 0; i < columns.size(); ++i) log_ << (i ? "," : "") << columns[i];
+    for (const std::string& name : task_columns_) log_ << ',' << name;
     log_ << '\n' << std::flush;
   }
 }
@@ -259,11 +288,13 @@ void Progress::log_row(int64_t step, float train, float val, float lr, double tr
   const ProgressHooks::Figures row = figures({step, train, val, lr, tokens_per_sec_, t, bits_per_char, train_seconds,
                                               bits_per_byte, health});
   if (t_hooks.on_eval) t_hooks.on_eval(row);
+  const std::vector<double> tasks = task_cells(task_columns_, o_.task_names, std::exchange(task_scores_, {}));
   if (!log_.is_open()) return;
   for (size_t i = 0; i < columns_ && i < row.size(); ++i) {
     if (i) log_ << ',';
     write_cell(log_, row[i].second);
   }
+  for (double cell : tasks) log_ << ',', write_cell(log_, cell);
   log_ << '\n' << std::flush;
   curve_.points.push_back({step, train, val, t});
   write_file_atomic(o_.plot_file, viz::loss_plot_svg({curve_}));

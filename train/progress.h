@@ -104,6 +104,9 @@ class Progress {
     int64_t resume_step = 0;  // resuming: the checkpoint's step
     int64_t eval_interval = 0;  // evaluations at every multiple, and at the end (for the ETA)
     double train_seconds = 0;   // the run's training time when this process starts (resuming: the checkpoint's)
+    // Task columns after the run's own (train/task_evals.h); a resumed log gains the
+    // ones it lacks ("nan" in its earlier rows) and keeps those of tasks not given now.
+    std::vector<std::string> task_names;
   };
   // resume: append to the log (cut back to resume_step) and extend the plot with the
   // evaluations before.
@@ -120,6 +123,9 @@ class Progress {
   void evaluating(int64_t step, int64_t batches);
   // Logs, plots, prints; `health` since the last evaluation.
   void evaluated(int64_t step, float train, float val, float lr, double train_seconds, const Health& health = {});
+  // The tasks' scores (task_names' order) for the next evaluation's row; without, its
+  // task cells are "nan".
+  void set_task_scores(std::vector<double> scores) { task_scores_ = std::move(scores); }
   // The run went back to the checkpoint of `step` (a rollback): the log's last row of that
   // step once more, with the learning rate, time and counts of now (nothing printed; no
   // row if the log has none of that step).
@@ -144,6 +150,8 @@ class Progress {
   // Of log.csv's columns (log_columns()), how many this log has: a log begun before
   // val_bpc, train_s, val_bpb, the health or the update-ratio columns goes on without.
   size_t columns_;
+  std::vector<std::string> task_columns_;  // the log's columns after its own: task figures
+  std::vector<double> task_scores_;        // for the next row (set_task_scores)
   std::ofstream log_;
   viz::LossCurve curve_;
   std::chrono::steady_clock::time_point start_;

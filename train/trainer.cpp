@@ -235,7 +235,8 @@ Progress::Options Trainer::progress_options() const {
           .run_name = opt_.out_dir,
           .resume_step = step_,
           .eval_interval = tc.eval_interval,
-          .train_seconds = train_seconds_};
+          .train_seconds = train_seconds_,
+          .task_names = opt_.task_evals.names};
 }
 
 void Trainer::announce(Progress& progress) const {
@@ -264,6 +265,8 @@ bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule) {
   if (!why.empty()) return diverged(progress, why, false), false;
   Health health = guard_.take_health();
   health.update_ratio = std::exchange(last_update_, Health().update_ratio);
+  if (dist::is_root() && opt_.task_evals.due(step_))  // the ranks hold the same weights
+    progress.set_task_scores(opt_.task_evals.score(*model_, *data_.tokenizer));
   progress.evaluated(step_, last_.train, last_.val, schedule.at(step_, train_seconds_) * guard_.lr_scale(),
                      train_seconds_, health);
   check_ranks_agree();

@@ -18,6 +18,7 @@
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/run_state.h"
+#include "train/task_evals.h"
 #include "train/gradient_buckets.h"
 #include "train/update_ratio.h"
 #include "train/weight_average.h"
@@ -48,6 +49,8 @@ struct TrainOptions {
   // Every op's output and every gradient checked for non-finite values (slow; for
   // debugging): the first op to produce one, and its module, stop the run (exit 3).
   bool detect_anomaly = false;
+  // Task files scored at evaluations, into log.csv's columns (train/task_evals.h).
+  TaskEvals task_evals;
 };
 
 class Trainer {

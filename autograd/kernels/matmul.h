@@ -45,6 +45,14 @@ MatmulCalls matmul_calls();
 // it): round to nearest even, NaN stays NaN (quiet), subnormals flush to zero.
 // Threaded when large.
 void to_bf16(const float* x, bf16* y, int64_t n);
+// The output gradient g (rows, N) of a Linear, as its bf16 backward reads it, in one
+// pass: d = g, or with relu_out (the forward's output after a fused ReLU) g where
+// relu_out > 0 and 0 elsewhere; d rounded into d16 as to_bf16 rounds; and with
+// bias_grad, d's column sums added to it, row after row (a plain loop's order). The
+// same values as the three passes (mask, round, sum) it replaces, bit for bit.
+void to_bf16_gradient(const float* g, const float* relu_out, int64_t rows, int64_t N, bf16* d16, float* bias_grad);
+// How many elements to_bf16 has rounded, on all threads (what a step's conversions cost).
+int64_t bf16_rounded();
 namespace detail {
 void to_bf16_plain(const float* x, bf16* y, int64_t n);  // the loop for CPUs without the instruction
 }

@@ -39,6 +39,8 @@ def test_bad_options_raise_value_error(corpus, tmp_path):
         folio.train(tmp_path / "c", corpus, quiet="yes")
     with pytest.raises(ValueError, match="must be a number, a str or a bool"):
         folio.train(tmp_path / "d", corpus, n_layer=[2])
+    with pytest.raises(ValueError, match=r"^\[train\] the argument \('two'\) for option '--n-layer' is invalid"):
+        folio.train(tmp_path / "e", corpus, n_layer="two")
     assert not (tmp_path / "b").exists()
 
 
