@@ -19,11 +19,11 @@ python3 "$here/scripts/chat_tasks.py" --count 200 --seed 2 --prompts >"$out/held
 
 echo "== pretraining the base model (3 minutes)"
 "$folio" train --data "$out/base.txt" --out "$out/base" --overwrite --n-layer 4 --n-head 4 --n-embd 128 \
-  --block-size 128 --batch-size 32 --lr 2e-3 --dropout 0 --max-time 180 --eval-interval 200 --threads "$threads"
+  --block-size 128 --batch-size 32 --lr 2e-3 --dropout 0 --max-time 180 --eval-interval 200 --eval-iters 20 --threads "$threads"
 
 echo "== fine-tuning it on conversations (7 minutes)"
 "$folio" train --init-from "$out/base" --data "$out/train.jsonl" --out "$out/chat" --overwrite \
-  --batch-size 32 --lr 1e-3 --max-time 420 --eval-interval 200 --threads "$threads"
+  --batch-size 32 --lr 1e-3 --max-time 420 --eval-interval 200 --eval-iters 20 --threads "$threads"
 "$folio" eval --checkpoint "$out/chat" --data "$out/train.jsonl"
 
 echo "== held-out prompts through /v1/chat/completions"
