@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "autograd/ops.h"
 #include "nn/weights.h"
+#include "infer/sampling.h"
 
 namespace folio::cli {
 
@@ -42,12 +43,16 @@ struct Command {
 // its --config file into `vm`; false after printing --help. An unknown option is a
 // UsageError that names the nearest known one.
 bool parse(const Command& command, int argc, char** argv, po::variables_map& vm);
+// --max-new-tokens, --temperature (0: --greedy), --top-k, --top-p and --greedy, each checked
+// under its flag's name, as folio generate and folio chat read them (cli/generate_cmd.cpp).
+SampleOptions sampling_flags(const po::variables_map& vm);
+
 // The long name of `options`' option a typo or two away from `name` (dashes or
 // underscores: --n_layer, n-layr), or "" when none is that near.
 std::string nearest_option(std::string name, const po::options_description& options);
 
 extern const Command kTrain, kGenerate, kEval, kInfo, kTokens, kTokenize, kAttention, kPlot, kGradcheck, kServe,
-    kExport, kImport, kReport;
+    kExport, kImport, kReport, kChat;
 
 // A default as a person would type it: 0.8 (not 0.800000012), 0.1, "\n" for a newline.
 std::string shown(float v);

@@ -7,10 +7,12 @@
 #include <optional>
 
 #include "autograd/parallel.h"
+#include "cli/chat_eval.h"
 #include "cli/common.h"
 #include "cli/task_eval_cmd.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/conversation_file.h"
 #include "io/json.h"
 #include "infer/decoder.h"
 #include "train/run_state.h"
@@ -54,6 +56,7 @@ struct Text {
   TokenSequence tokens;
   std::string path, split;
   double val_fraction = 0;
+  bool conversations = false;  // a .jsonl of conversations: cli/chat_eval.h reads it
 };
 
 // The tokens of the part of the text to evaluate, encoded with the checkpoint's tokenizer.
@@ -81,6 +84,7 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
                                             : 0.1;
   if (!(t.val_fraction > 0.0 && t.val_fraction < 1.0))
     throw UsageError(cat("--val-fraction must be in (0, 1), got ", t.val_fraction));
+  if ((t.conversations = is_conversation_file(t.path))) return t;
   if (t.split == "all" && std::filesystem::is_directory(t.path))
     throw UsageError(cat("--split all reads a text file; ", t.path, " is a token directory, whose splits are its "
                          "shards: give --split val or train"));
@@ -126,6 +130,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->set_precision(dtype);
   auto text = std::make_shared<Text>(text_to_evaluate(vm, *ck));
+  if (text->conversations) return prepare_chat_eval(vm, ck, text->path, text->val_fraction);
   return [=] {
     const TokenSequence& tokens = text->tokens;
     const int64_t T = ck->model->config().block_size;

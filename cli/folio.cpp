@@ -12,7 +12,7 @@ namespace folio::cli {
 namespace {
 
 constexpr const Command* kCommands[] = {&kTrain, &kTokenize, &kGenerate, &kEval, &kInfo, &kTokens, &kAttention, &kPlot, &kGradcheck,
-                                        &kServe, &kExport, &kImport, &kReport};
+                                        &kServe, &kExport, &kImport, &kReport, &kChat};
 
 void print_usage() {
   std::printf("usage: folio <command> [options]\n\n"

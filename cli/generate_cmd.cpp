@@ -56,17 +56,15 @@ std::string timings_line(int64_t prompt_tokens, double prompt_s, int64_t decoded
   return line + "\n";
 }
 
-// The sampling options, each checked under the flag's name (SampleOptions::validate
-// checks them again for the library's callers).
-SampleOptions sample_options(const po::variables_map& vm) {
+}  // namespace
+
+SampleOptions sampling_flags(const po::variables_map& vm) {
   SampleOptions so;
   so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
   so.temperature = vm["temperature"].as<float>();
   so.top_k = vm["top-k"].as<int64_t>();
   so.top_p = vm["top-p"].as<float>();
-  so.kv_cache = !vm["no-kv-cache"].as<bool>();
   so.greedy = vm["greedy"].as<bool>();
-  so.context_shift = vm["context-shift"].as<int64_t>();
   if (so.max_new_tokens < 0) throw UsageError(cat("--max-new-tokens must be >= 0, got ", so.max_new_tokens));
   if (!(so.temperature >= 0.0f && std::isfinite(so.temperature)))
     throw UsageError(cat("--temperature must be >= 0 (0: the most likely token every time), got ", so.temperature));
@@ -75,6 +73,17 @@ SampleOptions sample_options(const po::variables_map& vm) {
   if (so.temperature == 0.0f) so.greedy = true, so.temperature = 1.0f;
   if (so.top_k < 0) throw UsageError(cat("--top-k must be >= 0 (0: off), got ", so.top_k));
   if (!(so.top_p > 0.0f && so.top_p <= 1.0f)) throw UsageError(cat("--top-p must be in (0, 1], got ", so.top_p));
+  return so;
+}
+
+namespace {
+
+// The sampling options, each checked under the flag's name (SampleOptions::validate
+// checks them again for the library's callers).
+SampleOptions sample_options(const po::variables_map& vm) {
+  SampleOptions so = sampling_flags(vm);
+  so.kv_cache = !vm["no-kv-cache"].as<bool>();
+  so.context_shift = vm["context-shift"].as<int64_t>();
   if (so.context_shift < 0)
     throw UsageError(cat("--context-shift must be >= 0 (0: block_size / 2), got ", so.context_shift));
   so.validate();

@@ -101,4 +101,11 @@ void BatchSampler::next(const TokenSequence& tokens, int64_t B, int64_t T, Batch
   }
 }
 
+int64_t BatchSampler::next_index(int64_t n) {
+  if (n < 1) fail("data", "no items to draw from");
+  if (mode_ == Sampling::random) return int64_t(rng_.below(uint64_t(n)));
+  if (position_ >= n) ++epoch_, position_ = 0;
+  return int64_t(permute(uint64_t(position_++), uint64_t(n), mix64(seed_ + uint64_t(epoch_))));
+}
+
 }  // namespace folio

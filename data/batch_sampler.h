@@ -57,6 +57,9 @@ class BatchSampler {
   // drawn but not read. Throws "[data] train split has N tokens, needs at least ...".
   void next(const TokenSequence& tokens, int64_t B, int64_t T, Batch& batch, int64_t row_begin = 0,
             int64_t row_end = -1);
+  // The next of n items (conversations, data/conversations.h), in the same two orders:
+  // random, drawn with replacement; epoch, a shuffled pass over all n, then the next.
+  int64_t next_index(int64_t n);
   State state() const { return {rng_.state(), epoch_, position_}; }
   void restore(const State& s);
 

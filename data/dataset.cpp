@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "data/conversations.h"
 #include "data/token_dir.h"
 #include "data/vocab.h"
 
@@ -109,8 +110,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Everything a run reads of its data comes through here, from either source.
-TrainingData from_source(std::shared_ptr<const TokenSource> source) {
+}  // namespace
+
+// Everything a run reads of its data comes through here, from any source.
+TrainingData TrainingData::from(std::shared_ptr<const TokenSource> source) {
   TrainingData d;
   d.tokenizer = source->tokenizer();
   d.train = source->train(), d.val = source->val();
@@ -120,9 +123,14 @@ TrainingData from_source(std::shared_ptr<const TokenSource> source) {
   d.path = source->path();
   d.kind = source->kind();
   d.fingerprint = source->fingerprint();
+  if (const auto* chat = dynamic_cast<const ConversationTokens*>(source.get())) d.chat = chat->chat();
   d.source = std::move(source);
   return d;
 }
+
+namespace {
+
+TrainingData from_source(std::shared_ptr<const TokenSource> source) { return TrainingData::from(std::move(source)); }
 
 TrainingData from_corpus(Corpus&& corpus) { return from_source(std::make_shared<const TextTokens>(std::move(corpus))); }
 TrainingData from_dir(TokenDir&& dir) { return from_source(std::make_shared<const ShardTokens>(std::move(dir))); }

@@ -19,6 +19,8 @@
 
 namespace folio {
 
+struct ChatData;  // data/conversations.h
+
 // A text whose bytes are more than this fraction invalid UTF-8 is refused as not text
 // (a stray Latin-1 byte is read as U+FFFD with a warning; random bytes are ~43 % invalid).
 constexpr double kMaxInvalidUtf8Fraction = 0.10;
@@ -89,8 +91,9 @@ struct TrainingData {
   std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
   std::string fingerprint;  // a token directory's (data/token_manifest.h); "" for a text
   std::shared_ptr<const TokenSource> source;  // what the sequences read: the text's ids, or the open shards
+  std::shared_ptr<const ChatData> chat;  // conversations (data/conversations.h), drawn a row each; else null
 
-  bool is_token_dir() const { return kind != "text"; }
+  bool is_token_dir() const { return kind != "text" && !chat; }
   // Val tokens per byte (per character) of the val text, 0 when unknown: loss per
   // token * this / ln 2 is bits per byte (per character).
   double val_tokens_per_byte() const { return val_bytes ? double(val.size()) / double(val_bytes) : 0.0; }
@@ -107,6 +110,8 @@ struct TrainingData {
   // --tokenizer-from): the data's tokenizer is then the directory's, one id larger.
   static TrainingData open(const std::string& path, double train_fraction, std::shared_ptr<const Tokenizer> tokenizer,
                            const std::string& checkpoint = "the checkpoint", bool may_add_end_of_text = false);
+  // The data a source gives (conversations come this way: train/ reads their file).
+  static TrainingData from(std::shared_ptr<const TokenSource> source);
 };
 
 // The bundled corpus: installed, share/folio/tinyshakespeare.txt beside the running

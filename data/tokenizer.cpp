@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "data/chat_template.h"
 #include "data/hash.h"
 #include "data/tokenizer_kind.h"
 
@@ -118,9 +119,9 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec, std::string
 
 std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerMetadata& metadata, const std::string& where) {
   const std::string* name = find_entry(metadata, "tokenizer");
-  if (!name) return kKinds[0]->load(metadata, where);
+  if (!name) return wrap_chat_tokens(kKinds[0]->load(metadata, where), metadata, where);
   for (const TokenizerKind* k : kKinds)
-    if (*name == k->name) return k->load(metadata, where);
+    if (*name == k->name) return wrap_chat_tokens(k->load(metadata, where), metadata, where);
   std::string known;
   for (const TokenizerKind* k : kKinds) known += cat(known.empty() ? "" : ", ", k->name);
   fail("checkpoint", where, ": __metadata__.tokenizer: unknown kind \"", name->substr(0, 40), "\" (this folio reads ",

@@ -30,6 +30,12 @@ namespace folio {
 
 using TokenizerMetadata = std::vector<std::pair<std::string, std::string>>;  // checkpoint __metadata__ entries
 
+// The control ids of a chat model's template (data/chat_template.h): a turn starts at
+// `start` (<|im_start|>) and ends at `end` (<|im_end|>).
+struct ChatTokens {
+  int32_t start = -1, end = -1;
+};
+
 // What `folio train --tokenizer NAME --vocab-size N` asks for: NAME is a method
 // ("char", "bpe", "unigram") or a tokenizer's file: a SentencePiece .model, GPT-2's
 // vocab.json (with merges.txt beside it) or the directory holding them, or a .tiktoken.
@@ -73,6 +79,9 @@ class Tokenizer {
   // it first; encode() never adds it, so training text and token files are as before.
   // nullopt for every tokenizer folio makes.
   virtual std::optional<int32_t> prompt_start() const { return std::nullopt; }
+  // A chat model's control ids (data/chat_template.h: with_chat_tokens); nullopt for a
+  // base model, which the plain template serves.
+  virtual std::optional<ChatTokens> chat_tokens() const { return std::nullopt; }
   // One line for people: "char, 65 characters", "spm bpe, 1024 pieces, byte fallback".
   virtual std::string describe() const = 0;
   // What a checkpoint stores; load_tokenizer(metadata()) gives the same tokenizer.

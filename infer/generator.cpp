@@ -49,7 +49,7 @@ const Generator::Stream& Generator::at(int64_t stream) const {
 }
 
 void Generator::start(int64_t stream, std::span<const int32_t> prompt, const SampleOptions& opt, Rng& rng,
-                      const Tokenizer* tokenizer, std::vector<std::string> stops) {
+                      const Tokenizer* tokenizer, std::vector<std::string> stops, std::optional<int32_t> end_token) {
   opt.validate();
   if (prompt.empty()) fail("generate", "the prompt is empty");
   const int64_t V = model_.config().vocab_size;
@@ -62,6 +62,7 @@ void Generator::start(int64_t stream, std::span<const int32_t> prompt, const Sam
   s.opt = opt;
   s.rng = &rng;
   s.text.reset(), s.stops.reset();
+  s.end_token = end_token;
   if (tokenizer) s.text.emplace(*tokenizer), s.stops.emplace(std::move(stops));
 }
 
@@ -116,6 +117,14 @@ Generator::Token Generator::sample(int64_t stream, std::span<const float> logits
   Stream& s = at(stream);
   Token token;
   token.id = sample_token(logits, s.opt, *s.rng, s.scratch);
+  if (s.end_token && token.id == *s.end_token) {  // the turn ends: what was held back is text, or the stop
+    if (s.text) {
+      token.text = s.stops->push(s.text->finish());
+      if (!s.stops->matched()) token.text += s.stops->flush();
+    }
+    token.stopped = true;
+    return token;
+  }
   if (s.text) {
     token.text = s.stops->push(s.text->push(token.id));
     token.stopped = s.stops->matched();

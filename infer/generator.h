@@ -49,9 +49,11 @@ class Generator {
   // Starts a sequence in `stream` after `prompt` (non-empty); the model sees its last
   // block_size tokens. `rng` draws its samples and must outlive it. With a tokenizer,
   // each token also comes with its text (whole UTF-8 characters), cut at the first
-  // of `stops`.
+  // of `stops`. `end_token` (a chat model's end of turn) ends the sequence when drawn:
+  // that token is stopped, with no text, and is not added to the context.
   void start(int64_t stream, std::span<const int32_t> prompt, const SampleOptions& opt, Rng& rng,
-             const Tokenizer* tokenizer = nullptr, std::vector<std::string> stops = {});
+             const Tokenizer* tokenizer = nullptr, std::vector<std::string> stops = {},
+             std::optional<int32_t> end_token = std::nullopt);
   // The next token's logits for each of `streams` (distinct, started), (B, V) in their
   // order, valid until the next call.
   std::span<const float> logits(std::span<const int64_t> streams);
@@ -87,6 +89,7 @@ class Generator {
     std::vector<std::pair<float, int32_t>> scratch;  // sample_token's (V)
     std::optional<TokenStream> text;
     std::optional<StopFilter> stops;
+    std::optional<int32_t> end_token;
   };
   Stream& at(int64_t stream);
   const Stream& at(int64_t stream) const;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "data/chat_template.h"
 #include "data/vocab.h"
 #include "nn/model_options.h"
 
@@ -25,7 +26,7 @@ struct Vocabulary {
   std::vector<std::string> tokens;
   std::vector<double> scores;
   std::vector<int64_t> types;
-  int64_t unk = -1, bos = -1, eos = -1;
+  int64_t unk = -1, bos = -1, eos = -1, eot = -1;  // eot: a chat model's <|im_end|>
   std::vector<int64_t> suppress;  // ids the model does not have (zero rows): never to be sampled
 };
 
@@ -35,8 +36,19 @@ std::string with_spm_spaces(const std::string& text) {
   return out;
 }
 
-Vocabulary char_vocabulary(const Tokenizer& t) {
+// A chat model's two control tokens (data/chat_template.h) after the base's ids, as
+// llama.cpp reads them: control tokens whose text its chat template writes.
+void add_chat_tokens(Vocabulary& v, const Tokenizer& t) {
+  const std::optional<ChatTokens> ct = t.chat_tokens();
+  if (!ct) return;
+  if (int64_t(v.tokens.size()) != ct->start) fail("gguf", "the chat tokens do not follow the base vocabulary");
+  for (const char* text : {kImStart, kImEnd}) v.tokens.emplace_back(text), v.types.push_back(kControl), v.scores.push_back(0.0);
+  v.eot = ct->end;
+}
+
+Vocabulary char_vocabulary(const Tokenizer& chat) {
   Vocabulary v;
+  const Tokenizer& t = chat_base(chat);
   const int V = t.vocab_size();
   const std::optional<int32_t> eot = t.end_of_text();
   for (int32_t id = 0; id < V; ++id) {
@@ -48,6 +60,7 @@ Vocabulary char_vocabulary(const Tokenizer& t) {
     }
     v.scores.push_back(0.0);
   }
+  add_chat_tokens(v, chat);
   // llama.cpp gives unk, bos and eos the ids 0, 1 and 2 unless told: real characters.
   // They get ids of their own after the model's.
   auto extra = [&](const char* text, int64_t type) {
@@ -61,7 +74,8 @@ Vocabulary char_vocabulary(const Tokenizer& t) {
   return v;
 }
 
-Vocabulary spm_vocabulary(const Tokenizer& t) {
+Vocabulary spm_vocabulary(const Tokenizer& chat) {
+  const Tokenizer& t = chat_base(chat);
   sentencepiece::SentencePieceProcessor sp;
   if (!sp.LoadFromSerializedProto(t.export_model().value_or("")).ok())
     fail("gguf", "the tokenizer (", t.describe(), ") has no readable SentencePiece model");
@@ -73,6 +87,7 @@ Vocabulary spm_vocabulary(const Tokenizer& t) {
                       : sp.IsUnused(id) ? kUnused : kNormal);
   }
   v.unk = sp.unk_id(), v.bos = sp.bos_id(), v.eos = sp.eos_id();
+  add_chat_tokens(v, chat);
   return v;
 }
 
@@ -259,6 +274,10 @@ GgufFile model_to_gguf(const nn::GPT& model, const Tokenizer& tokenizer, GgufDty
   if (v.unk >= 0) key("tokenizer.ggml.unknown_token_id", GgufValue::u32(uint32_t(v.unk)));
   if (v.bos >= 0) key("tokenizer.ggml.bos_token_id", GgufValue::u32(uint32_t(v.bos)));
   if (v.eos >= 0) key("tokenizer.ggml.eos_token_id", GgufValue::u32(uint32_t(v.eos)));
+  if (v.eot >= 0) {  // a chat model: its template, and the token that ends a reply
+    key("tokenizer.ggml.eot_token_id", GgufValue::u32(uint32_t(v.eot)));
+    key("tokenizer.chat_template", GgufValue::text(kChatMlJinja));
+  }
   key("tokenizer.ggml.add_bos_token", GgufValue::flag(false));
   key("tokenizer.ggml.add_eos_token", GgufValue::flag(false));
   key("tokenizer.ggml.add_space_prefix", GgufValue::flag(false));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "data/chat_template.h"
 #include "infer/generator.h"
 #include "python/bindings.h"
 
@@ -17,6 +18,7 @@ struct Request {
   SampleOptions so;
   uint64_t seed = 0;
   std::vector<std::string> stops;
+  std::optional<int32_t> end_token;  // a chat model's end of turn
 };
 
 Request request(const Loaded& l, const py::object& prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
@@ -82,7 +84,7 @@ std::shared_ptr<Stream> start(const LoadedPtr& l, Request req) {
   s->req = std::move(req);
   s->rng = Rng(s->req.seed);
   s->gen = std::make_unique<infer::Generator>(*l->ck.model, 1, s->req.so.kv_cache);
-  s->gen->start(0, s->req.prompt, s->req.so, s->rng, l->ck.tokenizer.get(), s->req.stops);
+  s->gen->start(0, s->req.prompt, s->req.so, s->rng, l->ck.tokenizer.get(), s->req.stops, s->req.end_token);
   return s;
 }
 
@@ -98,6 +100,20 @@ std::string generate(const LoadedPtr& l, Request req) {
     if (pieces % 16 == 0) check_signals();
   }
   return text;
+}
+
+// Model.chat's prompt: the messages through the model's template (data/chat_template.h).
+void chat_request(const Loaded& l, const py::object& messages, Request& r) {
+  std::vector<ChatMessage> m;
+  for (const py::handle& one : messages) {
+    if (!py::isinstance<py::dict>(one)) throw Error("[chat] each message must be a dict {\"role\": ..., \"content\": ...}");
+    const py::dict d = py::reinterpret_borrow<py::dict>(one);
+    if (!d.contains("role") || !d.contains("content")) throw Error("[chat] each message needs a role and a content");
+    m.push_back({text_argument(d["role"], "[chat] role"), text_argument(d["content"], "[chat] content")});
+  }
+  if (m.empty()) throw Error("[chat] messages is empty");
+  ChatPrompt p = chat_prompt_for(*l.ck.tokenizer, m);
+  r.prompt = std::move(p.ids), r.end_token = p.end_token, r.stops = std::move(p.stops);
 }
 
 constexpr const char* kArgs =
@@ -156,6 +172,21 @@ void bind_generate(py::class_<Loaded, LoadedPtr>& model) {
           "\nReturns:\n    Model.Stream: an iterator of str pieces (whole characters), which joined are "
           "generate()'s text.")
           .c_str());
+  model.def(
+      "chat",
+      [](const LoadedPtr& l, const py::object& messages, int64_t n, double temperature, int64_t top_k, double top_p,
+         bool greedy, const py::object& seed) {
+        Request req = request(*l, py::str("\n"), n, temperature, top_k, top_p, greedy, seed, py::none());
+        chat_request(*l, messages, req);
+        return utf8_text(generate(l, std::move(req)));
+      },
+      py::arg("messages"), py::arg("max_new_tokens") = 256, a2, a3, a4, a5, a6,
+      "The assistant's reply to a conversation, through the model's own template: ChatML for a chat model\n"
+      "(fine-tuned on conversations), ending at <|im_end|>; the plain \"User:\"/\"Assistant:\" text for a\n"
+      "base model, ending at a blank line (docs/chat.md). /v1/chat/completions and folio chat render the same\n"
+      "tokens.\n\nArgs:\n    messages: a list of {\"role\": \"system\"|\"user\"|\"assistant\", \"content\": str}.\n"
+      "    max_new_tokens, temperature, top_k, top_p, greedy, seed: as in generate().\n\n"
+      "Returns:\n    str: the reply.");
 }
 
 }  // namespace folio::python

@@ -12,6 +12,7 @@
 //   error_json            {"error": {message, type, param, code}}
 // Nothing here reads or writes a file: a request's fields are data, never paths.
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ struct CompletionRequest {
   bool has_seed = false;
   uint64_t seed = 0;
   std::vector<std::string> stop;  // up to 4, non-empty, valid UTF-8
+  std::optional<int32_t> end_token;  // a chat model's end of turn (<|im_end|>): the reply stops there
   bool stream = false;
   std::string model;  // the request's "model" ("" when absent): the server checks it
 };

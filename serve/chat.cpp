@@ -9,13 +9,6 @@ using namespace fields;
 
 namespace {
 
-const char* speaker(const std::string& role) {
-  if (role == "system" || role == "developer") return "System";
-  if (role == "user") return "User";
-  if (role == "assistant") return "Assistant";
-  return nullptr;
-}
-
 // A message's content: a string, or an array of {"type": "text", "text": ...} parts
 // joined (as newer clients send). An assistant's may be null (absent).
 std::string content_of(const json& m, const std::string& role) {
@@ -47,14 +40,23 @@ json usage_json(const Usage& u) {
 
 }  // namespace
 
-std::string chat_prompt(const std::vector<std::pair<std::string, std::string>>& messages) {
-  std::string prompt;
+namespace {
+
+// The request's messages for the template (data/chat_template.h): "developer" is a system message.
+std::vector<ChatMessage> chat_messages(const std::vector<std::pair<std::string, std::string>>& messages) {
+  std::vector<ChatMessage> out;
   for (const auto& [role, content] : messages) {
-    const char* label = speaker(role);
-    if (!label) bad("messages", cat("role must be system, developer, user or assistant, got \"", role, "\""));
-    prompt += cat(label, ":\n", content, kChatTurnEnd);
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant")
+      bad("messages", cat("role must be system, developer, user or assistant, got \"", role, "\""));
+    out.push_back({role == "developer" ? "system" : role, content});  // ChatML knows a system message
   }
-  return prompt + "Assistant:\n";
+  return out;
+}
+
+}  // namespace
+
+std::string chat_prompt(const std::vector<std::pair<std::string, std::string>>& messages) {
+  return plain_chat_prompt(chat_messages(messages));
 }
 
 CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
@@ -81,12 +83,20 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
     }
   }
   CompletionRequest r;
-  r.prompt = encode_prompt(tokenizer, chat_prompt(messages), "messages", limits.max_prompt_tokens);
+  if (const std::optional<ChatTokens> ct = tokenizer.chat_tokens()) {  // a chat model: its own template
+    r.prompt = render_chat(tokenizer, chat_messages(messages), true).ids;
+    if (int64_t(r.prompt.size()) > limits.max_prompt_tokens)
+      bad("messages", cat("make ", r.prompt.size(), " tokens, more than this server's limit of ",
+                          limits.max_prompt_tokens));
+    r.end_token = ct->end;
+  } else {
+    r.prompt = encode_prompt(tokenizer, chat_prompt(messages), "messages", limits.max_prompt_tokens);
+  }
   r.sample.max_new_tokens = limits.max_tokens;  // OpenAI's default: as long as allowed
   for (const char* name : {"max_completion_tokens", "max_tokens"})
     if (const json* v = field(j, name)) r.sample.max_new_tokens = integer(*v, name, 1, limits.max_tokens);
   parse_sampling(j, r, tokenizer);
-  r.stop.push_back(kChatTurnEnd);
+  if (!r.end_token) r.stop.push_back(kChatTurnEnd);  // the plain template's turn ends at a blank line
   for (const char* unsupported : {"tools", "functions", "response_format"})
     if (field(j, unsupported)) bad(unsupported, "is not supported: this model reads and writes plain text");
   if (const json* v = field(j, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()))

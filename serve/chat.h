@@ -1,9 +1,11 @@
 #pragma once
-// POST /v1/chat/completions in OpenAI's shapes, on a base language model.
+// POST /v1/chat/completions in OpenAI's shapes.
 //
-// folio's models are not instruction-tuned, so a conversation becomes a prompt by a
-// plain template that reads like the play scripts they learn from: each message is a
-// speaker's turn, a label line and the text, then a blank line:
+// A chat model (one fine-tuned on conversations, whose tokenizer carries the ChatML
+// tokens) gets its own template (data/chat_template.h: render_chat), and its reply ends
+// at <|im_end|>. A base model's conversation becomes a prompt by a plain template that
+// reads like the play scripts it learns from: each message is a speaker's turn, a label
+// line and the text, then a blank line:
 //
 //     System:\n<text>\n\n   User:\n<text>\n\n   Assistant:\n<text>\n\n   ...   Assistant:\n
 //
@@ -20,12 +22,13 @@
 #include <utility>
 #include <vector>
 
+#include "data/chat_template.h"
 #include "serve/api.h"
 
 namespace folio::serve {
 
 // The stop that ends the assistant's turn: a blank line, where the next speaker begins.
-inline constexpr const char* kChatTurnEnd = "\n\n";
+inline constexpr const char* kChatTurnEnd = kPlainTurnEnd;
 
 // (role, content) pairs -> the prompt text above. Roles must be system, developer,
 // user or assistant (ApiError 400 otherwise).

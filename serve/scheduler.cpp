@@ -107,7 +107,7 @@ bool Scheduler::admit(Slot& slot, infer::Generator& generator, int64_t stream) {
   slot.job->started_ = true;
   ++busy_;
   try {  // the model sees the prompt's last block_size tokens, as folio generate's
-    generator.start(stream, r.prompt, r.sample, slot.rng, model_.tokenizer.get(), r.stop);
+    generator.start(stream, r.prompt, r.sample, slot.rng, model_.tokenizer.get(), r.stop, r.end_token);
   } catch (const std::exception& e) {
     release(slot, "error", e.what());
   }

@@ -10,7 +10,7 @@
 
 namespace folio {
 
-DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))), next_token_losses_(losses_.size()) {
+DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))), next_token_losses_(losses_.size()), counts_(losses_.size()) {
   if (shards < 1) fail("data_parallel", "shards must be positive, got ", shards);
   for (int s = 1; s < shards; ++s)
     replicas_.push_back(
@@ -32,6 +32,12 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
     r.set_precision(model_.precision());
     r.dropout_rng().reseed(model_.dropout_rng().next_u64());
   }
+  int64_t counted = 0;  // the targets the loss counts (not kNoTarget), counts_[s] of them shard s's
+  for (int s = 0; s < n; ++s) {
+    counts_[size_t(s)] = 0;
+    for (int64_t i = B * s / n * T; i < B * (s + 1) / n * T; ++i) counts_[size_t(s)] += targets[size_t(i)] != kNoTarget;
+    counted += counts_[size_t(s)];
+  }
   std::exception_ptr error;
 #pragma omp parallel num_threads(n)
   {
@@ -43,7 +49,11 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
       try {
         nn::GPT& m = s == 0 ? model_ : *replicas_[size_t(s - 1)];
         const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
-        const float share = float(b1 - b0) / float(B);
+        // The shard's part of the mean over the targets the loss counts: its rows' share
+        // when every target counts (text), its targets' share when some are masked (chat).
+        const float share = counted == B * T ? float(b1 - b0) / float(B)
+                            : counted        ? float(counts_[size_t(s)]) / float(counted)
+                                             : 0.0f;
         Tensor loss;
         {  // the logits go with the forward's output, as soon as the graph holds what it needs
           const nn::GPT::Output out = m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,

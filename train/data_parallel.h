@@ -48,6 +48,7 @@ class DataParallel {
   nn::GPT& model_;
   std::vector<std::unique_ptr<nn::GPT>> replicas_;  // shards 1, 2, ...
   std::vector<float> losses_, next_token_losses_;   // per shard, scaled by its share
+  std::vector<int64_t> counts_;                     // per shard: the targets its loss counts
   float next_token_loss_ = 0;
 };
 

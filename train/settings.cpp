@@ -106,8 +106,9 @@ const std::vector<TrainSetting>& train_settings() {
        Count{&TrainConfig::vocab_size, 0, at_least(0).limit(config_fields::kMaxVocab)}, fixed, Line::none,
        the_default, FlagKind::from_init},
       {"data", "data",
-       "training text (UTF-8), or a token directory: folio tokenize's, llm.c's shards or nanoGPT's "
-       "train.bin/val.bin",
+       "training text (UTF-8), a token directory (folio tokenize's, llm.c's shards or nanoGPT's "
+       "train.bin/val.bin), or conversations to fine-tune a chat model on (FILE.jsonl, OpenAI's {\"messages\"}: "
+       "docs/chat.md)",
        Text{&TrainConfig::data, ""}, override, Line::training, refused},
       {"val-fraction", "train_fraction", "last fraction of the text held out",
        Real64{&TrainConfig::train_fraction, 0.9, interval('(', 0, 1, ')'), true}, override, Line::training, refused},

@@ -16,6 +16,7 @@
 #include "autograd/anomaly.h"
 #include "autograd/parallel.h"
 #include "train/size_warmups.h"
+#include "train/chat_data.h"
 #include "train/config_json.h"
 #include "train/distributed.h"
 #include "train/init_from.h"
@@ -24,20 +25,6 @@
 #include "train/stop_signals.h"
 
 namespace folio {
-namespace {
-
-// Every split must hold one window of the model's context: block_size inputs and
-// the target after them. On --resume that is the checkpoint's block_size, which the
-// options only hold once it is loaded.
-void check_splits(const TrainingData& data, int64_t block_size) {
-  for (auto [name, tokens] : {std::pair{"train", &data.train}, std::pair{"val", &data.val}})
-    if (tokens->size() < block_size + 1)
-      fail("data", data.path, ": the ", name, " split has ", tokens->size(),
-           " tokens, needs at least block_size + 1 = ", block_size + 1);
-}
-
-}  // namespace
-
 Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_.out_dir) {
   opt_.train.threads = num_threads();  // saved with the run: a resume repeats them (train/config.h)
   opt_.train.validate();
@@ -59,7 +46,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     dist::barrier();
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
-    data_ = TrainingData::open(opt_.train.data, opt_.train.train_fraction, ck.tokenizer, run_dir_.model_file());
+    data_ = open_training_data(opt_.train.data, opt_.train.train_fraction, ck.tokenizer, run_dir_.model_file());
     if (data_.fingerprint != st.data_fingerprint)
       fail("data", opt_.train.data, ": its tokens are not the ones this run trained on (fingerprint ",
            data_.fingerprint.empty() ? "none: a text file" : data_.fingerprint, ", the run's ",
@@ -69,7 +56,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
       fail("checkpoint", run_dir_.state_file(), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
     model_ = std::move(ck.model);
     opt_.model = model_->config();
-    check_splits(data_, opt_.model.block_size);
+    check_windows(data_, opt_.model.block_size);  // the checkpoint's block_size on --resume
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     optimizer_->load_state(st.optimizer, run_dir_.state_file());
     step_ = st.step;
@@ -89,9 +76,9 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     spec.on_training = [&](double seconds, int64_t bytes, bool done) {
       phase.show(cat("training the ", spec.name, " tokenizer on ", size_text(double(bytes)), " of text"), seconds, done);
     };
-    data_ = init ? TrainingData::open(opt_.train.data, opt_.train.train_fraction, init->tokenizer, opt_.train.init_from,
-                                      /*may_add_end_of_text=*/true)
-                 : TrainingData::open(opt_.train.data, opt_.train.train_fraction, spec);
+    data_ = init ? open_training_data(opt_.train.data, opt_.train.train_fraction, init->tokenizer, opt_.train.init_from,
+                                      /*may_grow=*/true)
+                 : open_training_data(opt_.train.data, opt_.train.train_fraction, spec);
     std::unique_ptr<nn::GPT> init_model;
     if (init) {
       InitModel from = model_from(*init, opt_.model, opt_.dropout_given, data_.tokenizer->vocab_size());
@@ -100,7 +87,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     }
     opt_.model.vocab_size = data_.tokenizer->vocab_size();
     check_saveable(&opt_.model, opt_.train);
-    check_splits(data_, opt_.model.block_size);
+    check_windows(data_, opt_.model.block_size);
     model_ = init_model ? std::move(init_model) : std::make_unique<nn::GPT>(opt_.model);
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
@@ -135,7 +122,7 @@ Trainer::LossParts Trainer::forward_backward(const Batch& batch, bool last) {
   // This rank's gradient is of the mean over its share of each micro-batch: weighted by
   // the share and averaged over the micro-batches, the ranks' gradients sum to the
   // gradient of the step's mean. Scaled once, after the last micro-batch's backward.
-  const float share = float(b1 - b0) / float(batch.B);
+  const float share = batch_share(data_, batch, b0, b1);  // of the rows, or of the counted targets (chat)
   const float scale = share / float(opt_.train.grad_accum);
   GradientBuckets* buckets = last ? buckets_.get() : nullptr;
   if (buckets) buckets->begin(data_parallel_ ? data_parallel_->shards_used(b1 - b0) : 1, scale);
@@ -182,12 +169,16 @@ Trainer::Losses Trainer::evaluate() {
   const auto [b0, b1] = dist::share_of(opt_.train.batch_size);
   for (int s = 0; s < 2; ++s)
     for (int64_t i = 0; i < opt_.train.eval_iters; ++i) {
-      sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
+      if (data_.chat)
+        fill_chat_batch(s ? data_.chat->val : data_.chat->train, opt_.train.batch_size, opt_.model.block_size,
+                        [&](int64_t n) { return int64_t(rng.below(uint64_t(n))); }, batch);
+      else
+        sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
       const int64_t T = batch.T, n = (b1 - b0) * T;
       const float loss = model.forward(std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n)), b1 - b0, T,
                                          std::span(batch.targets).subspan(size_t(b0 * T), size_t(n)))
                              .loss.item();
-      totals[s] += double(loss) * double(b1 - b0) / double(batch.B);
+      totals[s] += double(loss) * double(batch_share(data_, batch, b0, b1));
     }
   dist::sum(std::span(totals, 2));
   model_->train();
@@ -260,6 +251,7 @@ void Trainer::announce(Progress& progress) const {
                      tc.sampling == Sampling::epoch ? ", epoch sampling" : "", ")",
                      dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   if (!init_note_.empty()) progress.say(init_note_);
+  if (data_.chat && !opt_.resume) progress.say(describe_conversations(data_, opt_.model.block_size));
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
     progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->size(),
                      " weights), AdamW on the other ", optimizer_->adamw().size()));
@@ -297,7 +289,11 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   for (int64_t k = 0; k < tc.grad_accum; ++k) {
     // Every rank draws the same windows and reads its own rows of them.
     const auto draw_start = std::chrono::steady_clock::now();
-    sampler_.next(data_.train, B, T, batch, b0, b1);
+    if (data_.chat)  // every row: a share weighs by the whole batch's counted targets
+      fill_chat_batch(data_.chat->train, B, T, [&](int64_t n) { return sampler_.next_index(n); }, batch),
+          chat_counted_ += counted_targets(batch, 0, B), chat_positions_ += B * T;
+    else
+      sampler_.next(data_.train, B, T, batch, b0, b1);
     draw_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
     const LossParts micro = forward_backward(batch, k + 1 == tc.grad_accum);
     part.loss += micro.loss, part.next_token += micro.next_token;
@@ -342,6 +338,9 @@ void Trainer::report_end(Progress& progress, bool interrupted, int64_t first_ste
   } else {
     progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
   }
+  if (data_.chat)
+    progress.say(cat("conversations: the loss counted ", chat_counted_, " targets of this run's ", chat_positions_,
+                     " positions; the other ", chat_positions_ - chat_counted_, " (prompts, template, padding) were masked"));
   const double steps_seconds = train_seconds_ - run_start_seconds;
   report_ranks(progress, step_ - first_step, dist::seconds_in_sum() + exposed_seconds_, steps_seconds);
   if (step_ > first_step)

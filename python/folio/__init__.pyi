@@ -46,6 +46,8 @@ class Model:
     def stream(self, prompt: Optional[str] = None, max_new_tokens: int = 500, temperature: float = 0.8,
                top_k: int = 0, top_p: float = 1.0, greedy: bool = False, seed: int = 1337,
                stop: Union[None, str, Sequence[str]] = None) -> "Model.Stream": ...
+    def chat(self, messages: Sequence[dict[str, str]], max_new_tokens: int = 256, temperature: float = 0.8,
+             top_k: int = 0, top_p: float = 1.0, greedy: bool = False, seed: int = 1337) -> str: ...
 
 class Run:
     path: str

@@ -1,0 +1,172 @@
+// folio chat: a conversation with a checkpoint in the terminal. Each user line is a
+// turn; the reply streams as it is sampled, through the model's own template
+// (data/chat_template.h: ChatML for a chat model, the plain text for a base model, which
+// it says). The history is kept within the context: when the next prompt and a reply
+// of --max-new-tokens would not fit in block_size, the oldest turns are dropped, with a
+// notice. /reset forgets the history (the --system message stays). Ctrl-C stops a reply,
+// not the program; Ctrl-D (end of input) exits.
+//
+// With standard input not a terminal (a script, a test), it reads one user turn a line
+// and prints each reply on one line, its own newlines written as "\n", and no prompts.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "data/chat_template.h"
+#include "infer/generator.h"
+#include "io/checkpoint.h"
+
+namespace folio::cli {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+void declare(po::options_description& opts) {
+  const SampleOptions d;
+  add_checkpoint(opts);
+  opts.add_options()("system", po::value<std::string>(), "a system message that begins the conversation")
+      ("max-new-tokens", with_default<int64_t>(256), "the longest reply, in tokens")
+      ("temperature", with_default<float>(0.8f), "softmax temperature (>= 0; 0: as --greedy)")
+      ("top-k", with_default<int64_t>(d.top_k), "sample from the k most likely tokens (0: all)")
+      ("top-p", with_default<float>(d.top_p), "nucleus sampling mass in (0, 1]")
+      ("seed", with_default<std::string>("1337"), "sampling seed")
+      ("greedy", po::bool_switch(), "always the most likely token");
+  add_threads(opts);
+}
+
+SampleOptions sample_options(const po::variables_map& vm) {
+  SampleOptions so = sampling_flags(vm);
+  if (so.max_new_tokens < 1) throw UsageError(cat("--max-new-tokens must be >= 1, got ", so.max_new_tokens));
+  so.validate();
+  return so;
+}
+
+// A conversation's turns, and the prompt of the next reply within the context.
+class History {
+ public:
+  History(const Tokenizer& tokenizer, std::optional<std::string> system, int64_t block_size, int64_t reply_tokens)
+      : tokenizer_(tokenizer), system_(std::move(system)), block_(block_size),
+        room_(std::max<int64_t>(1, block_size - std::min(reply_tokens, block_size / 2))) {}
+  void reset() { turns_.clear(); }
+  void add(const std::string& role, const std::string& content) { turns_.push_back({role, content}); }
+  // The prompt for a reply to the last user turn; drops the oldest turns (a user turn
+  // and its reply at a time) while it is longer than the room a reply leaves, saying so.
+  ChatPrompt prompt() {
+    for (;;) {
+      const ChatPrompt p = chat_prompt_for(tokenizer_, messages());
+      if (int64_t(p.ids.size()) <= room_ || turns_.size() <= 1) return p;
+      const size_t drop = turns_.size() >= 2 && turns_[1].role == "assistant" ? 2 : 1;
+      turns_.erase(turns_.begin(), turns_.begin() + std::ptrdiff_t(drop));
+      std::fprintf(stderr, "[chat] dropped the oldest turn: the conversation outgrew the model's context of %lld "
+                   "tokens\n", (long long)block_);
+    }
+  }
+
+ private:
+  std::vector<ChatMessage> messages() const {
+    std::vector<ChatMessage> m;
+    if (system_) m.push_back({"system", *system_});
+    m.insert(m.end(), turns_.begin(), turns_.end());
+    return m;
+  }
+  const Tokenizer& tokenizer_;
+  std::optional<std::string> system_;
+  int64_t block_, room_;  // the context; the most a prompt may take of it
+  std::vector<ChatMessage> turns_;
+};
+
+std::function<int()> prepare(const po::variables_map& vm) {
+  apply_threads(vm);
+  const SampleOptions so = sample_options(vm);
+  const uint64_t seed = u64_option(vm["seed"].as<std::string>(), "seed");
+  std::optional<std::string> system;
+  if (vm.count("system")) system = vm["system"].as<std::string>();
+  auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
+  ck->model->eval();
+  if (std::string(ck->tokenizer->kind()) == "ids")
+    throw UsageError(cat(ck->path, " was trained on token ids without a tokenizer: it cannot read a conversation"));
+  return [=] {
+    const bool terminal = isatty(STDIN_FILENO);
+    const Tokenizer& tokenizer = *ck->tokenizer;
+    if (!tokenizer.chat_tokens())
+      std::fprintf(stderr, "[chat] %s is a base model, without a chat template: the conversation is written as plain "
+                   "\"User:\"/\"Assistant:\" text, and a reply ends at a blank line\n", ck->path.c_str());
+    else if (terminal)
+      std::fprintf(stderr, "[chat] %s, ChatML template. /reset forgets the conversation; Ctrl-C stops a reply; "
+                   "Ctrl-D exits.\n", ck->path.c_str());
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    action.sa_flags = SA_RESTART;  // a read at the prompt goes on: Ctrl-C there does nothing
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    Rng rng(seed);
+    infer::Generator generator(*ck->model, 1, true);
+    History history(tokenizer, system, ck->model->config().block_size, so.max_new_tokens);
+    std::string line;
+    for (;;) {
+      if (terminal) std::fputs("> ", stderr);
+      if (!std::getline(std::cin, line)) break;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line == "/reset") {
+        history.reset();
+        if (terminal) std::fputs("[chat] the conversation is forgotten\n", stderr);
+        continue;
+      }
+      if (line.empty()) continue;
+      history.add("user", line);
+      ChatPrompt p;
+      try {
+        p = history.prompt();
+      } catch (const Error& e) {
+        std::fprintf(stderr, "[chat] %s\n", e.what());
+        history.reset();
+        continue;
+      }
+      g_interrupted = 0;
+      generator.start(0, p.ids, so, rng, &tokenizer, p.stops, p.end_token);
+      std::string reply;
+      auto show = [&](const std::string& text) {
+        reply += text;
+        std::string out = text;
+        if (!terminal)  // one reply a line
+          for (size_t at = 0; (at = out.find('\n', at)) != std::string::npos; at += 2) out.replace(at, 1, "\\n");
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        std::fflush(stdout);
+      };
+      bool stopped = false;
+      for (int64_t n = 0; n < so.max_new_tokens && !stopped && !g_interrupted; ++n) {
+        const infer::Generator::Token t = generator.next();
+        show(t.text);
+        stopped = t.stopped;
+      }
+      if (!stopped) show(generator.finish().text);
+      if (g_interrupted && terminal) std::fputs(" [stopped]", stdout);
+      std::fputs("\n", stdout);
+      std::fflush(stdout);
+      history.add("assistant", reply);
+    }
+    if (terminal) std::fputs("\n", stderr);
+    return 0;
+  };
+}
+
+}  // namespace
+
+const Command kChat = {
+    "chat", "a conversation with a checkpoint in the terminal",
+    "A conversation with a checkpoint: type a turn, read the reply as it streams.\n"
+    "A chat model (fine-tuned on conversations: docs/chat.md) reads its own template,\n"
+    "ChatML; a base model reads a plain \"User:\"/\"Assistant:\" text, and says so.\n"
+    "The oldest turns are dropped, with a notice, when the conversation outgrows the\n"
+    "model's context. /reset forgets it (--system stays); Ctrl-C stops a reply;\n"
+    "Ctrl-D exits. With standard input not a terminal: one turn a line in, one reply\n"
+    "a line out (its newlines written as \\n).",
+    declare, prepare};
+
+}  // namespace folio::cli

@@ -1,0 +1,90 @@
+// Reading conversation files (io/conversation_file.h): every way a line can be wrong is
+// named with its line number, so a file of thousands can be fixed.
+#include "io/conversation_file.h"
+
+#include "base/error.h"
+#include "base/read_file.h"
+#include "io/json.h"
+
+namespace folio {
+namespace {
+
+struct Where {
+  const std::string& path;
+  int64_t line;
+  template <class... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    throw Error(cat(path, ":", line, ": ", parts...));
+  }
+};
+
+ChatMessage parse_message(const Json& m, size_t index, const Where& at) {
+  if (!m.is_object()) at.fail("message ", index, " must be an object {role, content}, got ", m.type_name());
+  const Json* role = m.find("role");
+  if (!role || !role->is_string()) at.fail("message ", index, " needs a role (a string)");
+  ChatMessage out;
+  out.role = role->as_string();
+  if (out.role != "system" && out.role != "user" && out.role != "assistant")
+    at.fail("message ", index, ": unknown role \"", out.role.substr(0, 40), "\" (system, user or assistant)");
+  const Json* content = m.find("content");
+  if (!content) at.fail("message ", index, " (", out.role, ") has no content");
+  if (!content->is_string())
+    at.fail("message ", index, " (", out.role, "): content must be a string, got ", content->type_name());
+  out.content = content->as_string();
+  if (out.content.empty()) at.fail("message ", index, " (", out.role, "): content is empty");
+  if (const Json* w = m.find("weight")) {
+    if (out.role != "assistant") at.fail("message ", index, " (", out.role, "): only an assistant message has a weight");
+    if (!w->is_int() || (w->as_int() != 0 && w->as_int() != 1))
+      at.fail("message ", index, ": weight must be 0 or 1, got ", w->dump());
+    out.trained = w->as_int() == 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_conversation_file(std::string_view path) { return path.ends_with(".jsonl"); }
+
+Conversation parse_conversation(std::string_view text, const std::string& path, int64_t line) {
+  const Where at{path, line};
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Error& e) {
+    at.fail("malformed JSON: ", e.what());
+  }
+  if (!j.is_object()) at.fail("a conversation must be an object {\"messages\": [...]}, got ", j.type_name());
+  const Json* messages = j.find("messages");
+  if (!messages || !messages->is_array() || messages->as_array().empty())
+    at.fail("a conversation needs \"messages\", a non-empty array of {role, content}");
+  Conversation c;
+  c.line = line;
+  for (size_t i = 0; i < messages->as_array().size(); ++i)
+    c.messages.push_back(parse_message(messages->as_array()[i], i, at));
+  bool assistant = false, trained = false;
+  for (const ChatMessage& m : c.messages)
+    if (m.role == "assistant") assistant = true, trained = trained || m.trained;
+  if (!assistant) at.fail("the conversation has no assistant message: nothing to learn from it");
+  if (!trained) at.fail("every assistant message has weight 0: nothing to learn from the conversation");
+  return c;
+}
+
+std::vector<Conversation> read_conversations(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<Conversation> out;
+  int64_t line = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string_view one(text.data() + at, end - at);
+    at = end + 1, ++line;
+    if (!one.empty() && one.back() == '\r') one.remove_suffix(1);
+    if (one.find_first_not_of(" \t") == std::string_view::npos) continue;
+    out.push_back(parse_conversation(one, path, line));
+  }
+  if (out.empty())
+    throw Error(cat(path, ": no conversations (one JSON object a line: {\"messages\": [{\"role\", \"content\"}, ...]})"));
+  return out;
+}
+
+}  // namespace folio

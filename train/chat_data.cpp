@@ -1,0 +1,73 @@
+// Conversations as a run's data (train/chat_data.h).
+#include "train/chat_data.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "base/number_text.h"
+#include "data/conversations.h"
+#include "io/conversation_file.h"
+
+namespace folio {
+namespace {
+
+TrainingData open_conversations(const std::string& path, double train_fraction,
+                                const std::function<std::shared_ptr<const Tokenizer>(const std::string&)>& tokenizer_for) {
+  const std::vector<Conversation> read = read_conversations(path);
+  std::vector<std::vector<ChatMessage>> conversations;
+  std::vector<int64_t> lines;
+  for (const Conversation& c : read) conversations.push_back(c.messages), lines.push_back(c.line);
+  std::shared_ptr<const Tokenizer> tokenizer = tokenizer_for(conversations_text(conversations));
+  auto chat = std::make_shared<const ChatData>(
+      render_conversations(*tokenizer, conversations, lines, train_fraction, path));
+  return TrainingData::from(std::make_shared<const ConversationTokens>(std::move(tokenizer), std::move(chat)));
+}
+
+}  // namespace
+
+TrainingData open_training_data(const std::string& path, double train_fraction, const TokenizerSpec& spec) {
+  if (!is_conversation_file(path)) return TrainingData::open(path, train_fraction, spec);
+  return open_conversations(path, train_fraction, [&](const std::string& text) {
+    return std::shared_ptr<const Tokenizer>(with_chat_tokens(*make_tokenizer(spec, text)));
+  });
+}
+
+TrainingData open_training_data(const std::string& path, double train_fraction,
+                                std::shared_ptr<const Tokenizer> tokenizer, const std::string& checkpoint,
+                                bool may_grow) {
+  if (!is_conversation_file(path))
+    return TrainingData::open(path, train_fraction, std::move(tokenizer), checkpoint, may_grow);
+  if (!tokenizer->chat_tokens() && !may_grow)
+    fail("data", path, ": conversations need the chat template's tokens, which ", checkpoint,
+         "'s tokenizer lacks: start a run --init-from it to add them");
+  return open_conversations(path, train_fraction, [&](const std::string&) {
+    return tokenizer->chat_tokens() ? tokenizer : std::shared_ptr<const Tokenizer>(with_chat_tokens(*tokenizer));
+  });
+}
+
+void check_windows(const TrainingData& data, int64_t block_size) {
+  if (data.chat) return data.chat->check_fits(block_size);
+  for (auto [name, tokens] : {std::pair{"train", &data.train}, std::pair{"val", &data.val}})
+    if (tokens->size() < block_size + 1)
+      fail("data", data.path, ": the ", name, " split has ", tokens->size(),
+           " tokens, needs at least block_size + 1 = ", block_size + 1);
+}
+
+float batch_share(const TrainingData& data, const Batch& batch, int64_t b0, int64_t b1) {
+  if (!data.chat) return float(b1 - b0) / float(batch.B);
+  const int64_t all = counted_targets(batch, 0, batch.B);
+  return all ? float(counted_targets(batch, b0, b1)) / float(all) : 0.0f;
+}
+
+std::string describe_conversations(const TrainingData& data, int64_t block_size) {
+  if (!data.chat) return "";
+  const ChatData& c = *data.chat;
+  const int64_t targets = c.train.trained + c.train.masked;
+  return cat("conversations: ", c.train.rows.size(), " train / ", c.val.rows.size(),
+             " val, one a row; the loss counts ", c.train.trained, " of the train split's ", targets, " targets (",
+             std::lround(100.0 * double(c.train.trained) / double(std::max<int64_t>(targets, 1))), "%), masks ",
+             c.train.masked, "; padding is ", std::lround(100.0 * c.padding(block_size)),
+             "% of a batch's positions at block_size ", block_size);
+}
+
+}  // namespace folio
