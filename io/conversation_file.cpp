@@ -3,22 +3,13 @@
 #include "io/conversation_file.h"
 
 #include "base/error.h"
-#include "base/read_file.h"
 #include "io/json.h"
+#include "io/json_lines.h"
 
 namespace folio {
 namespace {
 
-struct Where {
-  const std::string& path;
-  int64_t line;
-  template <class... Parts>
-  [[noreturn]] void fail(const Parts&... parts) const {
-    throw Error(cat(path, ":", line, ": ", parts...));
-  }
-};
-
-ChatMessage parse_message(const Json& m, size_t index, const Where& at) {
+ChatMessage parse_message(const Json& m, size_t index, const JsonLine& at) {
   if (!m.is_object()) at.fail("message ", index, " must be an object {role, content}, got ", m.type_name());
   const Json* role = m.find("role");
   if (!role || !role->is_string()) at.fail("message ", index, " needs a role (a string)");
@@ -46,14 +37,8 @@ ChatMessage parse_message(const Json& m, size_t index, const Where& at) {
 bool is_conversation_file(std::string_view path) { return path.ends_with(".jsonl"); }
 
 Conversation parse_conversation(std::string_view text, const std::string& path, int64_t line) {
-  const Where at{path, line};
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const Error& e) {
-    at.fail("malformed JSON: ", e.what());
-  }
-  if (!j.is_object()) at.fail("a conversation must be an object {\"messages\": [...]}, got ", j.type_name());
+  const JsonLine at{path, line};
+  const Json j = parse_object_line(text, at, "a conversation ({\"messages\": [...]})");
   const Json* messages = j.find("messages");
   if (!messages || !messages->is_array() || messages->as_array().empty())
     at.fail("a conversation needs \"messages\", a non-empty array of {role, content}");
@@ -70,18 +55,11 @@ Conversation parse_conversation(std::string_view text, const std::string& path, 
 }
 
 std::vector<Conversation> read_conversations(const std::string& path) {
-  const std::string text = read_file(path);
   std::vector<Conversation> out;
-  int64_t line = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string_view one(text.data() + at, end - at);
-    at = end + 1, ++line;
-    if (!one.empty() && one.back() == '\r') one.remove_suffix(1);
-    if (one.find_first_not_of(" \t") == std::string_view::npos) continue;
-    out.push_back(parse_conversation(one, path, line));
-  }
+  for_each_line(path, [&](std::string_view one, const JsonLine& at) {
+    out.push_back(parse_conversation(one, path, at.line));
+    return true;
+  });
   if (out.empty())
     throw Error(cat(path, ": no conversations (one JSON object a line: {\"messages\": [{\"role\", \"content\"}, ...]})"));
   return out;

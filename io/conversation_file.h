@@ -4,9 +4,10 @@
 //   {"messages": [{"role": "system"|"user"|"assistant", "content": "...", "weight": 0|1}, ...]}
 // where "weight" (assistant messages only; 1 when absent) says whether the loss counts
 // the message. Blank lines are skipped; other fields of a line or a message are ignored.
-// Anything wrong is refused, folio::Error "<path>:<line>: what": malformed JSON, no
-// "messages" array, an unknown role, content that is empty or not a string, a weight
-// other than 0 or 1, no assistant message, or no assistant message with weight 1.
+// Anything wrong is refused, folio::Error "<path>:<line>: what": a line that is not one
+// JSON object or not UTF-8, no "messages" array, an unknown role, content that is empty
+// or not a string, a weight other than 0 or 1, no assistant message, or no assistant
+// message with weight 1.
 #include <cstdint>
 #include <string>
 #include <string_view>

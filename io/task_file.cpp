@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "base/error.h"
-#include "data/dataset.h"
 #include "data/tokenizer.h"
 #include "io/json.h"
+#include "io/json_lines.h"
 
 namespace folio {
 namespace {
@@ -16,29 +16,20 @@ constexpr const char* kLayouts =
     "HellaSwag's (ctx, endings, label), plain (context, choices, answer), ARC's (question.stem, "
     "question.choices[].text/label, answerKey), generative (prompt, answer) or GSM8K's (question, answer)";
 
-struct Where {
-  const std::string& path;
-  int64_t line;
-  template <class... Parts>
-  [[noreturn]] void fail(const Parts&... parts) const {
-    throw Error(cat(path, ":", line, ": ", parts...));
-  }
-};
-
-const Json& field(const Json& object, std::string_view name, const char* layout, const Where& at) {
+const Json& field(const Json& object, std::string_view name, const char* layout, const JsonLine& at) {
   const Json* v = object.find(name);
   if (!v) at.fail(layout, " item without \"", name, "\"");
   return *v;
 }
 
-const std::string& text_field(const Json& v, const std::string& name, const Where& at) {
+const std::string& text_field(const Json& v, const std::string& name, const JsonLine& at) {
   if (!v.is_string()) at.fail(name, " must be a string, got ", v.type_name());
   return v.as_string();
 }
 
 // An index given as an integer, or as the text of one ("2", as some copies of HellaSwag
 // hold it).
-int64_t index_field(const Json& v, const std::string& name, const Where& at) {
+int64_t index_field(const Json& v, const std::string& name, const JsonLine& at) {
   if (v.is_int()) return v.as_int();
   if (v.is_string() && !v.as_string().empty() && v.as_string().size() < 10 &&
       v.as_string().find_first_not_of("0123456789") == std::string::npos)
@@ -47,7 +38,7 @@ int64_t index_field(const Json& v, const std::string& name, const Where& at) {
           v.is_string() ? json_quote(v.as_string()) : std::string(v.type_name()));
 }
 
-std::vector<std::string> string_list(const Json& v, const std::string& name, const Where& at) {
+std::vector<std::string> string_list(const Json& v, const std::string& name, const JsonLine& at) {
   if (!v.is_array()) at.fail(name, " must be an array of strings, got ", v.type_name());
   std::vector<std::string> out;
   for (const Json& s : v.as_array()) out.push_back(text_field(s, cat(name, "[", out.size(), "]"), at));
@@ -57,7 +48,7 @@ std::vector<std::string> string_list(const Json& v, const std::string& name, con
 // HellaSwag's layout and the plain one: a context, the choices and the answer's index,
 // each in a field of its own.
 ChoiceItem three_fields(const Json& j, const char* layout, const char* context, const char* choices,
-                        const char* answer, const Where& at) {
+                        const char* answer, const JsonLine& at) {
   ChoiceItem item;
   item.context = text_field(field(j, context, layout, at), context, at);
   item.choices = string_list(field(j, choices, layout, at), choices, at);
@@ -65,7 +56,7 @@ ChoiceItem three_fields(const Json& j, const char* layout, const char* context, 
   return item;
 }
 
-ChoiceItem arc(const Json& j, const Where& at) {
+ChoiceItem arc(const Json& j, const JsonLine& at) {
   const Json& q = field(j, "question", "an ARC", at);
   if (!q.is_object()) at.fail("question must be an object (stem, choices), got ", q.type_name());
   ChoiceItem item;
@@ -91,22 +82,7 @@ ChoiceItem arc(const Json& j, const Where& at) {
   return item;
 }
 
-ChoiceItem choice_item(const Json& j, const Where& at, std::string& format);
-
-// One line as a JSON object, or its error.
-Json parse_line(std::string_view text, const Where& at) {
-  std::string copy(text);
-  if (const int64_t bad = replace_invalid_utf8(copy))
-    at.fail("not valid UTF-8 (", bad, " bad byte", bad == 1 ? "" : "s", ")");
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const Error& e) {
-    at.fail("not one JSON value (", e.what(), ")");
-  }
-  if (!j.is_object()) at.fail("an item must be a JSON object, got ", j.type_name());
-  return j;
-}
+ChoiceItem choice_item(const Json& j, const JsonLine& at, std::string& format);
 
 // A prompt and its answer: {"prompt", "answer"}, or GSM8K's {"question", "answer"}
 // whose question is text (ARC's is an object).
@@ -115,7 +91,7 @@ bool is_generative(const Json& j) {
   return j.find("prompt") || (q && q->is_string());
 }
 
-GenerativeItem generative_item(const Json& j, const Where& at, std::string& format) {
+GenerativeItem generative_item(const Json& j, const JsonLine& at, std::string& format) {
   GenerativeItem item;
   item.line = at.line;
   if (j.find("prompt")) {
@@ -136,13 +112,13 @@ GenerativeItem generative_item(const Json& j, const Where& at, std::string& form
 }  // namespace
 
 ChoiceItem parse_choice_item(std::string_view text, const std::string& path, int64_t line, std::string& format) {
-  const Where at{path, line};
-  return choice_item(parse_line(text, at), at, format);
+  const JsonLine at{path, line};
+  return choice_item(parse_object_line(text, at, "an item"), at, format);
 }
 
 namespace {
 
-ChoiceItem choice_item(const Json& j, const Where& at, std::string& format) {
+ChoiceItem choice_item(const Json& j, const JsonLine& at, std::string& format) {
   ChoiceItem item;
   if (j.find("ctx") || j.find("endings")) {
     format = "hellaswag", item = three_fields(j, "a HellaSwag", "ctx", "endings", "label", at);
@@ -171,17 +147,8 @@ ChoiceItem choice_item(const Json& j, const Where& at, std::string& format) {
 TaskFile read_task_file(const std::string& path, int64_t limit) {
   TaskFile task;
   task.path = path;
-  const std::string text = read_file(path);
-  int64_t line = 0;
-  for (size_t at = 0; at < text.size() && (limit <= 0 || task.size() < limit);) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string_view one(text.data() + at, end - at);
-    at = end + 1, ++line;
-    if (!one.empty() && one.back() == '\r') one.remove_suffix(1);
-    if (one.find_first_not_of(" \t") == std::string_view::npos) continue;
-    const Where where{path, line};
-    const Json j = parse_line(one, where);
+  for_each_line(path, [&](std::string_view one, const JsonLine& where) {
+    const Json j = parse_object_line(one, where, "an item");
     std::string format;
     const bool generative = is_generative(j);
     if (task.size() && generative != task.is_generative())
@@ -191,7 +158,8 @@ TaskFile read_task_file(const std::string& path, int64_t limit) {
     if (generative) task.generative.push_back(generative_item(j, where, format));
     else task.items.push_back(choice_item(j, where, format));
     if (task.format.empty()) task.format = format;
-  }
+    return limit <= 0 || task.size() < limit;
+  });
   if (task.size() == 0) throw Error(cat(path, ": no items (one JSON object a line: ", kLayouts, ")"));
   return task;
 }

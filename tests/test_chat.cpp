@@ -108,7 +108,7 @@ TEST(ConversationFile, RefusesBadLinesByNumber) {
   auto line = [&](const std::string& text) { return parse_conversation(text, path, 7); };
   const std::string ok = R"({"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","weight":1}]})";
   EXPECT_EQ(line(ok).messages.size(), 2u);
-  expect_error([&] { line("{\"messages\": [}"); }, {"c.jsonl:7:", "malformed JSON"});
+  expect_error([&] { line("{\"messages\": [}"); }, {"c.jsonl:7:", "not one JSON value"});
   expect_error([&] { line(R"({"messages":[{"role":"bot","content":"a"}]})"); }, {"c.jsonl:7:", "unknown role \"bot\""});
   expect_error([&] { line(R"({"messages":[{"role":"user","content":"a"}]})"); }, {"c.jsonl:7:", "no assistant"});
   expect_error([&] { line(R"({"messages":[{"role":"user","content":""},{"role":"assistant","content":"b"}]})"); },
