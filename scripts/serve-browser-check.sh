@@ -15,6 +15,7 @@ checkpoint=$1
 out=${2:-$here/docs}
 [ "$out" = - ] || { out=$(realpath -m "$out"); mkdir -p "$out"; }
 folio=${FOLIO_BINARY:-$here/build/folio}
+source "$here/scripts/serve-on-free-port.sh"
 bash "$here/scripts/setup.sh" --only chromium
 npm_dir=${FOLIO_BROWSER_NPM_DIR:-${TMPDIR:-/tmp}/folio-serve-browser-npm}
 if [ ! -d "$npm_dir/node_modules/puppeteer-core" ]; then
@@ -26,17 +27,7 @@ server=""
 trap '[ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
 
 # Starts folio serve on a free port with the given options; sets $server and $port.
-start() {
-  "$folio" serve --checkpoint "$checkpoint" --port 0 "$@" >"$work/serve.log" 2>&1 &
-  server=$!
-  port=""
-  for _ in $(seq 200); do
-    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/serve.log")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { cat "$work/serve.log"; exit 1; }
-}
+start() { serve_on_free_port "$work/serve.log" --checkpoint "$checkpoint" "$@" || exit 1; }
 stop() { kill "$server"; wait "$server" || true; server=""; }
 
 start

@@ -44,7 +44,7 @@ refuse() {  # refuse WHAT LINE2 EXPECTED
   [ ! -e "$work/bad" ] || { echo "FAILED: $1: it wrote $work/bad"; exit 1; }
   echo "refused: $1"
 }
-refuse "malformed JSON" '{"messages": [' "bad.jsonl:2: malformed JSON"
+refuse "malformed JSON" '{"messages": [' "bad.jsonl:2: not one JSON value"
 refuse "an unknown role" '{"messages":[{"role":"robot","content":"x"},{"role":"assistant","content":"y"}]}' \
   'bad.jsonl:2: message 0: unknown role "robot"'
 refuse "no assistant turn" '{"messages":[{"role":"user","content":"x"}]}' "bad.jsonl:2: the conversation has no assistant"
@@ -112,15 +112,8 @@ else
   echo "skipped: no mpirun"
 fi
 echo "== 7. /v1/chat/completions and folio chat agree"
-"$folio" serve --checkpoint "$work/chat" --port 0 --threads 1 >"$work/serve.log" 2>&1 &
-server=$!
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/serve.log")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "FAILED: folio serve did not start"; cat "$work/serve.log"; exit 1; }
+source "$here/scripts/serve-on-free-port.sh"
+serve_on_free_port "$work/serve.log" --checkpoint "$work/chat" --threads 1 || { echo "FAILED: folio serve did not start"; exit 1; }
 for turn in "Copy: ab" "What is 2 + 2?"; do
   body=$("$python" -c 'import json, sys; print(json.dumps({"messages": [{"role": "user", "content": sys.argv[1]}],
                                                             "temperature": 0, "max_tokens": 12}))' "$turn")

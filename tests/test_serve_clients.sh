@@ -8,6 +8,7 @@
 set -euo pipefail
 folio=$1
 here=$(cd "$(dirname "$0")/.." && pwd)
+source "$here/scripts/serve-on-free-port.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/folio-serve-clients.XXXXXX")
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
@@ -22,14 +23,8 @@ key=$(cat "$work/key")
 
 # Starts folio serve on a free port; sets $server and $base.
 start() {
-  "$folio" serve --checkpoint "${checkpoint:-$work/run}" --port 0 --threads 1 "$@" >"$work/serve.log" 2>&1 &
-  server=$!
-  for _ in $(seq 100); do
-    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$work/serve.log")
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || fail "folio serve did not start"
+  serve_on_free_port "$work/serve.log" --checkpoint "${checkpoint:-$work/run}" --threads 1 "$@" ||
+    fail "folio serve did not start"
   base="http://127.0.0.1:$port"
 }
 
