@@ -107,7 +107,7 @@ std::string write_report(ReportRun& report) {
                                        fixed_text(state.best_val_loss, 4), ")")
                                  : "no evaluation"},
                {"val bits per byte", last && std::isfinite(last->val_bpb) ? fixed_text(last->val_bpb, 4)
-                                                                         : "not known (token files without bytes)"}})
+                                                                         : "not known (token files or conversations: no bytes)"}})
      << "\n";
 
   md << "## Time and throughput\n\n"
@@ -147,7 +147,7 @@ std::string write_report(ReportRun& report) {
     md << "\n";
   }
 
-  md << "## Samples\n\nGreedy, " << options.sample_tokens << " tokens after each prompt:\n\n";
+  md << "## Samples\n\nGreedy, at most " << options.sample_tokens << " tokens after each prompt (a chat model: a user's message and its reply):\n\n";
   md << samples_text(*ck.model, *ck.tokenizer, options.prompts.empty() ? default_prompts(tc.data) : options.prompts,
                      options.sample_tokens);
 

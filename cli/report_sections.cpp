@@ -10,7 +10,9 @@
 #include "autograd/parallel.h"
 #include "base/error.h"
 #include "folio/version.h"
+#include "data/chat_template.h"
 #include "infer/exact_match.h"
+#include "io/conversation_file.h"
 
 namespace folio::cli {
 
@@ -90,7 +92,30 @@ std::string machine_table(const TrainConfig& config) {
          "\nThe machine that wrote this report; `folio train --report` writes it on the machine that trained.\n";
 }
 
+namespace {
+
+// The first user message of three conversations spread over the file (a chat run's
+// samples are replies), or a greeting when the file cannot be read now.
+std::vector<std::string> user_prompts(const std::string& data) {
+  std::vector<std::string> out;
+  try {
+    const std::vector<Conversation> all = read_conversations(data);
+    for (size_t i = 0; i < 3 && i < all.size(); ++i)
+      for (const ChatMessage& m : all[i * (all.size() - 1) / 2].messages)
+        if (m.role == "user") {
+          out.push_back(m.content);
+          break;
+        }
+  } catch (const Error&) {
+  }
+  if (out.empty()) out.push_back("Hello!");
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> default_prompts(const std::string& data) {
+  if (is_conversation_file(data)) return user_prompts(data);
   std::ifstream in(data, std::ios::binary);
   std::string text(65536, '\0');
   in.read(text.data(), std::streamsize(text.size()));
@@ -112,23 +137,35 @@ std::vector<std::string> default_prompts(const std::string& data) {
 
 std::string samples_text(const nn::GPT& model, const Tokenizer& tokenizer, const std::vector<std::string>& prompts,
                          int64_t tokens) {
+  // A chat model's prompt is a user's message, through its template; its reply ends at
+  // the end of its turn.
+  const bool chat = &chat_base(tokenizer) != &tokenizer;
+  GreedyOptions options{tokens, {}, 8};
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::string> refused(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     try {
-      ids.push_back(prompt_tokens(tokenizer, prompts[i]));
+      if (!chat) {
+        ids.push_back(prompt_tokens(tokenizer, prompts[i]));
+        continue;
+      }
+      const ChatMessage user{"user", prompts[i]};
+      ChatPrompt p = chat_prompt_for(tokenizer, std::span(&user, 1));
+      ids.push_back(std::move(p.ids));
+      options.end_token = p.end_token;
     } catch (const Error& e) {
       refused[i] = e.what();
     }
   }
-  const std::vector<Greedy> written = generate_greedy(model, tokenizer, ids, {tokens, {}, 8});
+  const std::vector<Greedy> written = generate_greedy(model, tokenizer, ids, options);
   std::string out;
   for (size_t i = 0, at = 0; i < prompts.size(); ++i) {
     if (!refused[i].empty()) {
       out += "Prompt " + cell(prompts[i]) + ": not sampled (" + cell(refused[i]) + ")\n\n";
       continue;
     }
-    out += fenced(prompts[i] + written[at++].text);
+    const std::string& reply = written[at++].text;
+    out += fenced(chat ? "User: " + prompts[i] + "\nAssistant: " + reply : prompts[i] + reply);
   }
   return out;
 }

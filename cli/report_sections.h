@@ -26,7 +26,8 @@ std::string fenced(const std::string& text, const std::string& language = "");
 // and the run's dtype, as a table.
 std::string machine_table(const TrainConfig& config);
 // Three prompts from the run's text (the starts of lines a third of the way apart),
-// or a newline when it is not a readable text file.
+// or a newline when it is not a readable text file; of a conversation file, three
+// conversations' first user messages.
 std::vector<std::string> default_prompts(const std::string& data);
 // Each prompt and what the model writes greedily after it, as code blocks.
 std::string samples_text(const nn::GPT& model, const Tokenizer& tokenizer, const std::vector<std::string>& prompts,

@@ -85,7 +85,7 @@ std::vector<Greedy> generate_greedy(const nn::GPT& model, const Tokenizer& token
       const infer::Generator::Token token = generator.sample(s, rows.subspan(b * size_t(V), size_t(V)));
       Greedy& g = out[size_t(item_of[size_t(s)])];
       ++g.tokens;
-      if (end && token.id == *end) {
+      if ((end && token.id == *end) || (opt.end_token && token.id == *opt.end_token)) {
         close(s, false);
         continue;
       }

@@ -11,6 +11,7 @@
 //    tokens (the window slides a token at a time), and such an item is counted as cut.
 // tests/task_scores_numpy.py generates the same text with numpy's forward pass.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@ struct GreedyOptions {
   int64_t max_new_tokens = 256;
   std::vector<std::string> stops;  // non-empty strings; the text ends before the first
   int64_t streams = 8;             // prompts generated side by side (one decoder step for all)
+  std::optional<int32_t> end_token;  // a token that also ends the text (a chat model's <|im_end|>)
 };
 
 struct Greedy {

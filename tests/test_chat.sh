@@ -101,6 +101,14 @@ printf 'Hello\n' | "$folio" chat --checkpoint "$work/base" --greedy --max-new-to
 grep -q "is a base model, without a chat template" "$work/base.err" || { echo "FAILED: no word of the plain template"; exit 1; }
 [ "$(wc -l <"$work/base-replies")" -eq 1 ] || { echo "FAILED: base: not one reply"; exit 1; }
 
+# folio report on a chat run: its samples are a user's message through the template and
+# the reply folio chat gives, ended at the turn's end.
+"$folio" report --checkpoint "$work/chat" --prompt "Copy: ab" --sample-tokens 12 >/dev/null
+reported=$(sed -n 's/^Assistant: //p' "$work/chat/report.md")
+grep -q "^User: Copy: ab$" "$work/chat/report.md" || { echo "FAILED: the report's sample is not a user's turn"; exit 1; }
+said=$(printf 'Copy: ab\n' | "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12)
+[ "$reported" = "$said" ] || { echo "FAILED: the report's reply '$reported', folio chat's '$said'"; exit 1; }
+
 echo "== 6. two ranks train as one process"
 if command -v mpirun >/dev/null; then
   mpirun --allow-run-as-root --oversubscribe -np 2 "$folio" train --init-from "$work/base" --data "$work/chat.jsonl" \

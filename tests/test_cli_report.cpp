@@ -39,7 +39,7 @@ TEST_F(CliReport, TrainWritesAReportThatRendersAndReportRewritesIt) {
   expect_contains(md, {"```sh\nfolio train --", " --data " + text(), " --report", "## Machine", "| CPU |", "AVX2", "| dtype | fp32 |",
                        "char", "tokens trained on", "val bits per byte", "![train and val loss](report-loss.svg)",
                        "![choice during training](report-task-choice.svg)", "| choice | ", " at step 20 |",
-                       "Greedy, 80 tokens"});
+                       "Greedy, at most 80 tokens"});
   expect_renders(report);
 
   // Refused while report.md is there, unless --overwrite; then with a task scored now.
