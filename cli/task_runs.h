@@ -4,6 +4,7 @@
 // exact match of greedy text (infer/exact_match.h). folio eval --task and the
 // training's --eval-task both score through here.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,10 @@ struct TaskRun {
   std::string name;                          // the file's stem: a log.csv column, a JSON "task"
   std::vector<TokenizedItem> items;          // multiple choice
   std::vector<std::vector<int32_t>> prompts;  // generative: each item's prompt tokens
-  int64_t cut = 0;                           // multiple choice: items cut to fit the window
+  // Generative, on a chat model: each prompt is a user's message through the model's
+  // template, and the reply ends at this token (the end of its turn) too.
+  std::optional<int32_t> end_of_turn;
+  int64_t cut = 0;  // multiple choice: items cut to fit the window
 };
 
 // Reads and tokenizes the task file; an Error names "<path>:<line>: " and what is wrong.

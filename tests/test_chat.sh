@@ -109,6 +109,12 @@ grep -q "^User: Copy: ab$" "$work/chat/report.md" || { echo "FAILED: the report'
 said=$(printf 'Copy: ab\n' | "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12)
 [ "$reported" = "$said" ] || { echo "FAILED: the report's reply '$reported', folio chat's '$said'"; exit 1; }
 
+# A generative task on a chat model goes through its template too: an item whose
+# answer is folio chat's reply scores 1.
+printf '{"prompt": "Copy: ab", "answer": "%s"}\n' "$said" >"$work/gen.jsonl"
+"$folio" eval --checkpoint "$work/chat" --task "$work/gen.jsonl" --max-new-tokens 12 --json >"$work/gen.json"
+grep -q '"exact_match":1\.0,' "$work/gen.json" || { echo "FAILED: the task's reply is not folio chat's"; cat "$work/gen.json"; exit 1; }
+
 echo "== 6. two ranks train as one process"
 if command -v mpirun >/dev/null; then
   mpirun --allow-run-as-root --oversubscribe -np 2 "$folio" train --init-from "$work/base" --data "$work/chat.jsonl" \
