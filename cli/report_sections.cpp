@@ -10,7 +10,6 @@
 #include "autograd/parallel.h"
 #include "base/error.h"
 #include "folio/version.h"
-#include "data/chat_template.h"
 #include "infer/exact_match.h"
 #include "io/conversation_file.h"
 
@@ -137,27 +136,18 @@ std::vector<std::string> default_prompts(const std::string& data) {
 
 std::string samples_text(const nn::GPT& model, const Tokenizer& tokenizer, const std::vector<std::string>& prompts,
                          int64_t tokens) {
-  // A chat model's prompt is a user's message, through its template; its reply ends at
-  // the end of its turn.
-  const bool chat = &chat_base(tokenizer) != &tokenizer;
-  GreedyOptions options{tokens, {}, 8};
+  // A chat model's prompt is a user's message (prompt_tokens puts it through the template).
+  const bool chat = tokenizer.chat_tokens().has_value();
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::string> refused(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     try {
-      if (!chat) {
-        ids.push_back(prompt_tokens(tokenizer, prompts[i]));
-        continue;
-      }
-      const ChatMessage user{"user", prompts[i]};
-      ChatPrompt p = chat_prompt_for(tokenizer, std::span(&user, 1));
-      ids.push_back(std::move(p.ids));
-      options.end_token = p.end_token;
+      ids.push_back(prompt_tokens(tokenizer, prompts[i]));
     } catch (const Error& e) {
       refused[i] = e.what();
     }
   }
-  const std::vector<Greedy> written = generate_greedy(model, tokenizer, ids, options);
+  const std::vector<Greedy> written = generate_greedy(model, tokenizer, ids, {tokens, {}, 8});
   std::string out;
   for (size_t i = 0, at = 0; i < prompts.size(); ++i) {
     if (!refused[i].empty()) {

@@ -7,7 +7,6 @@
 
 #include "autograd/tensor.h"
 #include "base/error.h"
-#include "data/chat_template.h"
 #include "io/json.h"
 
 namespace folio::cli {
@@ -18,17 +17,9 @@ TaskRun prepare_task(const std::string& path, const nn::GPT& model, const Tokeni
   run.task = read_task_file(path, opt.limit);
   run.name = std::filesystem::path(path).stem().string();
   const int64_t T = model.config().block_size;
-  const bool chat = &chat_base(tokenizer) != &tokenizer;
   for (const GenerativeItem& item : run.task.generative) {
     try {
-      if (!chat) {
-        run.prompts.push_back(prompt_tokens(tokenizer, item.prompt));
-        continue;
-      }
-      const ChatMessage user{"user", item.prompt};
-      ChatPrompt p = chat_prompt_for(tokenizer, std::span(&user, 1));
-      run.prompts.push_back(std::move(p.ids));
-      run.end_of_turn = p.end_token;
+      run.prompts.push_back(prompt_tokens(tokenizer, item.prompt));
     } catch (const Error& e) {
       throw Error(cat(path, ":", item.line, ": ", e.what()));
     }
@@ -92,7 +83,7 @@ void score_choices(const TaskRun& run, const nn::GPT& model, const TaskOptions& 
 // Generative: greedy text after each prompt, matched to the answer.
 void score_generated(const TaskRun& run, const nn::GPT& model, const Tokenizer& tokenizer, const TaskOptions& opt,
                      TaskResult& r) {
-  const GreedyOptions greedy{opt.max_new_tokens, opt.stops, opt.batch, run.end_of_turn};
+  const GreedyOptions greedy{opt.max_new_tokens, opt.stops, opt.batch};
   const std::vector<Greedy> outputs = generate_greedy(model, tokenizer, run.prompts, greedy);
   std::vector<int> correct;  // (items) 0/1 each
   for (size_t i = 0; i < outputs.size(); ++i) {

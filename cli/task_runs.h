@@ -4,7 +4,6 @@
 // exact match of greedy text (infer/exact_match.h). folio eval --task and the
 // training's --eval-task both score through here.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +35,6 @@ struct TaskRun {
   std::string name;                          // the file's stem: a log.csv column, a JSON "task"
   std::vector<TokenizedItem> items;          // multiple choice
   std::vector<std::vector<int32_t>> prompts;  // generative: each item's prompt tokens
-  // Generative, on a chat model: each prompt is a user's message through the model's
-  // template, and the reply ends at this token (the end of its turn) too.
-  std::optional<int32_t> end_of_turn;
   int64_t cut = 0;  // multiple choice: items cut to fit the window
 };
 

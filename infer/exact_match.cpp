@@ -6,6 +6,7 @@
 #include "autograd/parallel.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "data/chat_template.h"
 #include "infer/generator.h"
 
 namespace folio {
@@ -31,8 +32,12 @@ std::string normalised_answer(std::string_view text) {
 
 std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const std::string& prompt) {
   std::vector<int32_t> ids;
-  if (const auto start = tokenizer.prompt_start()) ids.push_back(*start);
   try {
+    if (tokenizer.chat_tokens()) {  // a chat model is asked in a conversation: a user's turn
+      const ChatMessage user{"user", prompt};
+      return chat_prompt_for(tokenizer, std::span(&user, 1)).ids;
+    }
+    if (const auto start = tokenizer.prompt_start()) ids.push_back(*start);
     const std::vector<int32_t> text = tokenizer.encode(prompt);
     ids.insert(ids.end(), text.begin(), text.end());
   } catch (const Error& e) {
@@ -54,6 +59,7 @@ std::vector<Greedy> generate_greedy(const nn::GPT& model, const Tokenizer& token
   generator.set_decode_threads(num_threads());
   const int64_t T = model.config().block_size;
   const std::optional<int32_t> end = tokenizer.end_of_text();
+  const std::optional<ChatTokens> turn = tokenizer.chat_tokens();  // a chat model's reply ends with its turn
   std::vector<Greedy> out(prompts.size());
   std::vector<int64_t> item_of(size_t(streams), -1);  // (streams) the prompt each stream writes after, -1: idle
   size_t next = 0;
@@ -85,7 +91,7 @@ std::vector<Greedy> generate_greedy(const nn::GPT& model, const Tokenizer& token
       const infer::Generator::Token token = generator.sample(s, rows.subspan(b * size_t(V), size_t(V)));
       Greedy& g = out[size_t(item_of[size_t(s)])];
       ++g.tokens;
-      if ((end && token.id == *end) || (opt.end_token && token.id == *opt.end_token)) {
+      if ((end && token.id == *end) || (turn && token.id == turn->end)) {
         close(s, false);
         continue;
       }

@@ -11,7 +11,6 @@
 //    tokens (the window slides a token at a time), and such an item is counted as cut.
 // tests/task_scores_numpy.py generates the same text with numpy's forward pass.
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,7 +27,6 @@ struct GreedyOptions {
   int64_t max_new_tokens = 256;
   std::vector<std::string> stops;  // non-empty strings; the text ends before the first
   int64_t streams = 8;             // prompts generated side by side (one decoder step for all)
-  std::optional<int32_t> end_token;  // a token that also ends the text (a chat model's <|im_end|>)
 };
 
 struct Greedy {
@@ -37,11 +35,13 @@ struct Greedy {
   bool cut = false;    // the model lost some of the prompt to its window
 };
 
-// The tokens of a prompt as the model reads it: an Error names what the tokenizer
-// cannot encode ("the prompt: ...").
+// The tokens of a prompt as the model reads it (a chat model: as a user's message
+// through its template, the reply to come): an Error names what the tokenizer cannot
+// encode ("the prompt: ...").
 std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const std::string& prompt);
 
-// Greedy text after each prompt (tokens from prompt_tokens), in their order.
+// Greedy text after each prompt (tokens from prompt_tokens), in their order; a chat
+// model's ends with its turn (<|im_end|>).
 std::vector<Greedy> generate_greedy(const nn::GPT& model, const Tokenizer& tokenizer,
                                     std::span<const std::vector<int32_t>> prompts, const GreedyOptions& opt);
 
