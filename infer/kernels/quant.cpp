@@ -30,24 +30,6 @@ void dequantize_q8(const BlockQ8* blocks, int64_t K, float* w) {
   }
 }
 
-void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* scale) {
-  const int64_t nb = q8_blocks(K);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = x + m * K + b * kQ8Block;
-      const int64_t n = std::min(kQ8Block, K - b * kQ8Block);
-      float amax = 0.0f;
-      for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
-      scale[m * nb + b] = d;
-      int8_t* qb = q + (m * nb + b) * kQ8Block;
-      for (int64_t i = 0; i < kQ8Block; ++i) {
-        const float r = i < n ? std::nearbyint(xb[i] * inv) : 0.0f;  // padding: zeros
-        qb[i] = std::isnan(r) ? 0 : int8_t(std::clamp(r, -127.0f, 127.0f));
-      }
-    }
-}
-
 namespace detail {
 
 // Weight row by weight row, each used for all M activation rows while it is in cache:

@@ -60,8 +60,16 @@ void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, in
 
 // x (M, K) -> q (M, q8_blocks(K) * 32) int8 in [-127, 127], each row's last block
 // zero-padded as the weights' are, and scale (M, q8_blocks(K)): max|x| / 127 of each
-// block, x ~ scale * q, rounded to nearest even.
+// block, x ~ scale * q, rounded to nearest even. Runs the fastest loop this CPU has
+// (row_quantizers().back(), quant_rows.cpp); all write the same bytes.
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* scale);
+using QuantizeRowsQ8 = void(const float* x, int64_t M, int64_t K, int8_t* q, float* scale);
+struct RowQuantizer {
+  const char* name;  // "plain", "avx2", "avx512"
+  QuantizeRowsQ8* rows;
+};
+// Those this CPU runs, slowest first: plain always, then avx2, avx512 where it has them.
+const std::vector<RowQuantizer>& row_quantizers();
 
 // 8 weight rows' block b: the decoder's layout of Q8_0 blocks (a GGUF file keeps
 // BlockQ8's). The same bytes per weight as BlockQ8, rows past N padded with zeros.
@@ -127,9 +135,11 @@ void bf16_rows_avx2(const bf16* W, const float* x, float* y, int64_t M, int64_t 
 Q8x8Rows q8x8_rows_avx2;
 void dequantize_q8x8_groups_avx2(const BlockQ8x8* P, int64_t first_group, int64_t last_group, int64_t N, int64_t K,
                                  float* w);
-// AVX-512 F, BW, VL and VNNI (and the OS saving their registers); the kernel is
-// callable only where avx512_vnni() says so.
+// AVX-512 F, BW and VL (and the OS saving their registers), with VNNI for
+// avx512_vnni(); the AVX-512 loops are callable only where they say so.
+bool avx512_bw_vl();
 bool avx512_vnni();
+QuantizeRowsQ8 quantize_rows_q8_plain, quantize_rows_q8_avx2, quantize_rows_q8_avx512;
 Q8x8Rows q8x8_rows_vnni;
 }  // namespace detail
 

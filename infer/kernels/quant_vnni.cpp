@@ -19,16 +19,25 @@ namespace folio::kernels::detail {
 
 // cpuid leaf 7: AVX-512 F (ebx 16), BW (ebx 30), VL (ebx 31), VNNI (ecx 11); and the OS
 // saving the AVX-512 registers (XCR0 bits 1, 2, 5, 6, 7), without which they fault.
+namespace {
+bool cpu_has_avx512(bool vnni) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool cpu = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (!vnni || (c & (1u << 11)));
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return cpu && (lo & 0xE6u) == 0xE6u && avx2_fma_f16c();
+}
+}  // namespace
+
+bool avx512_bw_vl() {
+  static const bool has = cpu_has_avx512(false);
+  return has;
+}
+
 bool avx512_vnni() {
-  static const bool has = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv is there
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    const bool cpu = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (c & (1u << 11));
-    unsigned lo = 0, hi = 0;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return cpu && (lo & 0xE6u) == 0xE6u && avx2_fma_f16c();
-  }();
+  static const bool has = cpu_has_avx512(true);
   return has;
 }
 
