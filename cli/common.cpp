@@ -25,6 +25,7 @@
 #include "autograd/parallel.h"
 #include "base/atomic_file.h"
 #include "cli/common.h"
+#include "infer/decoder_matrices.h"
 #include "train/distributed.h"
 
 namespace folio::cli {
@@ -234,6 +235,8 @@ nn::Weights weights_option(const po::variables_map& vm, Precision dtype) {
   if (*w != nn::Weights::f32 && dtype != Precision::fp32)
     throw UsageError(cat("--weights ", text, " needs --dtype fp32 (its products are fp32 sums of the stored "
                          "weights), got --dtype ", to_string(dtype)));
+  // Here, before anything runs, rather than at the first product: a usage error.
+  if (*w == nn::Weights::int8) infer::check_int8_kernel();
   return *w;
 }
 

@@ -97,6 +97,11 @@ struct StoredMatrix {
   void integer_rows(const float* x, float* y, int64_t M, ProductScratch& scratch, int threads) const;
 };
 
+// fail()s, naming the variable, its value and the values it takes, unless
+// FOLIO_INT8_KERNEL is unset or names a kernel this CPU runs (decoder_products.cpp):
+// for a command to refuse it as bad usage before it runs anything.
+void check_int8_kernel();
+
 // A model's matrices as a decoder's products read them, built by Decoder::store;
 // every block's four (qkv, proj, fc, fc2), then the output layer.
 class DecoderMatrices {

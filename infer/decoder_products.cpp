@@ -63,9 +63,10 @@ Int8Choice int8_choice() {
     if (name.empty()) return Int8Choice{fastest.rows, std::string_view(fastest.name) != "vnni"};
     if (name == "widened") return Int8Choice{fastest.rows, true};
     if (const kernels::IntegerKernel* k = kernels::find_integer_kernel(name)) return Int8Choice{k->rows, false};
-    std::string known = "widened";
-    for (const kernels::IntegerKernel& k : kernels::integer_kernels()) known += std::string(", ") + k.name;
-    fail("decoder", "FOLIO_INT8_KERNEL=", name, " is not a kernel this CPU runs; expected one of ", known);
+    std::string known;
+    for (const kernels::IntegerKernel& k : kernels::integer_kernels()) known += std::string(k.name) + ", ";
+    fail("decoder", "the environment variable FOLIO_INT8_KERNEL=", name,
+         " names no integer kernel this CPU runs; expected one of ", known, "widened, or unset for the fastest");
   }();
   return chosen;
 }
@@ -75,6 +76,9 @@ Int8Choice int8_choice() {
 bool long_prompt(bool prompt, int64_t M) { return prompt && M >= kPromptProductRows; }
 
 }  // namespace
+
+void check_int8_kernel() { int8_choice(); }
+
 PanelStore::PanelStore(int64_t floats) {
   constexpr size_t kHuge = size_t(2) << 20;
   const size_t bytes = (size_t(floats) * sizeof(float) + kHuge - 1) / kHuge * kHuge;

@@ -51,6 +51,12 @@ TEST_F(WeightsCli, EvalGenerateAndRefusals) {
     EXPECT_EQ(bad.code, 2) << cmd << ": " << bad.err;
     testing::expect_contains(bad.err, {"--weights must be f32, bf16 or int8, got 'int4'"});
   }
+  for (const char* cmd : {"generate", "eval", "serve"}) {  // a kernel the decoder does not have: bad usage too
+    const Result bad = testing::run_folio(testing::words(std::string(cmd) + run + " --weights int8"), dir_.path, 300,
+                                          {"FOLIO_INT8_KERNEL=amx"});
+    EXPECT_EQ(bad.code, 2) << cmd << ": " << bad.err;
+    testing::expect_contains(bad.err, {"FOLIO_INT8_KERNEL=amx", "expected one of plain, ", "widened"});
+  }
   const Result no_cache = folio("generate" + run + " --weights int8 --no-kv-cache");
   EXPECT_EQ(no_cache.code, 2) << no_cache.err;
   testing::expect_contains(no_cache.err, {"--weights int8", "--no-kv-cache"});
