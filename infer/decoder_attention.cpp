@@ -102,9 +102,14 @@ void Decoder::attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, flo
   for (int64_t h = 0; h < nh; ++h) {
     // Each row's key and value into the cache at slot t (t < block_size), as a step's
     // attend caches them; its q, k (as attend reads them) and v into (T, hs) matrices.
+    // This loop and the softmax below run on the prompt's threads, as the products do:
+    // on one, the others waited for them (each row is computed alone, whichever thread
+    // takes it, so the results are one thread's). Row t rotates into its own scratch,
+    // rot_'s row t (B >= T rows).
+#pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; ++t) {
       float* kqv = qkv + t * 3 * C + h * 3 * hs;  // per head [k; q; v]
-      const RowScratch s{nullptr, rot_.data(), cos_.data() + t * C, sin_.data() + t * C};
+      const RowScratch s{nullptr, rot_.data() + t * 2 * hs, cos_.data() + t * C, sin_.data() + t * C};
       const HeadQK qk = cache_head(L, stream, h, t, kqv, s);
       std::memcpy(pk_.data() + t * hs, qk.k, sizeof(float) * hs);
       std::memcpy(pq_.data() + t * hs, qk.q, sizeof(float) * hs);
@@ -112,6 +117,9 @@ void Decoder::attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, flo
     }
     // (T, hs) x (T, hs)^T -> scores (T, T); row t's softmax over keys 0..t, zeros after.
     kernels::matmul({.M = T, .N = T, .K = hs, .trans_b = true}, pq_.data(), pk_.data(), scores_.data());
+    // Row t's softmax is t + 1 long: rows dealt in chunks of 16, each thread long and
+    // short ones alike.
+#pragma omp parallel for schedule(static, 16)
     for (int64_t t = 0; t < T; ++t) {
       float* row = scores_.data() + t * T;
       kernels::softmax_row(row, row, t + 1, T, scale);
