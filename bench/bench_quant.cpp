@@ -9,14 +9,19 @@
 //   Q8Rows_Widened   a prompt's rows as the decoder ran them before the integer
 //                    kernels (FOLIO_INT8_KERNEL=widened): the blocks widened to fp32
 //                    (dequantize_q8x8_groups), then oneDNN's fp32 product
+//   QuantizeRows     kernels::quantize_rows_q8 alone, by loop (row_quantizers: 0 plain,
+//                    1 avx2, 2 avx512, skipped where the CPU has not it), on 512 rows
+//                    of K = 512 and 3072 (a prompt's activations before fc2 at 124M)
 // `from_memory:1` cycles through copies of the weights (64 MB in all, more than the
 // caches hold), as a decode step does through its layers; `from_memory:0` reads one
 // copy, in cache after the first pass: the kernel's arithmetic alone. Reports the
 // weights' bytes read per second (GB/s) and, for M > 1, activation rows per second.
 //   build/bench/bench_quant --threads=1
 //   build/bench/bench_quant --threads=1 --benchmark_repetitions=5 --benchmark_filter='Q8Rows.*M:128'
+//   build/bench/bench_quant --threads=1 --benchmark_filter=QuantizeRows
 #include <benchmark/benchmark.h>
 
+#include <string_view>
 #include <vector>
 
 #include "infer/kernels/quant.h"
@@ -114,6 +119,25 @@ void Q8Rows_Widened(benchmark::State& state) {
   state.counters["rows/s"] = benchmark::Counter(double(M) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// args: loop (index into row_quantizers' names), K: 512 rows (512, K) -> int8 blocks.
+void QuantizeRows(benchmark::State& state) {
+  const int64_t M = 512, K = state.range(1), nb = kernels::q8_blocks(K);
+  const char* names[] = {"plain", "avx2", "avx512"};
+  const kernels::RowQuantizer* loop = nullptr;
+  for (const kernels::RowQuantizer& q : kernels::row_quantizers())
+    if (std::string_view(q.name) == names[state.range(0)]) loop = &q;
+  if (!loop) return state.SkipWithError("this CPU does not run the loop");
+  state.SetLabel(loop->name);
+  bench::Buffer x(size_t(M * K), 1);                         // (M, K)
+  std::vector<int8_t> xq(static_cast<size_t>(M * nb * 32));  // (M, nb * 32)
+  std::vector<float> xs(static_cast<size_t>(M * nb));        // (M, nb)
+  for (auto _ : state) {
+    loop->rows(x.data(), M, K, xq.data(), xs.data());
+    benchmark::DoNotOptimize(xq.data());
+  }
+  state.counters["rows/s"] = benchmark::Counter(double(M) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"N", "from_memory"});
   for (int64_t N : {1536, 2048})
@@ -140,6 +164,7 @@ void widened_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(Q8Gemv_Widening)->Apply(shapes);
 BENCHMARK(Q8Rows)->Apply(kernel_shapes);
 BENCHMARK(Q8Rows_Widened)->Apply(widened_shapes);
+BENCHMARK(QuantizeRows)->ArgNames({"loop", "K"})->ArgsProduct({{0, 1, 2}, {512, 3072}});
 
 }  // namespace
 
