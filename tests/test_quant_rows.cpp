@@ -62,7 +62,8 @@ TEST(QuantRows, EveryLoopWritesThePlainLoopsBytes) {
                                     (special ? " special values" : "");
           for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(q[i], want_q[i]) << where << " quant " << i;
           for (size_t i = 0; i < scale.size(); ++i)  // bit for bit (a NaN scale would fail ==)
-            ASSERT_EQ(std::bit_cast<uint32_t>(scale[i]), std::bit_cast<uint32_t>(want_scale[i])) << where << " scale " << i;
+            ASSERT_EQ(std::bit_cast<uint32_t>(scale[i]), std::bit_cast<uint32_t>(want_scale[i]))
+                << where << " scale " << i;
         }
       }
 }
