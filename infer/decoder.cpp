@@ -181,10 +181,15 @@ std::span<const float> Decoder::step(int32_t id, int64_t stream) {
 void Decoder::ensure_rows(int64_t B, int64_t with_logits) {
   const int64_t C = config_.n_embd, hs = C / config_.n_head;
   if (int64_t(logits_.size()) < with_logits * config_.vocab_size) logits_.resize(with_logits * config_.vocab_size);
+  // a step's attention takes a thread's rows of att_ and rot_, attend_prompt a row's of rot_
+  if (const int64_t threads = scratch_.threads; int64_t(att_.size()) < threads * config_.block_size)
+    att_.resize(threads * config_.block_size);
+  if (const int64_t rows = std::max<int64_t>(B, scratch_.threads); int64_t(rot_.size()) < rows * 2 * hs)
+    rot_.resize(rows * 2 * hs);
   if (int64_t(x_.size()) >= B * C) return;
   const int64_t F = FeedForward::fc_outputs(C, config_.activation, int64_t(config_.ffn_hidden));  // H, or 2H
   x_.resize(B * C), x0_.resize(B * C), y_.resize(B * C), h_.resize(B * C), qkv_.resize(B * 3 * C), ff_.resize(B * F);
-  att_.resize(B * config_.block_size), rot_.resize(B * 2 * hs), cos_.resize(B * C), sin_.resize(B * C);
+  cos_.resize(B * C), sin_.resize(B * C);
   kept_.resize(config_.skip_pairs() * B * C);
 }
 
@@ -203,7 +208,7 @@ std::span<const float> Decoder::step_batch(std::span<const int64_t> streams, std
 }
 
 std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with_logits, bool prompt) {
-  const int64_t B = int64_t(rows.size()), C = config_.n_embd, V = config_.vocab_size, hs = C / config_.n_head;
+  const int64_t B = int64_t(rows.size()), C = config_.n_embd, V = config_.vocab_size;
   if (B == 0) return {};
   ensure_rows(B, with_logits);
   for (int64_t b = 0; b < B; ++b) embed(rows[b], x_.data() + b * C, cos_.data() + b * C, sin_.data() + b * C);
@@ -225,11 +230,7 @@ std::span<const float> Decoder::run_rows(std::span<const Row> rows, int64_t with
     if (prompt && B >= kPromptProductRows) {  // restart's rows: one stream, positions 0..B-1
       attend_prompt(L, rows[0].stream, B, qkv_.data(), y_.data());
     } else {
-      for (int64_t b = 0; b < B; ++b) {  // in order: a row sees the keys of its stream's earlier rows
-        const RowScratch s{att_.data() + b * config_.block_size, rot_.data() + b * 2 * hs, cos_.data() + b * C,
-                           sin_.data() + b * C};
-        attend(L, rows[b].stream, rows[b].pos, qkv_.data() + b * 3 * C, y_.data() + b * C, s);
-      }
+      attend_rows(L, rows, qkv_.data(), y_.data());
     }
     L.proj->apply_rows(y_.data(), h_.data(), B, scratch_, prompt);  // (B, C) -> (B, C)
     for (int64_t i = 0; i < B * C; ++i) x_[i] += h_[i];

@@ -73,6 +73,13 @@ class Decoder {
   // as many ranges of rows, one OpenMP thread each; the results do not change.
   void set_threads(int threads);
   int threads() const { return scratch_.threads; }
+  // A step's attention splits its heads across those threads too when its rows read
+  // at least this many floats of cached keys and values (attend_rows): the products'
+  // threshold, since a float of cache costs what a weight does, one multiply-add (a
+  // score's or a weighted value's) on a value read once, with the scores' exponentials
+  // besides. From 86 positions of GPT-2 small's shape (2 x 768 floats each), 128 of
+  // the 25M model's (2 x 512): a short context does not pay for the fork.
+  static constexpr int64_t kSplitCacheFloats = StoredMatrix::kSplitWeights;
 
  private:
   // Cached keys per tile: one 8-float vector of scores (AVX2's width).
@@ -93,8 +100,8 @@ class Decoder {
     // values (n_head, block_size, head_size); position p in slot p % block_size.
     std::vector<float> k, v;  // (streams, n_head, key_tiles, head_size, kKeyTile), (streams, n_head, block_size, head_size)
   };
-  // One row's attention scratch: scores (block_size), rotated [k; q] (2 * head_size),
-  // and the rotary tables of its position (C each).
+  // One head's attention scratch: scores (block_size) and rotated [k; q]
+  // (2 * head_size), the thread's; and the rotary tables of its row's position (C each).
   struct RowScratch {
     float *att, *rot, *cos, *sin;
   };
@@ -127,11 +134,20 @@ class Decoder {
     const float *k, *q;
   };
   HeadQK cache_head(Layer& L, int64_t stream, int64_t h, int64_t slot, float* kqv, const RowScratch& s);
-  // qkv (3C) -> y (C) for one stream at `pos`, caching this position's key and value.
-  void attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y, const RowScratch& s);
+  // A call's rows (step, step_batch, a short prompt): qkv (B, 3C) -> y (B, C), each
+  // row's heads by attend_head. A call whose rows read at least kSplitCacheFloats of
+  // cached keys and values splits its heads across the decoder's threads (set_threads)
+  // in contiguous ranges, each head computed as on one thread: the products split,
+  // and at context 512 of GPT-2 small's shape a step's attention reads 38 MB of
+  // cache, which one core read while the other waited.
+  void attend_rows(Layer& L, std::span<const Row> rows, float* qkv, float* y);
+  // Head h of one row of `stream` at `pos`: its part of qkv (3C; [k; q; v] at
+  // h * 3 * head_size) -> its part of y (C; head_size at h * head_size), caching this
+  // position's key and value, with the scratch of the thread it runs on.
+  void attend_head(Layer& L, int64_t stream, int64_t pos, int64_t h, float* qkv, float* y, const RowScratch& s);
   // A prompt's rows from an empty cache (restart's: positions 0..T-1 of one stream),
   // qkv (T, 3C) -> y (T, C), each head's scores and weighted values as two matrix
-  // products, caching every position's key and value as attend does. From
+  // products, caching every position's key and value as attend_head does. From
   // kPromptProductRows rows on.
   void attend_prompt(Layer& L, int64_t stream, int64_t T, float* qkv, float* y);
   // qkv (3C): each head's value gains its slice of the token's value embedding, as
@@ -148,7 +164,8 @@ class Decoder {
   // split across threads) into act_. Returns where they are.
   const float* activate(float* f, int64_t rows);
   void softcap(float* logits, int64_t n) const;
-  void ensure_rows(int64_t B, int64_t with_logits);  // the scratch holds B rows, with_logits of logits
+  // the scratch holds B rows, with_logits of logits, and attention's of threads() threads
+  void ensure_rows(int64_t B, int64_t with_logits);
   const nn::GPT& model_;
   const nn::GPTConfig& config_;
   nn::Weights weights_;
@@ -158,8 +175,10 @@ class Decoder {
   std::vector<int64_t> length_;  // (streams)
   std::vector<int32_t> last_id_;  // (streams) the last token run, the bigram table's previous one
   // Scratch for a call's B rows: x_, x0_ (the embeddings), y_, h_ (B, C), qkv_ (B, 3C),
-  // ff_ (B, H or 2H), logits_ (rows with logits, V), att_ (B, block_size),
-  // rot_ (B, 2 * head_size), cos_, sin_ (B, C).
+  // ff_ (B, H or 2H), logits_ (rows with logits, V), cos_, sin_ (B, C); att_
+  // (threads, block_size), a row for each thread a step's attention splits across;
+  // rot_ (max(B, threads), 2 * head_size), a row for each such thread, or for each of
+  // a long prompt's rows (attend_prompt's, on the prompt's threads).
   std::vector<float> x_, x0_, y_, h_, qkv_, ff_, logits_, att_, rot_, cos_, sin_;
   std::vector<float> kept_;  // (skip_pairs, B, C) the encoder blocks' outputs, for the U-net skips
   // attend_prompt's: one head's pq_, pk_, pv_, py_ (T, head_size) and scores_ (T, T)

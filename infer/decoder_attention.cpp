@@ -1,16 +1,34 @@
 // The decoder's attention (infer/decoder.h): each row's keys and values into its
-// stream's cache, and its query against the keys cached so far, a row at a time
-// (attend); or a long prompt's rows, all of one stream from position 0, a head at a
+// stream's cache, and its query against the keys cached so far, a head of a row at a
+// time, split across the decoder's threads when long enough (attend_rows); or a long prompt's rows, all of one stream from position 0, a head at a
 // time through two matrix products (attend_prompt).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include <omp.h>
 
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/rows.h"
 #include "infer/decoder.h"
 
 namespace folio::infer {
+namespace {
+
+// f(thread, first, last) over [0, count) split into `threads` contiguous ranges, one
+// per OpenMP thread, `thread` its index (0 to threads - 1) for its scratch; on the
+// calling thread alone, as thread 0, when threads is 1 (no parallel region).
+template <class F>
+void split_indexed(int threads, int64_t count, F f) {
+  if (threads <= 1) return f(int64_t(0), int64_t(0), count);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    f(t, count * t / T, count * (t + 1) / T);
+  }
+}
+
+}  // namespace
 
 int64_t Decoder::key_slots() const { return (config_.block_size + kKeyTile - 1) / kKeyTile * kKeyTile; }
 
@@ -43,42 +61,70 @@ Decoder::HeadQK Decoder::cache_head(Layer& L, int64_t stream, int64_t h, int64_t
   return {k, q};
 }
 
-void Decoder::attend(Layer& L, int64_t stream, int64_t pos, float* qkv, float* y_heads, const RowScratch& s) {
-  const int64_t nh = config_.n_head, hs = config_.n_embd / nh, block = config_.block_size;
+void Decoder::attend_rows(Layer& L, std::span<const Row> rows, float* qkv, float* y) {
+  const int64_t B = int64_t(rows.size()), C = config_.n_embd, nh = config_.n_head, hs = C / nh;
+  const int64_t block = config_.block_size;
+  // A restart's rows are one stream's positions in order, and head h of a row reads
+  // the keys head h of the rows before it cached: a unit is a head, its rows in order.
+  // step_batch's rows are distinct streams, which share nothing: a unit is a (row,
+  // head) pair, the heads of a row side by side.
+  const bool one_stream = B > 1 && rows[0].stream == rows[1].stream;
+  const int64_t units = one_stream ? nh : B * nh;
+  int64_t cache_floats = 0;  // the cached keys and values the rows read
+  for (const Row& r : rows) cache_floats += std::min(r.pos + 1, block) * 2 * C;
+  const int threads = cache_floats >= kSplitCacheFloats ? int(std::min<int64_t>(scratch_.threads, units)) : 1;
+  split_indexed(threads, units, [&](int64_t thread, int64_t first, int64_t last) {
+    float* att = att_.data() + thread * block;  // (block_size) this thread's scores
+    float* rot = rot_.data() + thread * 2 * hs;  // (2 * head_size) and rotated [k; q]
+    auto head = [&](int64_t b, int64_t h) {
+      const RowScratch s{att, rot, cos_.data() + b * C, sin_.data() + b * C};
+      attend_head(L, rows[b].stream, rows[b].pos, h, qkv + b * 3 * C, y + b * C, s);
+    };
+    for (int64_t u = first; u < last; ++u) {
+      if (!one_stream) {
+        head(u / nh, u % nh);
+        continue;
+      }
+      for (int64_t b = 0; b < B; ++b) head(b, u);
+    }
+  });
+}
+
+void Decoder::attend_head(Layer& L, int64_t stream, int64_t pos, int64_t h, float* qkv, float* y_heads,
+                          const RowScratch& s) {
+  const int64_t hs = config_.n_embd / config_.n_head, block = config_.block_size;
   const int64_t slot = pos % block, keys_seen = std::min(pos + 1, block);
   const float scale = 1.0f / std::sqrt(float(hs));
   float* att = s.att;
-  for (int64_t h = 0; h < nh; ++h) {
-    const float* q = cache_head(L, stream, h, slot, qkv + h * 3 * hs, s).q;  // per head [k; q; v]
-    const float* keys = head_keys(L, stream, h);  // (key_slots / kKeyTile, hs, kKeyTile)
-    const float* values = head_values(L, stream, h);  // (block, hs)
-    // The scores, a tile of kKeyTile keys at a time: their sums side by side in one
-    // vector, a key dimension at a time (none across a vector), each tile read as one
-    // contiguous run. With the keys as one (hs, block) matrix the scores read hs rows
-    // block_size floats apart, which at block 256 and 16 streams was twice the time
-    // of the values' contiguous loop (perf). A partial last tile sums slots not yet
-    // written (zeros or an earlier sequence's keys) and drops them. The slots hold
-    // positions in rolling order; a softmax and a weighted sum do not care about the
-    // order of their terms.
-    for (int64_t t = 0; t * kKeyTile < keys_seen; ++t) {
-      const float* key_tile = keys + t * hs * kKeyTile;  // (hs, kKeyTile)
-      float sums[kKeyTile] = {};
-      for (int64_t d = 0; d < hs; ++d) {
-        const float qd = q[d], *key_d = key_tile + d * kKeyTile;
+  const float* q = cache_head(L, stream, h, slot, qkv + h * 3 * hs, s).q;  // per head [k; q; v]
+  const float* keys = head_keys(L, stream, h);  // (key_slots / kKeyTile, hs, kKeyTile)
+  const float* values = head_values(L, stream, h);  // (block, hs)
+  // The scores, a tile of kKeyTile keys at a time: their sums side by side in one
+  // vector, a key dimension at a time (none across a vector), each tile read as one
+  // contiguous run. With the keys as one (hs, block) matrix the scores read hs rows
+  // block_size floats apart, which at block 256 and 16 streams was twice the time
+  // of the values' contiguous loop (perf). A partial last tile sums slots not yet
+  // written (zeros or an earlier sequence's keys) and drops them. The slots hold
+  // positions in rolling order; a softmax and a weighted sum do not care about the
+  // order of their terms.
+  for (int64_t t = 0; t * kKeyTile < keys_seen; ++t) {
+    const float* key_tile = keys + t * hs * kKeyTile;  // (hs, kKeyTile)
+    float sums[kKeyTile] = {};
+    for (int64_t d = 0; d < hs; ++d) {
+      const float qd = q[d], *key_d = key_tile + d * kKeyTile;
 #pragma omp simd
-        for (int64_t j = 0; j < kKeyTile; ++j) sums[j] += qd * key_d[j];
-      }
-      const int64_t n = std::min(kKeyTile, keys_seen - t * kKeyTile);
-      for (int64_t j = 0; j < n; ++j) att[t * kKeyTile + j] = sums[j];
+      for (int64_t j = 0; j < kKeyTile; ++j) sums[j] += qd * key_d[j];
     }
-    kernels::softmax_row(att, att, keys_seen, keys_seen, scale);
-    float* y = y_heads + h * hs;  // heads side by side
-    for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
-    for (int64_t j = 0; j < keys_seen; ++j) {
-      const float w = att[j];
+    const int64_t n = std::min(kKeyTile, keys_seen - t * kKeyTile);
+    for (int64_t j = 0; j < n; ++j) att[t * kKeyTile + j] = sums[j];
+  }
+  kernels::softmax_row(att, att, keys_seen, keys_seen, scale);
+  float* y = y_heads + h * hs;  // heads side by side
+  for (int64_t d = 0; d < hs; ++d) y[d] = 0.0f;
+  for (int64_t j = 0; j < keys_seen; ++j) {
+    const float w = att[j];
 #pragma omp simd
-      for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
-    }
+    for (int64_t d = 0; d < hs; ++d) y[d] += w * values[j * hs + d];
   }
 }
 

@@ -329,6 +329,42 @@ TEST(Decoder, TwoThreadsStepAsOne) {
   expect_error([&] { decoder.set_threads(0); }, {"threads must be at least 1", "0"});
 }
 
+// At a long context a step's attention splits its heads across the decoder's threads
+// (Decoder::kSplitCacheFloats), each head computed as on one thread with its thread's
+// scratch: the logits are one thread's to the bit, for a step (its heads split), a
+// batch of streams (a row's heads split between the threads) and a restart's every
+// position (one stream's rows: the heads split, each head's rows in order), with
+// learned positions and with rotary ones whose cache rolls.
+TEST(Decoder, TwoThreadsAttendAsOneAtALongContext) {
+  const nn::GPTConfig learned{.vocab_size = 13, .block_size = 352, .n_layer = 1, .n_head = 4, .n_embd = 192};
+  const int64_t block = learned.block_size, P = block - 6;  // P: each stream's prompt
+  ASSERT_GE((P + 1) * 2 * learned.n_embd, infer::Decoder::kSplitCacheFloats);  // each step splits
+  const nn::GPTConfig rotary = with(learned, [](auto& c) {
+    c.pos = nn::Positions::rope;
+    c.qk_norm = true;
+  });
+  for (const nn::GPTConfig& config : {learned, rotary}) {
+    nn::GPT gpt(config);
+    set_biases(gpt);
+    gpt.eval();
+    NoGradGuard no_grad;
+    const bool rolls = config.pos == nn::Positions::rope;
+    infer::Decoder one(gpt, 3), two(gpt, 3);
+    two.set_threads(2);
+    std::vector<int32_t> ids(static_cast<size_t>(block));
+    for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
+    const std::span<const int32_t> all(ids);
+    EXPECT_EQ(max_diff(one.restart(all.first(48), 0, true), two.restart(all.first(48), 0, true)), 0.0f);
+    for (int64_t s = 0; s < 3; ++s) EXPECT_EQ(max_diff(one.restart(all.first(P), s), two.restart(all.first(P), s)), 0.0f);
+    for (int64_t n = 0; n < (rolls ? 8 : 2); ++n)  // rotary: past block_size, the cache rolled
+      EXPECT_EQ(max_diff(one.step(ids[size_t(n)]), two.step(ids[size_t(n)])), 0.0f) << "step " << n << ", rope " << rolls;
+    const std::vector<int64_t> streams = {2, 0, 1};
+    const std::vector<int32_t> next = {8, 9, 10};
+    for (int n = 0; n < 2; ++n)
+      EXPECT_EQ(max_diff(one.step_batch(streams, next), two.step_batch(streams, next)), 0.0f) << "rope " << rolls;
+  }
+}
+
 // A prompt of kPromptProductRows rows or more runs as the forward does
 // (oneDNN's products, int8 and bf16 on widened tiles; attention through two matrix
 // products a head, infer/decoder_attention.cpp), a shorter one through a step's kernels
