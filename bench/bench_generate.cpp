@@ -26,6 +26,7 @@
 //   done
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -127,6 +128,40 @@ void BM_Decode(benchmark::State& state) {
 BENCHMARK(BM_Decode)
     ->ArgNames({"size", "weights", "threads"})
     ->ArgsProduct({{0, 1, 2}, {0, 1, 2}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
+
+// Decode after a long prompt, as bench/peer/llamacpp/decode.sh measures it: the 128
+// tokens after a 512-token prompt (the prefill untimed), where a step's attention reads
+// 512 to 640 positions of cached keys and values per layer and splits its heads across
+// the decoder's threads (infer/decoder.h, kSplitCacheFloats). f32 weights; `threads`
+// the decoder's, as Decode's.
+//   build/bench/bench_generate --threads=2 --benchmark_filter='DecodeAfterPrompt'
+void BM_DecodeAfterPrompt(benchmark::State& state) {
+  const nn::GPT& model = model_of_size(state.range(0));
+  state.SetLabel(kSizes[state.range(0)]);
+  infer::Decoder decoder(model, 1);
+  decoder.set_threads(int(state.range(1)));
+  constexpr int64_t kPrompt = 512, kDecoded = 128;
+  const int32_t V = int32_t(model.config().vocab_size);
+  std::vector<int32_t> prompt(kPrompt);
+  for (size_t t = 0; t < prompt.size(); ++t) prompt[t] = int32_t((7 * t + 3) % 65);
+  std::span<const float> logits = decoder.restart(prompt);
+  for (auto _ : state) {
+    if (decoder.length() == kPrompt + kDecoded) {
+      state.PauseTiming();
+      logits = decoder.restart(prompt);
+      state.ResumeTiming();
+    }
+    const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()) % V;
+    logits = decoder.step(next);
+  }
+  state.counters["tokens/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DecodeAfterPrompt)
+    ->ArgNames({"size", "threads"})
+    ->ArgsProduct({{1, 2}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0)
     ->UseRealTime();
