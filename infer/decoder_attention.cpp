@@ -1,7 +1,8 @@
 // The decoder's attention (infer/decoder.h): each row's keys and values into its
 // stream's cache, and its query against the keys cached so far, a head of a row at a
-// time, split across the decoder's threads when long enough (attend_rows); or a long prompt's rows, all of one stream from position 0, a head at a
-// time through two matrix products (attend_prompt).
+// time, split across the decoder's threads when long enough (attend_rows); or a long
+// prompt's rows, all of one stream from position 0, a head at a time through two
+// matrix products (attend_prompt).
 #include <algorithm>
 #include <cmath>
 #include <cstring>

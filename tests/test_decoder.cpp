@@ -354,11 +354,14 @@ TEST(Decoder, TwoThreadsAttendAsOneAtALongContext) {
     std::vector<int32_t> ids(static_cast<size_t>(block));
     for (size_t t = 0; t < ids.size(); ++t) ids[t] = int32_t((7 * t + 3) % 13);
     const std::span<const int32_t> all(ids);
+    // every position of 48: one stream's rows, a step's kernels (not a prompt's)
     EXPECT_EQ(max_diff(one.restart(all.first(48), 0, true), two.restart(all.first(48), 0, true)), 0.0f);
-    for (int64_t s = 0; s < 3; ++s) EXPECT_EQ(max_diff(one.restart(all.first(P), s), two.restart(all.first(P), s)), 0.0f);
+    for (int64_t s = 0; s < 3; ++s)
+      EXPECT_EQ(max_diff(one.restart(all.first(P), s), two.restart(all.first(P), s)), 0.0f) << "stream " << s;
     for (int64_t n = 0; n < (rolls ? 8 : 2); ++n)  // rotary: past block_size, the cache rolled
-      EXPECT_EQ(max_diff(one.step(ids[size_t(n)]), two.step(ids[size_t(n)])), 0.0f) << "step " << n << ", rope " << rolls;
-    const std::vector<int64_t> streams = {2, 0, 1};
+      EXPECT_EQ(max_diff(one.step(ids[size_t(n)]), two.step(ids[size_t(n)])), 0.0f)
+          << "step " << n << ", rope " << rolls;
+    const std::vector<int64_t> streams = {2, 0, 1};  // 12 (row, head) units: the second row's heads split
     const std::vector<int32_t> next = {8, 9, 10};
     for (int n = 0; n < 2; ++n)
       EXPECT_EQ(max_diff(one.step_batch(streams, next), two.step_batch(streams, next)), 0.0f) << "rope " << rolls;
