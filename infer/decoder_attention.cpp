@@ -12,24 +12,9 @@
 #include "autograd/kernels/matmul.h"
 #include "autograd/kernels/rows.h"
 #include "infer/decoder.h"
+#include "infer/thread_split.h"
 
 namespace folio::infer {
-namespace {
-
-// f(thread, first, last) over [0, count) split into `threads` contiguous ranges, one
-// per OpenMP thread, `thread` its index (0 to threads - 1) for its scratch; on the
-// calling thread alone, as thread 0, when threads is 1 (no parallel region).
-template <class F>
-void split_indexed(int threads, int64_t count, F f) {
-  if (threads <= 1) return f(int64_t(0), int64_t(0), count);
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    f(t, count * t / T, count * (t + 1) / T);
-  }
-}
-
-}  // namespace
 
 int64_t Decoder::key_slots() const { return (config_.block_size + kKeyTile - 1) / kKeyTile * kKeyTile; }
 

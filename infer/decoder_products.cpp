@@ -15,6 +15,7 @@
 #include "autograd/kernels/matmul.h"
 #include "infer/kernels/quant.h"
 #include "infer/decoder_matrices.h"
+#include "infer/thread_split.h"
 
 namespace folio::infer {
 
@@ -30,18 +31,6 @@ std::array<std::pair<const Tensor*, const Tensor*>, 4> block_products(const Bloc
            {&b.attn->proj->weight, &b.attn->proj->bias},
            {&b.ffwd->fc->weight, &b.ffwd->fc->bias},
            {&b.ffwd->proj->weight, &b.ffwd->proj->bias}}};
-}
-
-// f(first, last) over [0, count) split into `threads` contiguous ranges, one per
-// OpenMP thread (in the calling thread alone when threads is 1).
-template <class F>
-void split(int threads, int64_t count, F f) {
-  if (threads <= 1) return f(int64_t(0), count);
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    f(count * t / T, count * (t + 1) / T);
-  }
 }
 
 // The integer kernel of --weights int8 products, and whether a long prompt's products
