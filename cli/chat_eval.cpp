@@ -48,11 +48,10 @@ std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_
     int64_t next = 0;
     for (int64_t at = 0; at < n; at += batch) {
       const int64_t B = std::min(batch, n - at);
-      int64_t T = 1;  // the longest row of the batch: no position past it is computed
-      for (int64_t r = at; r < at + B; ++r) T = std::max<int64_t>(T, int64_t(rows->rows[size_t(r)].ids.size()) - 1);
-      fill_chat_batch(*rows, B, T, [&](int64_t) { return next++; }, b);
+      // Padded to its longest row, as a training batch is: no position past it is computed.
+      fill_chat_batch(*rows, B, ck->model->config().block_size, [&](int64_t) { return next++; }, b);
       const int64_t counted = counted_targets(b, 0, B);
-      if (counted) nats += double(ck->model->forward(b.inputs, B, T, b.targets).loss.item()) * double(counted);
+      if (counted) nats += double(ck->model->forward(b.inputs, B, b.T, b.targets).loss.item()) * double(counted);
     }
     const double loss = nats / double(std::max<int64_t>(rows->trained, 1));
     if (json) {

@@ -3,6 +3,7 @@
 #include "data/conversations.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 
@@ -25,11 +26,55 @@ ChatSplitRows render_rows(const Tokenizer& tokenizer, std::span<const std::vecto
   return out;
 }
 
-double ChatData::padding(int64_t block_size) const {
-  int64_t used = 0;
-  for (const RenderedChat& r : train.rows) used += std::min<int64_t>(int64_t(r.ids.size()) - 1, block_size);
-  const double all = double(block_size) * double(train.rows.size());
-  return all > 0 ? 1.0 - double(used) / all : 0.0;
+int64_t chat_window(size_t ids, int64_t T, int64_t stage) {
+  const int64_t needed = std::max<int64_t>(1, int64_t(ids) - 1);
+  return std::min(T, (needed + stage - 1) / stage * stage);
+}
+
+LengthGroups::LengthGroups(const ChatSplitRows& split, int64_t T, int64_t stage)
+    : stage_(stage), begin_(size_t((T + stage - 1) / stage + 1), 0) {
+  for (const RenderedChat& r : split.rows) {
+    group_of_.push_back((chat_window(r.ids.size(), T, stage) + stage - 1) / stage - 1);
+    ++begin_[size_t(group_of_.back() + 1)];
+  }
+  for (size_t g = 1; g < begin_.size(); ++g) begin_[g] += begin_[g - 1];
+  sorted_.resize(group_of_.size());
+  std::vector<int64_t> next(begin_.begin(), begin_.end() - 1);
+  for (size_t row = 0; row < group_of_.size(); ++row) sorted_[size_t(next[size_t(group_of_[row])]++)] = int64_t(row);
+}
+
+std::span<const int64_t> LengthGroups::members(int64_t group) const {
+  const int64_t begin = begin_[size_t(group)], end = begin_[size_t(group + 1)];
+  return std::span(sorted_).subspan(size_t(begin), size_t(end - begin));
+}
+
+double ChatData::padding(int64_t T, int64_t stage, int64_t B, bool grouped) const {
+  // windows[w]: the rows whose window is w; a row uses min(ids - 1, T) of its positions.
+  std::vector<double> windows(size_t(T + 1), 0.0);
+  double used = 0, grouped_positions = 0;
+  for (const RenderedChat& r : train.rows) {
+    const int64_t w = chat_window(r.ids.size(), T, stage);
+    windows[size_t(w)] += 1;
+    grouped_positions += double(w);
+    used += double(std::min<int64_t>(int64_t(r.ids.size()) - 1, T));
+  }
+  const auto n = double(train.rows.size());
+  if (n == 0) return 0.0;
+  // A group's batch is padded to the group's window; an ungrouped one to the longest of
+  // B draws, whose window is at most w with probability F(w)^B.
+  double positions = grouped_positions;
+  if (!grouped) {
+    double below = 0, expected = 0, cumulative = 0;
+    for (int64_t w = 1; w <= T; ++w) {
+      if (windows[size_t(w)] == 0) continue;
+      cumulative += windows[size_t(w)] / n;
+      const double at_most = std::pow(std::min(cumulative, 1.0), double(B));
+      expected += double(w) * (at_most - below);
+      below = at_most;
+    }
+    positions = expected * n;
+  }
+  return positions > 0 ? 1.0 - used / positions : 0.0;
 }
 
 void ChatData::check_fits(int64_t block_size) const {
@@ -62,21 +107,49 @@ std::string conversations_text(std::span<const std::vector<ChatMessage>> convers
   return text;
 }
 
-void fill_chat_batch(const ChatSplitRows& split, int64_t B, int64_t T, const std::function<int64_t(int64_t n)>& pick,
-                     Batch& batch) {
-  resize_batch(batch, B, T);
-  const auto n = int64_t(split.rows.size());
+namespace {
+
+// Lays out rows[b] of `split` in row b of a batch sized (B, T'), T' the longest row's
+// window; returns the padded positions.
+int64_t fill_rows(const ChatSplitRows& split, std::span<const int64_t> rows, int64_t T, int64_t stage, Batch& batch) {
+  int64_t window = 1;
+  for (int64_t row : rows) window = std::max(window, chat_window(split.rows[size_t(row)].ids.size(), T, stage));
+  const auto B = int64_t(rows.size());
+  resize_batch(batch, B, window);
+  int64_t padding = 0;
   for (int64_t b = 0; b < B; ++b) {
-    const RenderedChat& r = split.rows[size_t(pick(n))];
-    const int64_t L = std::min<int64_t>(int64_t(r.ids.size()), T + 1);  // cut only by a --seq-warmup window
-    int32_t* x = batch.inputs.data() + b * T;   // (T,)
-    int32_t* y = batch.targets.data() + b * T;  // (T,)
-    for (int64_t t = 0; t < T; ++t) {
+    const RenderedChat& r = split.rows[size_t(rows[size_t(b)])];
+    const int64_t L = std::min<int64_t>(int64_t(r.ids.size()), window + 1);  // cut only by a --seq-warmup window
+    padding += window - (L - 1);
+    int32_t* x = batch.inputs.data() + b * window;   // (T',)
+    int32_t* y = batch.targets.data() + b * window;  // (T',)
+    for (int64_t t = 0; t < window; ++t) {
       // Padding repeats the last token: the causal mask keeps real positions from it.
       x[t] = r.ids[size_t(std::min(t, L - 1))];
       y[t] = t + 1 < L && r.weights[size_t(t + 1)] ? r.ids[size_t(t + 1)] : kMaskedTarget;
     }
   }
+  return padding;
+}
+
+}  // namespace
+
+int64_t fill_chat_batch(const ChatSplitRows& split, int64_t B, int64_t T, const std::function<int64_t(int64_t n)>& pick,
+                        Batch& batch, int64_t stage) {
+  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
+  std::vector<int64_t> rows(static_cast<size_t>(B));  // (B,)
+  for (int64_t& row : rows) row = pick(int64_t(split.rows.size()));
+  return fill_rows(split, rows, T, stage, batch);
+}
+
+int64_t fill_grouped_chat_batch(const ChatSplitRows& split, const LengthGroups& groups, int64_t B, int64_t T,
+                                const std::function<int64_t(int64_t n)>& pick, Batch& batch) {
+  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
+  std::vector<int64_t> rows(static_cast<size_t>(B));  // (B,)
+  rows[0] = pick(int64_t(split.rows.size()));
+  const std::span<const int64_t> group = groups.members(groups.group_of(rows[0]));
+  for (size_t b = 1; b < rows.size(); ++b) rows[b] = group[size_t(pick(int64_t(group.size())))];
+  return fill_rows(split, rows, T, groups.stage(), batch);
 }
 
 int64_t counted_targets(const Batch& batch, int64_t row_begin, int64_t row_end) {

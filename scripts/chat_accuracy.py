@@ -7,6 +7,9 @@
 PROMPTS is scripts/chat_tasks.py --prompts's output: {"messages": [...], "answer": "..."}
 a line. A reply is right when, stripped of surrounding spaces, it equals the answer.
 Prints the accuracy per kind of task and overall; exits 1 under --min (a fraction).
+--train FILE (the fine-tuning conversations) also gives the accuracy on the prompts
+that are not a user's message in FILE: held-out prompts are drawn with another seed,
+so some (most of the sums, whose operands are 0-99) are in the training file verbatim.
 """
 import argparse
 import json
@@ -28,7 +31,11 @@ def main():
     ap.add_argument("--prompts", required=True)
     ap.add_argument("--min", type=float, default=0.0, help="exit 1 below this accuracy (0 to 1)")
     ap.add_argument("--show", type=int, default=5, help="print this many wrong replies")
+    ap.add_argument("--train", help="the fine-tuning conversations: also score the prompts not in them")
     args = ap.parse_args()
+    seen = set()
+    for line in open(args.train, encoding="utf-8") if args.train else []:
+        seen.update(m["content"] for m in json.loads(line)["messages"] if m["role"] == "user")
     right, total, per = 0, 0, {}
     wrong = []
     for line in open(args.prompts, encoding="utf-8"):
@@ -39,16 +46,23 @@ def main():
         reply = json.load(urllib.request.urlopen(request, timeout=120))["choices"][0]["message"]["content"]
         ok = reply.strip() == item["answer"]
         k = kind(item["messages"][-1]["content"])
-        per.setdefault(k, [0, 0])
+        new = item["messages"][-1]["content"] not in seen
+        per.setdefault(k, [0, 0, 0, 0])
         per[k][0] += ok
         per[k][1] += 1
+        per[k][2] += ok and new
+        per[k][3] += new
         right += ok
         total += 1
         if not ok:
             wrong.append((item["messages"][-1]["content"], item["answer"], reply))
+    def row(name, r, n, r_new, n_new):
+        unseen = f"   not in --train: {r_new:4d} / {n_new:4d}" if args.train else ""
+        print(f"{name:9s} {r:4d} / {n:4d}  {100.0 * r / n:5.1f} %{unseen}")
+
     for k in sorted(per):
-        print(f"{k:9s} {per[k][0]:4d} / {per[k][1]:4d}  {100.0 * per[k][0] / per[k][1]:5.1f} %")
-    print(f"all       {right:4d} / {total:4d}  {100.0 * right / total:5.1f} %")
+        row(k, *per[k])
+    row("all", right, total, sum(p[2] for p in per.values()), sum(p[3] for p in per.values()))
     for prompt, answer, reply in wrong[:args.show]:
         print(f"  wrong: {prompt!r}: {reply!r}, not {answer!r}")
     sys.exit(1 if right < args.min * total else 0)

@@ -1,15 +1,19 @@
 // The chat template and conversations as data: ChatML's tokens and weights, the control
 // tokens on every kind of tokenizer (and a marker typed as text staying text), the
-// checkpoint's metadata round trip, the conversation file's refusals, and a batch's
-// masked targets.
+// checkpoint's metadata round trip, the conversation file's refusals, a batch's masked
+// targets, and batches padded to their longest row and drawn by length.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "autograd/pool.h"
 #include "base/rng.h"
 #include "data/base64.h"
 #include "data/chat_template.h"
 #include "data/conversations.h"
 #include "infer/generator.h"
 #include "io/conversation_file.h"
+#include "nn/transformer.h"
 #include "serve/chat.h"
 #include "support.h"
 
@@ -135,10 +139,12 @@ TEST(Conversations, SplitByConversationAndMaskedTargets) {
   expect_error([&] { d.check_fits(8); }, {"c.jsonl:1:", "block_size + 1 = 9"});
   Batch b;
   int64_t next = 0;
-  fill_chat_batch(d.train, 2, 24, [&](int64_t) { return next++; }, b);
+  fill_chat_batch(d.train, 2, 30, [&](int64_t) { return next++; }, b);
+  EXPECT_EQ(b.T, int64_t(d.train.rows[1].ids.size()) - 1) << "padded to its longest row, not to the context";
+  EXPECT_LT(b.T, 30);
   // Row 0 is conversation 0: its only counted targets are "c" and <|im_end|>.
   int64_t counted = 0;
-  for (int64_t i = 0; i < 24; ++i) {
+  for (int64_t i = 0; i < b.T; ++i) {
     const int32_t y = b.targets[size_t(i)];
     if (y == kMaskedTarget) continue;
     ++counted;
@@ -148,6 +154,95 @@ TEST(Conversations, SplitByConversationAndMaskedTargets) {
   EXPECT_EQ(counted_targets(b, 0, 1), 2);
   EXPECT_EQ(counted_targets(b, 1, 2), 3);  // "cc" and its end
   EXPECT_EQ(d.train.trained, 2 + 3 + 4 + 2 + 3 + 4 + 2 + 3);
+}
+
+// Conversations of 1 to 12 assistant characters: rows of many lengths.
+ChatData varied_conversations(const Tokenizer& t, int n) {
+  std::vector<std::vector<ChatMessage>> convs;
+  std::vector<int64_t> lines;
+  for (int i = 0; i < n; ++i)
+    convs.push_back({{"user", "ab"}, {"assistant", std::string(size_t(i * 7 % 12 + 1), 'c')}}), lines.push_back(i + 1);
+  return render_conversations(t, convs, lines, 0.9, "c.jsonl");
+}
+
+// A batch padded to its longest row (rounded up to a stage) gives the loss the same
+// rows padded to the whole context give: the padding sits after every row's end and
+// its targets are masked. And windows that vary from step to step take no new buffer
+// once each has been seen: a run makes at most one shape per stage.
+TEST(ChatBatches, PaddedToTheLongestRowSameLossFewShapes) {
+  const auto t = chars("abcdefghijklmnopqrstuvwxyz\n");
+  const ChatData d = varied_conversations(*t, 40);
+  const int64_t T = 48;  // the longest conversation's 35 tokens fit
+  nn::GPT gpt({.vocab_size = t->vocab_size(), .block_size = T, .n_layer = 1, .n_head = 2, .n_embd = 16});
+  auto loss_of = [&](const Batch& b) { return gpt.forward(b.inputs, b.B, b.T, b.targets).loss.item(); };
+  for (int64_t first : {0, 3, 8}) {
+    Batch longest, whole;
+    int64_t next = first;
+    const int64_t padding = fill_chat_batch(d.train, 3, T, [&](int64_t) { return next++; }, longest);
+    next = first;
+    fill_chat_batch(d.train, 3, T, [&](int64_t) { return next++; }, whole, T);
+    ASSERT_EQ(whole.T, T);
+    int64_t longest_row = 0, used = 0;
+    for (int64_t r = first; r < first + 3; ++r) {
+      const auto n = int64_t(d.train.rows[size_t(r)].ids.size()) - 1;
+      longest_row = std::max(longest_row, n), used += n;
+    }
+    EXPECT_EQ(longest.T, longest_row);
+    EXPECT_EQ(padding, 3 * longest_row - used);
+    EXPECT_EQ(counted_targets(longest, 0, 3), counted_targets(whole, 0, 3));
+    EXPECT_NEAR(loss_of(longest), loss_of(whole), 1e-5) << "rows from " << first;
+    Batch staged;
+    next = first;
+    fill_chat_batch(d.train, 3, T, [&](int64_t) { return next++; }, staged, 8);
+    EXPECT_EQ(staged.T, std::min<int64_t>(T, (longest_row + 7) / 8 * 8));
+  }
+  // Two windows, alternating: after each has been through forward and backward once,
+  // the buffer pool serves every later step from its cache.
+  Batch shapes[2];  // rows 0 (a reply of 1 character) and 1 (8): windows 24 and 32 at stage 8
+  for (int64_t row : {0, 1}) fill_chat_batch(d.train, 2, T, [&](int64_t) { return row; }, shapes[row], 8);
+  ASSERT_NE(shapes[0].T, shapes[1].T);
+  auto step = [&](const Batch& b) {
+    gpt.forward(b.inputs, b.B, b.T, b.targets).loss.backward();
+    gpt.zero_grad();
+  };
+  step(shapes[0]), step(shapes[1]);
+  const uint64_t fresh = pool::stats().fresh;
+  for (int i = 0; i < 4; ++i) step(shapes[i % 2]);
+  EXPECT_EQ(pool::stats().fresh, fresh) << "a window seen before took new buffers";
+}
+
+// Random sampling draws a batch's rows from one group of similar windows: the batch is
+// padded to the group's window, and every row is still drawn as often as any other.
+TEST(ChatBatches, GroupedRowsShareAWindowAndAreDrawnUniformly) {
+  const auto t = chars("abcdefghijklmnopqrstuvwxyz\n");
+  const ChatData d = varied_conversations(*t, 100);
+  const int64_t T = 48, stage = 4, n = int64_t(d.train.rows.size());
+  const LengthGroups groups(d.train, T, stage);
+  Rng rng(3);
+  Batch b;
+  std::vector<int64_t> drawn(size_t(n), 0);
+  const int64_t batches = 4000, B = 5;
+  for (int64_t i = 0; i < batches; ++i) {
+    std::vector<int64_t> rows;
+    fill_grouped_chat_batch(d.train, groups, B, T, [&](int64_t m) {
+      rows.push_back(int64_t(rng.below(uint64_t(m))));
+      return rows.back();
+    }, b);
+    const int64_t g = groups.group_of(rows[0]);
+    EXPECT_EQ(b.T, std::min(T, (g + 1) * stage));
+    ++drawn[size_t(rows[0])];
+    for (size_t k = 1; k < rows.size(); ++k) {
+      const int64_t row = groups.members(g)[size_t(rows[k])];
+      EXPECT_EQ(groups.group_of(row), g);
+      ++drawn[size_t(row)];
+    }
+  }
+  // Each row's count is binomial(batches * B, 1/n): mean 222, standard deviation 15.
+  const double mean = double(batches * B) / double(n);
+  for (int64_t r = 0; r < n; ++r) EXPECT_NEAR(double(drawn[size_t(r)]), mean, 5 * std::sqrt(mean)) << "row " << r;
+  // The expected padding: grouped, under a stage a row; ungrouped, more.
+  EXPECT_LT(d.padding(T, stage, B, true), d.padding(T, stage, B, false));
+  EXPECT_LT(d.padding(T, stage, B, false), d.padding(T, T, 1, false));
 }
 
 // /v1/chat/completions on a chat model feeds render_chat's tokens ("developer" as a

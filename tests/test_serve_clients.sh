@@ -3,6 +3,8 @@
 # openai npm client (v4) makes a completion, a streamed one, a chat completion, a
 # streamed one, and an authenticated call,
 # and SIGTERM in the middle of a stream ends it with [DONE] and the server with exit 0.
+# Then on a chat model (a tiny one fine-tuned here): the client's chat completion, whole
+# and streamed, is folio chat's greedy reply, ends at the turn's end, shows no marker.
 # The npm part is skipped (exit 77) where node or npm is absent.
 #   test_serve_clients.sh FOLIO_BINARY
 set -euo pipefail
@@ -92,3 +94,25 @@ kill -TERM "$server"
 wait "$server" || fail "exit $? after SIGTERM"
 server=""
 ! grep -q 'folio serve: [A-Z]* /' "$work/serve.log" || fail "--quiet still logged requests: $(cat "$work/serve.log")"
+
+# A chat model, fine-tuned here in a second: every conversation a system message, a
+# user's line and a short reply, so that its greedy reply ends at <|im_end|>.
+"$folio" train --data "$work/corpus.txt" --out "$work/base" --n-layer 1 --n-head 2 --n-embd 32 --block-size 96 \
+  --batch-size 4 --max-iters 10 --eval-interval 10 --eval-iters 2 --quiet --threads 1
+python3 - >"$work/chat.jsonl" <<'PY'
+import json
+turns = [("Speak, ROMEO.", "Yes."), ("Be still, JULIET.", "No, sir."), ("Who comes?", "A friend.")]
+for i in range(60):
+    user, reply = turns[i % 3]
+    print(json.dumps({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": user},
+                                   {"role": "assistant", "content": reply}]}))
+PY
+"$folio" train --init-from "$work/base" --data "$work/chat.jsonl" --out "$work/chat" --batch-size 8 --max-iters 80 \
+  --lr 1e-2 --warmup-iters 5 --eval-interval 80 --eval-iters 2 --quiet --threads 1
+said=$(printf 'Speak, ROMEO.\n' | "$folio" chat --checkpoint "$work/chat" --system "Be brief." --greedy --max-new-tokens 40)
+checkpoint=$work/chat start --quiet
+NODE_PATH="$npm_dir/node_modules" node "$here/tests/serve_openai_chat_client.mjs" "$base/v1" "Be brief." "Speak, ROMEO." \
+  "$said" || fail "openai client on a chat model"
+kill -TERM "$server"
+wait "$server" || fail "exit $? after SIGTERM (chat model)"
+server=""

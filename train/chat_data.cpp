@@ -7,6 +7,7 @@
 #include "base/number_text.h"
 #include "data/conversations.h"
 #include "io/conversation_file.h"
+#include "train/size_warmups.h"
 
 namespace folio {
 namespace {
@@ -59,15 +60,40 @@ float batch_share(const TrainingData& data, const Batch& batch, int64_t b0, int6
   return all ? float(counted_targets(batch, b0, b1)) / float(all) : 0.0f;
 }
 
-std::string describe_conversations(const TrainingData& data, int64_t block_size) {
-  if (!data.chat) return "";
-  const ChatData& c = *data.chat;
+ChatBatches::ChatBatches(std::shared_ptr<const ChatData> chat, int64_t block_size, Sampling sampling)
+    : chat_(std::move(chat)), block_size_(block_size), stage_(seq_warmup_stage(block_size)) {
+  if (sampling == Sampling::random) groups_.emplace(chat_->train, block_size_, stage_);
+}
+
+void ChatBatches::next(BatchSampler& sampler, int64_t B, int64_t T, Batch& batch) {
+  const auto pick = [&](int64_t n) { return sampler.next_index(n); };
+  padding_ += groups_ ? fill_grouped_chat_batch(chat_->train, *groups_, B, T, pick, batch)
+                      : fill_chat_batch(chat_->train, B, T, pick, batch, stage_);
+  counted_ += counted_targets(batch, 0, B);
+  positions_ += B * batch.T;
+}
+
+void ChatBatches::evaluation(const ChatSplitRows& split, int64_t B, Rng& rng, Batch& batch) const {
+  fill_chat_batch(split, B, block_size_, [&](int64_t n) { return int64_t(rng.below(uint64_t(n))); }, batch, stage_);
+}
+
+std::string ChatBatches::describe(int64_t B) const {
+  const ChatData& c = *chat_;
   const int64_t targets = c.train.trained + c.train.masked;
   return cat("conversations: ", c.train.rows.size(), " train / ", c.val.rows.size(),
              " val, one a row; the loss counts ", c.train.trained, " of the train split's ", targets, " targets (",
              std::lround(100.0 * double(c.train.trained) / double(std::max<int64_t>(targets, 1))), "%), masks ",
-             c.train.masked, "; padding is ", std::lround(100.0 * c.padding(block_size)),
-             "% of a batch's positions at block_size ", block_size);
+             c.train.masked, "; a batch is padded to its longest row (a multiple of ", stage_, ", at most block_size ",
+             block_size_, ")", groups_ ? ", its rows of similar length" : "", ": padding about ",
+             std::lround(100.0 * c.padding(block_size_, stage_, B, groups_.has_value())), "% of its positions (",
+             std::lround(100.0 * c.padding(block_size_, block_size_, 1, false)), "% padded to block_size)");
+}
+
+std::string ChatBatches::summary() const {
+  return cat("conversations: the loss counted ", counted_, " targets of this run's ", positions_,
+             " positions; the other ", positions_ - counted_, " (prompts, template, padding) were masked, ", padding_,
+             " of them padding (", std::lround(100.0 * double(padding_) / double(std::max<int64_t>(positions_, 1))),
+             "%)");
 }
 
 }  // namespace folio

@@ -1,8 +1,9 @@
 #pragma once
 // What a run reads when --data names a conversation file (.jsonl, io/conversation_file.h)
 // instead of a text or token directory, and the few places where the trainer treats
-// conversations apart: a batch is one conversation a row (data/conversations.h), and a
-// share of it weighs by the targets the loss counts, not by rows.
+// conversations apart: a batch is one conversation a row padded to its longest
+// (data/conversations.h, ChatBatches below), and a share of it weighs by the targets
+// the loss counts, not by rows.
 //
 // The tokenizer: a run --init-from a base checkpoint takes its tokenizer and adds the
 // chat template's two control tokens (data/chat_template.h; the model's rows grow,
@@ -10,6 +11,7 @@
 // conversations' text and adds them; a resumed run has them already.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "data/batch_sampler.h"
@@ -33,8 +35,32 @@ void check_windows(const TrainingData& data, int64_t block_size);
 // the batch counts none), so that ranks and shards sum to the whole batch's mean.
 float batch_share(const TrainingData& data, const Batch& batch, int64_t b0, int64_t b1);
 
-// One line for the start of a run on conversations (how many, the targets counted and
-// masked, the padding), "" for other data.
-std::string describe_conversations(const TrainingData& data, int64_t block_size);
+// How a run lays its conversations out in batches (data/conversations.h): each batch
+// padded to its longest row, rounded up to a multiple of seq_warmup_stage(block_size)
+// (train/size_warmups.h: the shapes a run makes stay few); with random sampling, a
+// training batch's rows drawn from one LengthGroups group. Epoch sampling keeps its
+// shuffled pass over every conversation, so its batches mix lengths. Every rank draws
+// the same rows, so their windows agree; a resumed run draws what the straight one does.
+class ChatBatches {
+ public:
+  ChatBatches(std::shared_ptr<const ChatData> chat, int64_t block_size, Sampling sampling);
+  // The next training batch: B rows drawn with `sampler`, windows of at most T (a
+  // --seq-warmup's). Counts its targets, positions and padding.
+  void next(BatchSampler& sampler, int64_t B, int64_t T, Batch& batch);
+  // A batch of B rows of `split` drawn uniformly with `rng`, for an evaluation.
+  void evaluation(const ChatSplitRows& split, int64_t B, Rng& rng, Batch& batch) const;
+  // The start's line: how many conversations, the targets counted and masked, and the
+  // padding a batch of B rows is expected to hold.
+  std::string describe(int64_t B) const;
+  // The end's line: the targets this process's steps counted, and the positions masked
+  // and padded.
+  std::string summary() const;
+
+ private:
+  std::shared_ptr<const ChatData> chat_;
+  int64_t block_size_, stage_;
+  std::optional<LengthGroups> groups_;  // random sampling only
+  int64_t counted_ = 0, positions_ = 0, padding_ = 0;
+};
 
 }  // namespace folio

@@ -92,6 +92,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     optimizer_ = std::make_unique<Optimizer>(model_->named_parameters(), opt_.train);
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
   }
+  if (data_.chat) chat_batches_ = std::make_unique<ChatBatches>(data_.chat, opt_.model.block_size, opt_.train.sampling);
   model_->set_precision(opt_.train.dtype);  // the replicas follow it (DataParallel)
   guard_ = DivergenceGuard(opt_.train, std::move(guards));
   update_ratio_ = UpdateRatio(model_->named_parameters(), model_->flat_parameters());
@@ -170,8 +171,7 @@ Trainer::Losses Trainer::evaluate() {
   for (int s = 0; s < 2; ++s)
     for (int64_t i = 0; i < opt_.train.eval_iters; ++i) {
       if (data_.chat)
-        fill_chat_batch(s ? data_.chat->val : data_.chat->train, opt_.train.batch_size, opt_.model.block_size,
-                        [&](int64_t n) { return int64_t(rng.below(uint64_t(n))); }, batch);
+        chat_batches_->evaluation(s ? data_.chat->val : data_.chat->train, opt_.train.batch_size, rng, batch);
       else
         sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
       const int64_t T = batch.T, n = (b1 - b0) * T;
@@ -251,7 +251,7 @@ void Trainer::announce(Progress& progress) const {
                      tc.sampling == Sampling::epoch ? ", epoch sampling" : "", ")",
                      dist::size() > 1 ? cat(", ", dist::size(), " ranks") : ""));
   if (!init_note_.empty()) progress.say(init_note_);
-  if (data_.chat && !opt_.resume) progress.say(describe_conversations(data_, opt_.model.block_size));
+  if (data_.chat && !opt_.resume) progress.say(chat_batches_->describe(tc.batch_size));
   if (const Muon* muon = optimizer_->muon(); muon && !opt_.resume)
     progress.say(cat("optimizer: Muon on ", muon->matrices().size(), " hidden matrices (", muon->size(),
                      " weights), AdamW on the other ", optimizer_->adamw().size()));
@@ -286,14 +286,15 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   const auto [b0, b1] = dist::share_of(B);
   const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
   const Fault* armed = arm_op_fault(opt_.faults, step_, first_time);
+  int64_t positions = 0;  // the step's B x T, summed over its micro-batches (a chat batch's T varies)
   for (int64_t k = 0; k < tc.grad_accum; ++k) {
     // Every rank draws the same windows and reads its own rows of them.
     const auto draw_start = std::chrono::steady_clock::now();
-    if (data_.chat)  // every row: a share weighs by the whole batch's counted targets
-      fill_chat_batch(data_.chat->train, B, T, [&](int64_t n) { return sampler_.next_index(n); }, batch),
-          chat_counted_ += counted_targets(batch, 0, B), chat_positions_ += B * T;
+    if (data_.chat)  // every row: a share weighs by the whole batch's counted targets; T is its longest row's
+      chat_batches_->next(sampler_, B, T, batch);
     else
       sampler_.next(data_.train, B, T, batch, b0, b1);
+    positions += B * batch.T;
     draw_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
     const LossParts micro = forward_backward(batch, k + 1 == tc.grad_accum);
     part.loss += micro.loss, part.next_token += micro.next_token;
@@ -323,7 +324,7 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
   if (!why.empty()) return diverged(progress, why, true);
   const GuardState& g = guard_.state();
-  progress.step_done(step_, float(parts[1]), lr, train_seconds_, tc.grad_accum * B * T,
+  progress.step_done(step_, float(parts[1]), lr, train_seconds_, positions,
                      {.grad_norm = norm, .skipped = g.skipped, .rollbacks = g.rollbacks});
   ++step_;
 }
@@ -338,9 +339,7 @@ void Trainer::report_end(Progress& progress, bool interrupted, int64_t first_ste
   } else {
     progress.say(cat("done in ", duration_text(progress.elapsed()), ": checkpoint in ", opt_.out_dir));
   }
-  if (data_.chat)
-    progress.say(cat("conversations: the loss counted ", chat_counted_, " targets of this run's ", chat_positions_,
-                     " positions; the other ", chat_positions_ - chat_counted_, " (prompts, template, padding) were masked"));
+  if (chat_batches_) progress.say(chat_batches_->summary());
   const double steps_seconds = train_seconds_ - run_start_seconds;
   report_ranks(progress, step_ - first_step, dist::seconds_in_sum() + exposed_seconds_, steps_seconds);
   if (step_ > first_step)

@@ -9,6 +9,7 @@
 
 #include "data/batch_sampler.h"
 #include "data/dataset.h"
+#include "train/chat_data.h"
 #include "io/checkpoint.h"
 #include "io/run_dir.h"
 #include "train/config.h"
@@ -148,7 +149,7 @@ class Trainer {
   int64_t best_step_ = -1;   // the step of best.safetensors (-1: not known, resumed)
   Losses last_{};            // the last evaluation
   double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
-  int64_t chat_counted_ = 0, chat_positions_ = 0;  // conversations: targets counted, positions drawn (this process)
+  std::unique_ptr<ChatBatches> chat_batches_;  // conversations: their batches and counts (null: text)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
   DivergenceGuard guard_;
   UpdateRatio update_ratio_;  // measured on the step before each evaluation, for its log row
