@@ -29,7 +29,9 @@
 // a plain twin (the fallback elsewhere) and a reference in double that
 // tests/test_quant.cpp compares them with.
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autograd/kernels/cpu_features.h"
@@ -64,10 +66,24 @@ void bf16_rows(const bf16* W, const float* x, float* y, int64_t M, int64_t N, in
 // (row_quantizers().back(), quant_rows.cpp); all write the same bytes.
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* scale);
 using QuantizeRowsQ8 = void(const float* x, int64_t M, int64_t K, int8_t* q, float* scale);
-struct RowQuantizer {
-  const char* name;  // "plain", "avx2", "avx512"
-  QuantizeRowsQ8* rows;
+
+// One of a family of loops that compute the same thing, by name, to choose one
+// (benchmarks, tests, FOLIO_INT8_KERNEL).
+template <class Loop>
+struct NamedLoop {
+  const char* name;
+  Loop* rows;
 };
+// The loops of `all` whose CPU test passed, in the order given (slowest first).
+template <class Loop>
+std::vector<NamedLoop<Loop>> runnable(std::initializer_list<std::pair<NamedLoop<Loop>, bool>> all) {
+  std::vector<NamedLoop<Loop>> kept;
+  for (const auto& [loop, runs] : all)
+    if (runs) kept.push_back(loop);
+  return kept;
+}
+
+using RowQuantizer = NamedLoop<QuantizeRowsQ8>;  // "plain", "avx2", "avx512"
 // Those this CPU runs, slowest first: plain always, then avx2, avx512 where it has them.
 const std::vector<RowQuantizer>& row_quantizers();
 
@@ -105,10 +121,7 @@ void q8x8_rows(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float*
 // The kernels of q8x8_rows, to choose one by name (benchmarks, tests, FOLIO_INT8_KERNEL).
 using Q8x8Rows = void(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                       int64_t K, const float* bias, int64_t first_group, int64_t last_group);
-struct IntegerKernel {
-  const char* name;  // "plain", "avx2", "vnni"
-  Q8x8Rows* rows;
-};
+using IntegerKernel = NamedLoop<Q8x8Rows>;  // "plain", "avx2", "vnni"
 // Those this CPU runs, slowest first: plain always, then avx2, vnni where it has them.
 const std::vector<IntegerKernel>& integer_kernels();
 // The one of that name, or nullptr if this CPU does not run it (or none has the name).

@@ -129,12 +129,10 @@ FOLIO_AVX512 void quantize_rows_q8_avx512(const float* x, int64_t M, int64_t K, 
 }  // namespace detail
 
 const std::vector<RowQuantizer>& row_quantizers() {
-  static const std::vector<RowQuantizer> quantizers = [] {
-    std::vector<RowQuantizer> k = {{"plain", detail::quantize_rows_q8_plain}};
-    if (detail::avx2_fma_f16c()) k.push_back({"avx2", detail::quantize_rows_q8_avx2});
-    if (detail::avx512_bw_vl()) k.push_back({"avx512", detail::quantize_rows_q8_avx512});
-    return k;
-  }();
+  static const std::vector<RowQuantizer> quantizers =
+      runnable<QuantizeRowsQ8>({{{"plain", detail::quantize_rows_q8_plain}, true},
+                                {{"avx2", detail::quantize_rows_q8_avx2}, detail::avx2_fma_f16c()},
+                                {{"avx512", detail::quantize_rows_q8_avx512}, detail::avx512_bw_vl()}});
   return quantizers;
 }
 

@@ -71,12 +71,10 @@ void dequantize_q8x8_groups(const BlockQ8x8* P, int64_t first_group, int64_t las
 }
 
 const std::vector<IntegerKernel>& integer_kernels() {
-  static const std::vector<IntegerKernel> kernels = [] {
-    std::vector<IntegerKernel> k = {{"plain", detail::q8x8_rows_plain}};
-    if (detail::avx2_fma_f16c()) k.push_back({"avx2", detail::q8x8_rows_avx2});
-    if (detail::avx512_vnni()) k.push_back({"vnni", detail::q8x8_rows_vnni});
-    return k;
-  }();
+  static const std::vector<IntegerKernel> kernels =
+      runnable<Q8x8Rows>({{{"plain", detail::q8x8_rows_plain}, true},
+                          {{"avx2", detail::q8x8_rows_avx2}, detail::avx2_fma_f16c()},
+                          {{"vnni", detail::q8x8_rows_vnni}, detail::avx512_vnni()}});
   return kernels;
 }
 
