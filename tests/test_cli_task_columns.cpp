@@ -14,10 +14,7 @@
 namespace folio {
 namespace {
 
-using testing::expect_contains;
-using testing::Result;
-using testing::slurp;
-using testing::spit;
+using namespace testing;  // support.h's helpers: Result, slurp, spit, expect_contains
 
 using Table = std::vector<std::vector<std::string>>;  // (rows, columns), the header first
 
