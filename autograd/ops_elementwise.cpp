@@ -209,15 +209,9 @@ Tensor gelu(const Tensor& x) {
                });
 }
 
-// d/dx 0.5 x (1 + t), t = tanh(k (x + a x^3)): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 a x^2).
 Tensor gelu_tanh(const Tensor& x) {
-  using kernels::kGeluTanhA, kernels::kGeluTanhK;
   return unary<Saves::input>("gelu_tanh", x, [](float v) { return kernels::gelu_tanh(v); },
-               [](float g, float v, float) {
-                 const float t = std::tanh(kGeluTanhK * (v + kGeluTanhA * v * v * v));
-                 const float dt = (1.0f - t * t) * kGeluTanhK * (1.0f + 3.0f * kGeluTanhA * v * v);
-                 return g * (0.5f * (1.0f + t) + 0.5f * v * dt);
-               });
+               [](float g, float v, float) { return g * kernels::gelu_tanh_grad(v); });
 }
 
 // Where the mask is nonzero the value, elsewhere x; the mask broadcasts like a binary

@@ -159,7 +159,7 @@ const float* Decoder::activate(float* f, int64_t rows) {
       return act_.data();
     }
     case Activation::gelu_tanh:
-#pragma omp parallel for if (split) schedule(static)
+#pragma omp parallel for simd if (split) schedule(static)
       for (int64_t i = 0; i < n; ++i) f[i] = kernels::gelu_tanh(f[i]);
       return f;
   }
