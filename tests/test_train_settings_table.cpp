@@ -54,8 +54,9 @@ TEST(TrainOptionsTable, NamesAreUniqueAndSpelledAlike) {
   testing::expect_names_spelled_alike<Choice>(train_settings(), TrainConfig{},
                                               {{"config", "recipe"}, {"val-fraction", "train_fraction"}});
   for (const TrainSetting& s : train_settings())
-    if (const auto* ch = std::get_if<Choice>(&s.value))
+    if (const auto* ch = std::get_if<Choice>(&s.value)) {  // braces: EXPECT_NE is an if-else of its own
       EXPECT_NE(std::ranges::find(ch->names, ch->initial), ch->names.end()) << s.flag;
+    }
   EXPECT_NO_THROW(base().validate());
 }
 
