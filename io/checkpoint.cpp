@@ -48,7 +48,8 @@ ModelCheckpoint load_model(const std::string& path) {
   for (const auto& t : f.tensors) in_file += t.tensor.numel();
   if (in_file != config.parameter_count())
     fail("checkpoint", where, ": tensors hold ", in_file, " values but the config needs ", config.parameter_count());
-  ck.model = std::make_unique<nn::GPT>(config);
+  // Every parameter is read from the file below (or the load fails): no initial values.
+  ck.model = std::make_unique<nn::GPT>(config, nn::Arena::to_be_loaded(config.parameter_count()));
   const auto params = ck.model->named_parameters();
   for (const auto& t : f.tensors) {
     bool known = false;

@@ -26,6 +26,12 @@ Arena Arena::sharing(const Tensor& weights) {
   return a;
 }
 
+Arena Arena::to_be_loaded(int64_t numel) {
+  Arena a(numel);
+  a.s_->initialise = false;
+  return a;
+}
+
 Tensor Arena::take(const Shape& shape) {
   const int64_t n = shape.numel();
   if (s_->taken + n > s_->flat.numel())

@@ -27,6 +27,9 @@ class Arena {
   // The weights of `weights` (a flat leaf, e.g. GPT::flat_parameters()), shared, and
   // zero gradients of its own. Taking a slice neither draws nor writes a weight.
   static Arena sharing(const Tensor& weights);
+  // `numel` zero parameters that a load overwrites, every one: taking a slice draws and
+  // writes nothing (a 124M model's normal draws took 2.4 s of a 4.5 s `folio generate`).
+  static Arena to_be_loaded(int64_t numel);
 
   // The next slice of `shape`: ~ N(0, stddev), or all `value` (a replica: as they are).
   // stddev 0 gives zeros but draws all the same, so that an option zeroing one

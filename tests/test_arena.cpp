@@ -116,5 +116,13 @@ TEST(Arena, BuildingAReplicaDoesNotChangeTheWeights) {
   EXPECT_NO_THROW(loss.backward());
 }
 
+// A model about to be loaded draws nothing: its weights start as zeros, views in
+// order like any other's, and are the loaded values once written.
+TEST(Arena, AModelToBeLoadedStartsAtZeroWithItsViewsInOrder) {
+  const GPT model(small_config(), Arena::to_be_loaded(small_config().parameter_count()));
+  expect_views_in_order(model, model.flat_parameters());
+  for (const float w : model.flat_parameters().to_vector()) ASSERT_EQ(w, 0.0f);
+}
+
 }  // namespace
 }  // namespace folio::nn

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "base/error.h"
 #include "tests/support.h"
 #include "io/checkpoint.h"
+#include "io/folio_format.h"
 #include "io/safetensors.h"
 #include "nn/model_options.h"
 #include "train/run_state.h"
@@ -254,6 +256,39 @@ TEST_F(DamagedCheckpoint, MoreValuesThanTheConfig) {
   const int64_t n = model_.config().parameter_count();
   expect_tensors_error([&](auto& ts) { ts.push_back({"extra", Tensor::zeros({1})}); },
                        cat("tensors hold ", n + 1, " values but the config needs ", n));
+}
+
+TEST_F(DamagedCheckpoint, NonFiniteWeight) {
+  expect_tensors_error(
+      [&](auto& ts) {
+        Tensor t = find(ts, "lm_head.weight").tensor.detach().clone();  // not the model's own
+        t.data()[5] = std::numeric_limits<float>::quiet_NaN();
+        find(ts, "lm_head.weight").tensor = t;
+      },
+      "tensor lm_head.weight: value nan at index 5 (must be finite)");
+}
+
+// The check runs a block of values at a time: a bad value is found, and named, in any
+// block and the partial one at the end, and the first of two is the one named.
+TEST(CheckFinite, NamesTheFirstBadValueInAnyBlock) {
+  const int64_t n = 3 * 4096 + 17;
+  for (const int64_t at : {int64_t(0), int64_t(4095), int64_t(4096), int64_t(9000), n - 1}) {
+    Tensor t = Tensor::zeros({n});
+    t.data()[at] = -std::numeric_limits<float>::infinity();
+    if (at + 1 < n) t.data()[at + 1] = std::numeric_limits<float>::quiet_NaN();
+    try {
+      check_finite(t, "w", "f.safetensors");
+      ADD_FAILURE() << "accepted -inf at " << at;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cat("value -inf at index ", at, " ")), std::string::npos) << e.what();
+    }
+  }
+  Tensor t = Tensor::zeros({n});
+  t.data()[n - 2] = -1.0f;
+  EXPECT_NO_THROW(check_finite(t, "w", "f.safetensors"));
+  EXPECT_THROW(check_finite(t, "w", "f.safetensors", /*non_negative=*/true), Error);
+  t.data()[n - 2] = -0.0f;  // not below 0
+  EXPECT_NO_THROW(check_finite(t, "w", "f.safetensors", true));
 }
 
 TEST_F(DamagedCheckpoint, Missing) {
