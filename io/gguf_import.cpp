@@ -258,7 +258,7 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
          " blocks has");
 
   c.validate();
-  out.model = std::make_unique<nn::GPT>(c);
+  out.model = std::make_unique<nn::GPT>(c, nn::Arena::to_be_loaded(c.parameter_count()));  // each written below
   for (const auto& named : out.model->named_parameters()) {
     const std::string& name = named.first;
     const Tensor& p = named.second;

@@ -164,7 +164,7 @@ ImportedModel model_from_hf(const std::string& dir) {
     fail("hf", f.path, ": tensor lm_head.weight is missing, and config.json's tie_word_embeddings is false");
   }
   c.validate();
-  out.model = std::make_unique<nn::GPT>(c);
+  out.model = std::make_unique<nn::GPT>(c, nn::Arena::to_be_loaded(c.parameter_count()));
   // Each of folio's parameters is written once, straight from the file's tensors: no
   // third copy of the weights at GPT-2's size.
   std::map<std::string, Tensor> params;
