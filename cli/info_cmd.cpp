@@ -9,6 +9,7 @@
 #include "cli/train_options.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/conversation_file.h"
 #include "nn/model_options.h"
 #include "train/run_state.h"
 
@@ -60,10 +61,14 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("best val     %.4f\n", state->best_val_loss);
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
-  std::printf("tokenizer    %s\n", tokenizer_flags(t, *ck.tokenizer, !state->data_fingerprint.empty()).c_str());
+  // A text records no fingerprint; conversations and token directories do.
+  const bool conversations = is_conversation_file(t.data);
+  const bool token_dir = !conversations && !state->data_fingerprint.empty();
+  std::printf("tokenizer    %s\n", tokenizer_flags(t, *ck.tokenizer, token_dir).c_str());
   std::printf("training     %s\n", settings_as_flags(t, Line::training).c_str());  // as the flags that give them
   if (!state->data_fingerprint.empty())
-    std::printf("data         a token directory, fingerprint %s%s\n", state->data_fingerprint.c_str(),
+    std::printf("data         %s, fingerprint %s%s\n", conversations ? "conversations" : "a token directory",
+                state->data_fingerprint.c_str(),
                 t.sampling == Sampling::epoch
                     ? cat(" (epoch sampling at epoch ", state->data_epoch, ", window ", state->data_position, ")").c_str()
                     : "");

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "data/token_shard.h"  // token_checksum, checksum_hex
 
 namespace folio {
 ChatSplitRows render_rows(const Tokenizer& tokenizer, std::span<const std::vector<ChatMessage>> conversations,
@@ -84,6 +85,23 @@ void ChatData::check_fits(int64_t block_size) const {
         fail("data", path, ":", s->lines[i], ": the conversation has ", s->rows[i].ids.size(),
              " tokens, more than the model's context holds (block_size + 1 = ", block_size + 1,
              "): shorten it or split it into several");
+}
+
+std::string ChatData::fingerprint() const {
+  uint64_t h = kChecksumStart;
+  for (const ChatSplitRows* s : {&train, &val}) {
+    // The counts first: rows and tokens then cannot slide from one split or row into
+    // the next (and token_checksum zero-pads each part's tail) with the hash unchanged.
+    const auto rows = int64_t(s->rows.size());
+    h = token_checksum(&rows, sizeof rows, h);
+    for (const RenderedChat& r : s->rows) {
+      const auto L = int64_t(r.ids.size());
+      h = token_checksum(&L, sizeof L, h);
+      h = token_checksum(r.ids.data(), r.ids.size() * sizeof(int32_t), h);  // (L,)
+      h = token_checksum(r.weights.data(), r.weights.size(), h);             // (L,)
+    }
+  }
+  return checksum_hex(h);
 }
 
 ChatData render_conversations(const Tokenizer& tokenizer, std::span<const std::vector<ChatMessage>> conversations,

@@ -75,6 +75,12 @@ struct ChatData {
   // Throws "[data] <path>:<line>: the conversation has N tokens, more than block_size + 1
   // = M" for the first row too long for the model's context.
   void check_fits(int64_t block_size) const;
+  // What --resume compares with the run's (train/trainer.cpp), as a token directory's
+  // manifest fingerprint: 16 hex digits over both splits' rows, their ids and weights
+  // in order. The rows, not the file's bytes: they are what batches are made of, so an
+  // edited reply, a moved split (--train-fraction) or another tokenizer changes it,
+  // and a blank line or reordered JSON keys, which change no batch, do not.
+  std::string fingerprint() const;
 };
 
 // The rows of `conversations` (each with its line, for errors), in order.
@@ -117,7 +123,7 @@ class ConversationTokens final : public TokenSource {
   TextSize text_size() const override { return {}; }
   const std::string& path() const override { return chat_->path; }
   std::string kind() const override { return "conversations"; }
-  std::string fingerprint() const override { return ""; }
+  std::string fingerprint() const override { return chat_->fingerprint(); }
   const std::shared_ptr<const ChatData>& chat() const { return chat_; }
 
  private:

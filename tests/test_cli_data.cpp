@@ -1,12 +1,14 @@
 // folio train's data through the binary, as a user's second hour meets it: what info
 // says of a run's tokenizer and what --resume accepts, a folder of text, bytes that are
-// not UTF-8, and a resumed run on other data.
+// not UTF-8, a resumed run on other data, and a conversation file changed under a run.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
+#include "base/error.h"
 #include "tests/support.h"
+#include "train/run_state.h"
 
 namespace folio {
 namespace {
@@ -81,6 +83,54 @@ TEST_F(CliData, ResumeOnOtherDataWarnsAboutTheBestCheckpoint) {
   EXPECT_EQ(other.code, 0) << other.err;
   expect_contains(other.err, {"--data " + (dir_ / "other.txt") + " is not the data the run trained on so far (" + text(),
                               "best.safetensors", "compared"});
+}
+
+// `n` conversations whose replies copy the prompt's two digits (30 tokens each with a
+// char tokenizer: they fit block_size 32); conversation `reversed` answers backwards.
+std::string copy_conversations(int n, int reversed = -1) {
+  std::string lines;
+  for (int i = 0; i < n; ++i) {
+    const std::string digits = std::to_string(10 + i);
+    const std::string reply = i == reversed ? std::string{digits[1], digits[0]} : digits;
+    lines += cat(R"({"messages":[{"role":"user","content":"Copy )", digits, R"("},{"role":"assistant","content":")",
+                 reply, "\"}]}\n");
+  }
+  return lines;
+}
+
+// A chat run's data is checked on --resume as a token directory's is: the same file
+// resumes, an edited one is refused naming it (exit 2, the run untouched). A state saved
+// before conversations had a fingerprint resumes with a warning, and its next save
+// records one, which the resume after it checks. info calls the data conversations.
+TEST_F(CliData, ResumeRefusesChangedConversations) {
+  const std::string chat = dir_ / "chat.jsonl", run_dir = dir_ / "chat";
+  testing::spit(chat, copy_conversations(20));
+  ASSERT_EQ(folio("train --data " + chat + run("chat", 4)).code, 0);
+  const Result info = folio("info --checkpoint " + run_dir);
+  expect_contains(info.out, {"data         conversations, fingerprint "});
+  EXPECT_EQ(info.out.find("token directory"), std::string::npos) << info.out;
+  const Result same = folio("train --resume --data " + chat + run("chat", 6));
+  EXPECT_EQ(same.code, 0) << same.err;
+
+  const std::string original = testing::slurp(chat);
+  testing::spit(chat, copy_conversations(20, 3));
+  const testing::Snapshot before = testing::snapshot(run_dir);
+  const Result changed = folio("train --resume --data " + chat + run("chat", 8));
+  EXPECT_EQ(changed.code, 2) << changed.err;
+  expect_contains(changed.err, {chat + ": its conversations are not the ones this run trained on (fingerprint "});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(run_dir)), "");
+
+  const std::string state_file = run_dir + "/state.safetensors";
+  TrainState old = load_state(state_file);
+  old.data_fingerprint = "";  // as a folio before conversations had one saved it
+  save_state(state_file, old);
+  const Result unchecked = folio("train --resume --data " + chat + run("chat", 8));
+  EXPECT_EQ(unchecked.code, 0) << unchecked.err;
+  expect_contains(unchecked.err, {chat + ": the run's state records no fingerprint of the conversations"});
+  testing::spit(chat, original);
+  const Result back = folio("train --resume --data " + chat + run("chat", 10));
+  EXPECT_EQ(back.code, 2) << back.err;
+  expect_contains(back.err, {"its conversations are not the ones this run trained on"});
 }
 
 }  // namespace

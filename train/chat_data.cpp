@@ -54,6 +54,21 @@ void check_windows(const TrainingData& data, int64_t block_size) {
            " tokens, needs at least block_size + 1 = ", block_size + 1);
 }
 
+void check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
+                        const std::string& model_file) {
+  // A state saved before conversations had a fingerprint records "" for them, as a
+  // text's state does, and is treated as a text run's is: nothing to compare, so it
+  // resumes (folio train warns that it could not check); its next save records the
+  // fingerprint, which later resumes check. A text run's "" met with conversations is
+  // refused below, as a text run's met with a token directory is.
+  if (data.chat && recorded.empty() && is_conversation_file(recorded_path)) return;
+  if (data.fingerprint == recorded) return;
+  auto described = [](const std::string& f) { return f.empty() ? std::string("none: a text file") : f; };
+  fail("data", data.path, ": its ", data.chat ? "conversations" : "tokens", " are not the ones this run trained on ",
+       "(fingerprint ", described(data.fingerprint), ", the run's ", described(recorded),
+       "): resume with the run's data, or start a new run (--init-from ", model_file, ")");
+}
+
 float batch_share(const TrainingData& data, const Batch& batch, int64_t b0, int64_t b1) {
   if (!data.chat) return float(b1 - b0) / float(batch.B);
   const int64_t all = counted_targets(batch, 0, batch.B);

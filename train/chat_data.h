@@ -30,6 +30,12 @@ TrainingData open_training_data(const std::string& path, double train_fraction,
 // in one (conversations). Throws "[data] ...".
 void check_windows(const TrainingData& data, int64_t block_size);
 
+// --resume's check that `data` is what the run trained on: its fingerprint is the one
+// the run's state recorded (`recorded`, when its --data was `recorded_path`). Throws
+// "[data] <data.path>: ..." otherwise, offering a new run --init-from `model_file`.
+void check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
+                        const std::string& model_file);
+
 // The part of the mean loss over a batch's rows that rows [b0, b1) carry: their rows'
 // share, or, for conversations, their share of the targets the loss counts (0 when
 // the batch counts none), so that ranks and shards sum to the whole batch's mean.

@@ -47,11 +47,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
     data_ = open_training_data(opt_.train.data, opt_.train.train_fraction, ck.tokenizer, run_dir_.model_file());
-    if (data_.fingerprint != st.data_fingerprint)
-      fail("data", opt_.train.data, ": its tokens are not the ones this run trained on (fingerprint ",
-           data_.fingerprint.empty() ? "none: a text file" : data_.fingerprint, ", the run's ",
-           st.data_fingerprint.empty() ? "none: a text file" : st.data_fingerprint,
-           "): resume with the run's data, or start a new run (--init-from ", run_dir_.model_file(), ")");
+    check_resumed_data(data_, st.data_fingerprint, st.config.data, run_dir_.model_file());
     if (st.step != ck.step)
       fail("checkpoint", run_dir_.state_file(), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
     model_ = std::move(ck.model);
