@@ -127,12 +127,17 @@ std::string conversations_text(std::span<const std::vector<ChatMessage>> convers
 
 namespace {
 
-// Lays out rows[b] of `split` in row b of a batch sized (B, T'), T' the longest row's
-// window; returns the padded positions.
-int64_t fill_rows(const ChatSplitRows& split, std::span<const int64_t> rows, int64_t T, int64_t stage, Batch& batch) {
+// Lays out B rows of `split`, which choose() writes into its (B,) argument, row b in
+// row b of a batch sized (B, T'), T' the longest row's window; returns the padded
+// positions. Both fills come through here, so B and T are checked here, before the
+// rows are sized or chosen.
+int64_t fill_rows(const ChatSplitRows& split, int64_t B, int64_t T, int64_t stage,
+                  const std::function<void(std::span<int64_t> rows)>& choose, Batch& batch) {
+  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
+  std::vector<int64_t> rows(static_cast<size_t>(B));  // (B,)
+  choose(rows);
   int64_t window = 1;
   for (int64_t row : rows) window = std::max(window, chat_window(split.rows[size_t(row)].ids.size(), T, stage));
-  const auto B = int64_t(rows.size());
   resize_batch(batch, B, window);
   int64_t padding = 0;
   for (int64_t b = 0; b < B; ++b) {
@@ -154,20 +159,20 @@ int64_t fill_rows(const ChatSplitRows& split, std::span<const int64_t> rows, int
 
 int64_t fill_chat_batch(const ChatSplitRows& split, int64_t B, int64_t T, const std::function<int64_t(int64_t n)>& pick,
                         Batch& batch, int64_t stage) {
-  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
-  std::vector<int64_t> rows(static_cast<size_t>(B));  // (B,)
-  for (int64_t& row : rows) row = pick(int64_t(split.rows.size()));
-  return fill_rows(split, rows, T, stage, batch);
+  const auto choose = [&](std::span<int64_t> rows) {
+    for (int64_t& row : rows) row = pick(int64_t(split.rows.size()));
+  };
+  return fill_rows(split, B, T, stage, choose, batch);
 }
 
 int64_t fill_grouped_chat_batch(const ChatSplitRows& split, const LengthGroups& groups, int64_t B, int64_t T,
                                 const std::function<int64_t(int64_t n)>& pick, Batch& batch) {
-  if (B < 1 || T < 1) fail("data", "batch size and block size must be positive, got B = ", B, ", T = ", T);
-  std::vector<int64_t> rows(static_cast<size_t>(B));  // (B,)
-  rows[0] = pick(int64_t(split.rows.size()));
-  const std::span<const int64_t> group = groups.members(groups.group_of(rows[0]));
-  for (size_t b = 1; b < rows.size(); ++b) rows[b] = group[size_t(pick(int64_t(group.size())))];
-  return fill_rows(split, rows, T, groups.stage(), batch);
+  const auto choose = [&](std::span<int64_t> rows) {
+    rows[0] = pick(int64_t(split.rows.size()));
+    const std::span<const int64_t> group = groups.members(groups.group_of(rows[0]));
+    for (size_t b = 1; b < rows.size(); ++b) rows[b] = group[size_t(pick(int64_t(group.size())))];
+  };
+  return fill_rows(split, B, T, groups.stage(), choose, batch);
 }
 
 int64_t counted_targets(const Batch& batch, int64_t row_begin, int64_t row_end) {

@@ -1,7 +1,8 @@
 // The chat template and conversations as data: ChatML's tokens and weights, the control
 // tokens on every kind of tokenizer (and a marker typed as text staying text), the
 // checkpoint's metadata round trip, the conversation file's refusals, a batch's masked
-// targets, and batches padded to their longest row and drawn by length.
+// targets, batches padded to their longest row and drawn by length, and batches of no
+// positions refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -243,6 +244,26 @@ TEST(ChatBatches, GroupedRowsShareAWindowAndAreDrawnUniformly) {
   // The expected padding: grouped, under a stage a row; ungrouped, more.
   EXPECT_LT(d.padding(T, stage, B, true), d.padding(T, stage, B, false));
   EXPECT_LT(d.padding(T, stage, B, false), d.padding(T, T, 1, false));
+}
+
+// Both fills refuse a batch or a context of no positions with one message, given where
+// they meet, before a row is chosen (a grouped fill's first row would be out of range).
+TEST(ChatBatches, RefuseBatchesOfNoPositions) {
+  const auto t = chars("abcdefghijklmnopqrstuvwxyz\n");
+  const ChatData d = varied_conversations(*t, 10);
+  const LengthGroups groups(d.train, 48, 8);
+  Batch b;
+  int picked = 0;
+  const auto pick = [&](int64_t) {
+    ++picked;
+    return int64_t(0);
+  };
+  for (const auto& [B, T] : {std::pair<int64_t, int64_t>{0, 48}, {-1, 48}, {2, 0}}) {
+    const std::string message = cat("batch size and block size must be positive, got B = ", B, ", T = ", T);
+    expect_error([&] { fill_chat_batch(d.train, B, T, pick, b); }, {message});
+    expect_error([&] { fill_grouped_chat_batch(d.train, groups, B, T, pick, b); }, {message});
+  }
+  EXPECT_EQ(picked, 0) << "rows were chosen for a batch that was refused";
 }
 
 // /v1/chat/completions on a chat model feeds render_chat's tokens ("developer" as a
