@@ -39,7 +39,14 @@ std::string tokenizer_flags(const TrainConfig& t, const Tokenizer& tok, bool tok
   return cat("--tokenizer ", flags->name, " --vocab-size ", flags->vocab_size, " (", from, ")");
 }
 
-void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& state) {
+// A run directory's best.safetensors: its path and step.
+struct BestCheckpoint {
+  std::string path;
+  int64_t step = 0;
+};
+
+void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& state,
+                const std::optional<BestCheckpoint>& best) {
   const nn::GPTConfig& c = ck.model->config();
   std::printf("checkpoint   %s\n", ck.path.c_str());
   std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %s, bias %s, %s\n",
@@ -56,6 +63,13 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
     std::printf("vocabulary   %s\n", tokens.c_str());
   }
   std::printf("step         %lld\n", (long long)ck.step);
+  // The state's best_val_loss is the val loss best.safetensors was saved for: the
+  // trainer writes both in the same commit (io/run_dir.h).
+  if (best) {
+    std::printf("best         step %lld", (long long)best->step);
+    if (state) std::printf(", val loss %.4f", state->best_val_loss);
+    std::printf(" (%s)\n", best->path.c_str());
+  }
   if (!state) return;
   const TrainConfig& t = state->config;
   std::printf("best val     %.4f\n", state->best_val_loss);
@@ -103,8 +117,17 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
       return 0;
     };
   }
+  // Read whole, as generate would read it, then let go: only its step is shown. Damaged,
+  // it costs info this line, not the others.
+  std::optional<BestCheckpoint> best;
+  const std::filesystem::path best_path = std::filesystem::path(ck->path).parent_path() / "best.safetensors";
+  if (std::filesystem::is_directory(path) && std::filesystem::exists(best_path)) try {
+      best = BestCheckpoint{best_path.string(), load_model(best_path.string()).step};
+    } catch (const Error& e) {
+      warn(cat(best_path.string(), " cannot be read, so the best checkpoint is not shown: ", e.what()));
+    }
   return [=] {
-    print_info(*ck, state);
+    print_info(*ck, state, best);
     return 0;
   };
 }
@@ -113,7 +136,8 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
 
 const Command kInfo = {"info", "config, parameter count and training state of a checkpoint",
                        "Prints the model config, parameter count, tokenizer (kind, size, fingerprint)\n"
-                       "and training state of a checkpoint (a run directory, or a .safetensors file).\n"
+                       "and training state of a checkpoint (a run directory, or a .safetensors file), and\n"
+                       "the step of a run directory's best.safetensors.\n"
                        "--export-tokenizer FILE writes its SentencePiece model as a .model file instead.",
                        declare_info, prepare_info};
 

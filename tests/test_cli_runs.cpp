@@ -267,7 +267,8 @@ TEST_F(CliRuns, TheFirstEvaluationSaysItHasBegun) {
 
 // Step 0's evaluation is a candidate for best like any other: a fine-tune that only
 // makes the model worse keeps the weights it started from as best.safetensors, and
-// folio info's best val is the log's lowest (the one folio plot names).
+// folio info's best val is the log's lowest (the one folio plot names), shown with
+// best.safetensors' step.
 TEST_F(CliRuns, StepZeroCanBeTheBest) {
   ASSERT_EQ(folio(train(30, run_) + " --quiet").code, 0);
   const std::string tuned = dir_ / "tuned";
@@ -280,9 +281,32 @@ TEST_F(CliRuns, StepZeroCanBeTheBest) {
   for (const std::string& row : log) lowest = std::min(lowest, cell(row, 2));
   ASSERT_EQ(lowest, cell(log[0], 2)) << "the fine-tune did not make the model worse: " << testing::slurp(tuned + "/log.csv");
   EXPECT_EQ(load_model(tuned + "/best.safetensors").step, 0);
-  char best[32];
+  char best[32], best_file[64];
   std::snprintf(best, sizeof best, "best val     %.4f", lowest);
-  testing::expect_contains(folio("info --checkpoint " + tuned).out, {best});
+  std::snprintf(best_file, sizeof best_file, "best         step 0, val loss %.4f (", lowest);
+  testing::expect_contains(folio("info --checkpoint " + tuned).out, {best, best_file + tuned + "/best.safetensors)\n"});
+}
+
+// folio info on a run shows best.safetensors' step; a damaged one is a warning naming
+// it, and the rest is shown; none (a run directory copied without it) is nothing at all.
+TEST_F(CliRuns, InfoShowsTheBestCheckpointIfReadable) {
+  ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
+  const std::string best = run_ + "/best.safetensors";
+  const Result info = folio("info --checkpoint " + run_);
+  ASSERT_EQ(info.code, 0) << info.err;
+  testing::expect_contains(info.out, {"best         step " + std::to_string(load_model(best).step) + ", val loss "});
+  EXPECT_EQ(info.err, "");
+  testing::spit(best, testing::slurp(best).substr(0, 100));  // cut short
+  const Result damaged = folio("info --checkpoint " + run_);
+  EXPECT_EQ(damaged.code, 0) << damaged.err;
+  testing::expect_contains(damaged.out, {"step         10", "best val     "});
+  EXPECT_EQ(damaged.out.find("best         "), std::string::npos) << damaged.out;
+  testing::expect_contains(damaged.err, {"warning: " + best + " cannot be read, so the best checkpoint is not shown"});
+  fs::remove(best);
+  const Result none = folio("info --checkpoint " + run_);
+  EXPECT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.out.find("best         "), std::string::npos) << none.out;
+  EXPECT_EQ(none.err, "");
 }
 
 // A run whose state.safetensors cannot be read still has its weights: info shows them
