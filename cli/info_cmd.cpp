@@ -19,7 +19,7 @@ void declare_info(po::options_description& opts) {
   add_checkpoint(opts);
   opts.add_options()("export-tokenizer", po::value<std::string>(),
                      "write the checkpoint's SentencePiece model to this file (a standard .model, as spm_encode "
-                     "and python3-sentencepiece load)");
+                     "and python3-sentencepiece load); a chat model's holds <|im_start|> and <|im_end|> at its ids");
   add_overwrite(opts);
 }
 
@@ -87,7 +87,12 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
                e.what()));
     }
   if (vm.count("export-tokenizer")) {
-    const std::optional<std::string> model = ck->tokenizer->export_model();
+    std::optional<std::string> model;
+    try {
+      model = ck->tokenizer->export_model();
+    } catch (const Error& e) {  // a chat model's file that would not give its ids
+      throw UsageError(cat("--export-tokenizer: ", ck->path, ": ", e.what()));
+    }
     if (!model)
       throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
                            " tokenizer, which has no file format of its own (folio info lists its characters)"));
