@@ -34,7 +34,17 @@ std::string tokenizer_flags(const TrainConfig& t, const Tokenizer& tok, bool tok
     return cat("--tokenizer ", shown(saved.name), " --vocab-size ", saved.vocab_size);
   const char* from = !t.init_from.empty() ? "the --init-from checkpoint's" : token_dir ? "the token directory's" : "the run's";
   const std::optional<TokenizerSpec> flags = tok.as_flags();
-  if (!flags) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
+  if (!flags) {
+    // No flags make it (a SentencePiece model of another type, any chat model's): the
+    // export is pointed at only where there is a file to write.
+    bool file = false;
+    try {
+      file = tok.export_model().has_value();
+    } catch (const Error&) {  // a chat model's that would not give its ids
+    }
+    if (file) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
+    return cat("(", from, " tokenizer, which no flags make)");
+  }
   return cat("--tokenizer ", flags->name, " --vocab-size ", flags->vocab_size, " (", from, ")");
 }
 

@@ -189,6 +189,26 @@ TEST_F(CliTokens, ChatFineTuneExportsItsSentencePieceModel) {
   EXPECT_EQ(spm_ids(dir_, dir_ / "chat.model", rendered + kImStart + "assistant\n"), render_chat(t, m, true).ids);
 }
 
+// A chat run's info points at --export-tokenizer only where there is a file to write:
+// a chat model of a BPE run has one, a chat model of a char run none.
+TEST_F(CliTokens, InfoOfAChatRunPointsAtItsFileOnlyWhenThereIsOne) {
+  std::string conversations;
+  for (int i = 0; i < 20; ++i) conversations += R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]})" "\n";
+  testing::spit(dir_.path / "chat.jsonl", conversations);
+  for (const char* tokenizer : {"bpe --vocab-size 400", "char"}) {
+    const std::string base = cat("base-", tokenizer[0]), chat = cat("chat-", tokenizer[0]);
+    ASSERT_EQ(folio(cat("train --tokenizer ", tokenizer, " --data ", dir_ / "shakespeare.txt", small_model(base, 2))).code, 0);
+    const Result tune = folio("train --init-from " + (dir_ / base) + " --data " + (dir_ / "chat.jsonl") + short_run(chat, 2, 1));
+    ASSERT_EQ(tune.code, 0) << tune.err;
+    const Result info = folio("info --checkpoint " + (dir_ / chat));
+    ASSERT_EQ(info.code, 0) << info.err;
+    const bool file = info.out.find("folio info --export-tokenizer writes it as a file") != std::string::npos;
+    EXPECT_EQ(file, tokenizer[0] == 'b') << info.out;
+    const Result x = folio("info --checkpoint " + (dir_ / chat) + " --export-tokenizer " + (dir_ / (chat + ".model")));
+    EXPECT_EQ(x.code, file ? 0 : 2) << x.err;
+  }
+}
+
 // A checkpoint file outside any run has no data of its own: eval asks for --data.
 TEST_F(CliTokens, EvalOfALoneCheckpointNeedsData) {
   ASSERT_EQ(folio("train --data " + (dir_ / "shakespeare.txt") + " --val-fraction 0.3" + small_model("r", 5)).code, 0);
