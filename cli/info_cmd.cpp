@@ -20,7 +20,7 @@ void declare_info(po::options_description& opts) {
   add_checkpoint(opts);
   opts.add_options()("export-tokenizer", po::value<std::string>(),
                      "write the checkpoint's SentencePiece model to this file (a standard .model, as spm_encode "
-                     "and python3-sentencepiece load)");
+                     "and python3-sentencepiece load); a chat model's holds <|im_start|> and <|im_end|> at its ids");
   add_overwrite(opts);
 }
 
@@ -35,7 +35,17 @@ std::string tokenizer_flags(const TrainConfig& t, const Tokenizer& tok, bool tok
     return cat("--tokenizer ", shown(saved.name), " --vocab-size ", saved.vocab_size);
   const char* from = !t.init_from.empty() ? "the --init-from checkpoint's" : token_dir ? "the token directory's" : "the run's";
   const std::optional<TokenizerSpec> flags = tok.as_flags();
-  if (!flags) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
+  if (!flags) {
+    // No flags make it (a SentencePiece model of another type, any chat model's): the
+    // export is pointed at only where there is a file to write.
+    bool file = false;
+    try {
+      file = tok.export_model().has_value();
+    } catch (const Error&) {  // a chat model's that would not give its ids
+    }
+    if (file) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
+    return cat("(", from, " tokenizer, which no flags make)");
+  }
   return cat("--tokenizer ", flags->name, " --vocab-size ", flags->vocab_size, " (", from, ")");
 }
 
@@ -106,7 +116,12 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
                e.what()));
     }
   if (vm.count("export-tokenizer")) {
-    const std::optional<std::string> model = ck->tokenizer->export_model();
+    std::optional<std::string> model;
+    try {
+      model = ck->tokenizer->export_model();
+    } catch (const Error& e) {  // a chat model's file that would not give its ids
+      throw UsageError(cat("--export-tokenizer: ", ck->path, ": ", e.what()));
+    }
     if (!model)
       throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
                            " tokenizer, which has no file format of its own (folio info lists its characters)"));

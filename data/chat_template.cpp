@@ -39,7 +39,16 @@ class ChatTokenizer final : public Tokenizer {
     m.emplace_back("chat_template", kChatMlJinja);
     return m;
   }
-  std::optional<std::string> export_model() const override { return std::nullopt; }
+  // The base's SentencePiece model with the two control tokens at their ids, as
+  // USER_DEFINED pieces: spm_encode of a conversation rendered as text (the Jinja
+  // template) gives render_chat's ids. Unlike encode(), it reads a marker typed in the
+  // text as the token, as llama.cpp and HF's tokenizers read a rendered template.
+  std::optional<std::string> export_model() const override {
+    const std::optional<std::string> model = base_->export_model();
+    if (!model || std::string_view(base_->kind()) != "spm") return std::nullopt;
+    static constexpr std::string_view kPieces[] = {kImStart, kImEnd};
+    return spm_model_with_user_pieces(*model, kPieces);
+  }
   std::optional<TokenizerSpec> as_flags() const override { return std::nullopt; }
   const Tokenizer& base() const { return *base_; }
 

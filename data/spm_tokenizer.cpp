@@ -39,35 +39,56 @@ bool read_varint(std::string_view s, size_t& at, uint64_t& v) {
   return false;
 }
 
-// The field `field` of the serialized message `s`: its bytes (length-delimited) or its
-// varint as text; nullopt when absent or unreadable.
-std::optional<std::string_view> proto_field(std::string_view s, uint64_t field, uint64_t* varint = nullptr) {
+// Calls visit(field number, varint, bytes) for the fields of the serialized message
+// `s` in order: a varint field's value (bytes null), or a length-delimited field's
+// bytes; stops early when visit returns false, or at a field it cannot read.
+template <class Visit>
+void visit_fields(std::string_view s, Visit visit) {
   for (size_t at = 0; at < s.size();) {
     uint64_t key = 0, v = 0;
-    if (!read_varint(s, at, key)) return std::nullopt;
+    std::string_view bytes;
+    if (!read_varint(s, at, key)) return;
     switch (key & 7) {
       case 0:
-        if (!read_varint(s, at, v)) return std::nullopt;
-        if (key >> 3 == field && varint) return *varint = v, std::string_view();
+        if (!read_varint(s, at, v)) return;
         break;
-      case 1: at += 8; break;
-      case 5: at += 4; break;
+      case 1: at += 8; continue;
+      case 5: at += 4; continue;
       case 2:
-        if (!read_varint(s, at, v) || v > s.size() - std::min(at, s.size())) return std::nullopt;
-        if (key >> 3 == field && !varint) return s.substr(at, size_t(v));
+        if (!read_varint(s, at, v) || v > s.size() - std::min(at, s.size())) return;
+        bytes = s.substr(at, size_t(v));
         at += size_t(v);
         break;
-      default: return std::nullopt;  // groups: not in a SentencePiece model
+      default: return;  // groups: not in a SentencePiece model
     }
+    if (!visit(key >> 3, v, (key & 7) == 2 ? &bytes : nullptr)) return;
   }
-  return std::nullopt;
+}
+
+// The field `field` of the serialized message `s`, as protobuf reads it: a
+// length-delimited field's bytes (all its occurrences one after another, which is how a
+// message field given twice merges), or into `varint` its last value; nullopt when absent.
+std::optional<std::string> proto_field(std::string_view s, uint64_t field, uint64_t* varint = nullptr) {
+  std::optional<std::string> found;
+  visit_fields(s, [&](uint64_t f, uint64_t v, const std::string_view* bytes) {
+    if (f == field && varint && !bytes) *varint = v, found.emplace();
+    else if (f == field && !varint && bytes) found = found.value_or("") + std::string(*bytes);
+    return true;
+  });
+  return found;
+}
+
+// Appends protobuf's varint encoding of `v`.
+void put_varint(std::string& out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out += char((v & 0x7F) | 0x80);
+  out += char(v);
 }
 
 // The model type SentencePiece's trainer recorded (ModelProto.trainer_spec, field 2;
 // its model_type, field 3: 1 unigram, the default, 2 bpe, 3 word, 4 char), read from
 // the serialized model by hand: Debian ships no sentencepiece_model.pb.h.
 std::string model_type(std::string_view model) {
-  const std::optional<std::string_view> spec = proto_field(model, 2);
+  const std::optional<std::string> spec = proto_field(model, 2);
   uint64_t type = 1;
   if (spec) proto_field(*spec, 3, &type);
   static constexpr const char* kTypes[] = {"", "unigram", "bpe", "word", "char"};
@@ -289,5 +310,66 @@ std::unique_ptr<Tokenizer> from_file(const std::string& path) {
 }  // namespace
 
 const TokenizerKind kSpmTokenizer = {"spm", {"bpe", "unigram"}, train, load, from_file};
+
+std::string spm_model_with_user_pieces(const std::string& model, std::span<const std::string_view> pieces) {
+  auto refuse = [](const std::string& why) {
+    fail("tokenizer", "spm_encode would not give folio's ids with the chat tokens added to this SentencePiece model: ",
+         why);
+  };
+  // SentencePiece's BPE never merges a USER_DEFINED piece with its neighbours, so the
+  // text either side of one is cut as folio cuts it alone. A unigram model's Viterbi
+  // search scores the whole line: a piece may reach across the added piece's text, and
+  // the float sums carried past it may settle a near tie the other way.
+  if (const std::string type = model_type(model); type != "bpe")
+    refuse(cat("it is a ", type.empty() ? "model of an unknown type" : type + " model",
+               "; only a BPE model cuts the text beside a chat token as folio does"));
+  // The normalizer sees the whole line: a space put before the text, or whitespace
+  // squeezed at its ends, happens once per line for spm_encode but once per text
+  // between chat tokens for folio; a character map may rewrite across a token's text.
+  const std::string normalizer = proto_field(model, 3).value_or("");  // ModelProto.normalizer_spec
+  uint64_t dummy_prefix = 1, squeeze = 1;  // both default to true
+  proto_field(normalizer, 3, &dummy_prefix);
+  proto_field(normalizer, 4, &squeeze);
+  if (dummy_prefix) refuse("it puts a space before the text (add_dummy_prefix)");
+  if (squeeze) refuse("it squeezes whitespace (remove_extra_whitespaces)");
+  if (!proto_field(normalizer, 2).value_or("").empty()) refuse("its normalizer rewrites characters");
+  // spm_encode matches USER_DEFINED pieces longest first as it reads: one of the
+  // model's own that holds the first byte of an added piece could start before or at
+  // the added piece's text and take it.
+  visit_fields(model, [&](uint64_t field, uint64_t, const std::string_view* entry) {
+    if (field != 1 || !entry) return true;  // ModelProto.pieces
+    uint64_t type = 1;
+    proto_field(*entry, 3, &type);
+    const std::string piece = proto_field(*entry, 1).value_or("");
+    for (const std::string_view p : pieces)
+      if (type == 4 && piece.find(p.front()) != std::string::npos)
+        refuse(cat("its own user-defined piece \"", piece, "\" could take the text of ", p));
+    return true;
+  });
+  spm::SentencePieceProcessor base;
+  if (!base.LoadFromSerializedProto(model).ok()) refuse("it is not a SentencePiece model");
+  for (const std::string_view p : pieces)
+    if (const int id = base.PieceToId(p); base.IdToPiece(id) == p)
+      refuse(cat("it has a piece ", p, " of its own (id ", id, ")"));
+
+  // A repeated field given again appends to it: the pieces take the next ids.
+  std::string out = model;
+  for (const std::string_view p : pieces) {
+    std::string entry;  // ModelProto.SentencePiece: piece (field 1), type (3) USER_DEFINED (4); score 0
+    entry += char(1 << 3 | 2), put_varint(entry, p.size()), entry += p;
+    entry += char(3 << 3 | 0), put_varint(entry, 4);
+    out += char(1 << 3 | 2), put_varint(out, entry.size()), out += entry;
+  }
+  // The file as spm_encode will read it: each added piece's text is its one id.
+  spm::SentencePieceProcessor check;
+  const bool loads = check.LoadFromSerializedProto(out).ok();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::vector<int> ids;
+    if (!loads || !check.Encode(pieces[i], &ids).ok() || ids != std::vector<int>{base.GetPieceSize() + int(i)})
+      fail("tokenizer", "the SentencePiece model with the chat tokens added does not read ", pieces[i], " as id ",
+           base.GetPieceSize() + int(i));
+  }
+  return out;
+}
 
 }  // namespace folio

@@ -4,6 +4,7 @@
 // Only the tokenizer files include this; everything else uses data/tokenizer.h.
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,14 @@ struct TokenizerKind {
 };
 
 extern const TokenizerKind kCharTokenizer, kByteBpeTokenizer, kSpmTokenizer, kIdTokenizer;
+
+// The serialized SentencePiece model `model` with `pieces` after its own ids as
+// USER_DEFINED pieces, which spm_encode reads as one id wherever their text appears: a
+// chat tokenizer's file (data/chat_template.cpp). Throws "[tokenizer] ..." for a model
+// where spm_encode could then cut text otherwise than folio, which encodes the text
+// between two such ids alone: only a BPE model that adds no space before the text,
+// squeezes no whitespace and rewrites no character qualifies (every one folio trains).
+std::string spm_model_with_user_pieces(const std::string& model, std::span<const std::string_view> pieces);
 
 // The value of `key`, or nullptr.
 const std::string* find_entry(const TokenizerMetadata& metadata, std::string_view key);

@@ -32,18 +32,29 @@ const json* field(const json& j, const char* name) {
 
 void bad(const char* name, const std::string& what) { throw ApiError(400, cat(name, " ", what), name); }
 
-void refuse_unknown(const json& j, std::vector<std::string_view> known) {
-  known.insert(known.end(), {"model", "temperature", "top_p", "top_k", "seed", "stop", "stream", "n"});  // parse_sampling's
+const json* Body::get(const char* name) {
+  taken_.push_back(name);
+  return field(j_, name);
+}
+
+void Body::unsupported(const char* name, const std::string& why) const {
+  if (field(j_, name)) bad(name, why);
+}
+
+void Body::finish() const {
   // OpenAI's own fields that change nothing for one local model: accepted, and ignored.
-  known.insert(known.end(), {"user", "metadata", "store", "service_tier", "stream_options"});
-  for (const auto& [key, value] : j.items()) {
-    if (value.is_null() || std::find(known.begin(), known.end(), key) != known.end()) continue;
+  static constexpr std::string_view kIgnored[] = {"user", "metadata", "store", "service_tier", "stream_options"};
+  for (const auto& [key, value] : j_.items()) {
+    if (value.is_null() || std::find(taken_.begin(), taken_.end(), key) != taken_.end() ||
+        std::find(std::begin(kIgnored), std::end(kIgnored), key) != std::end(kIgnored))
+      continue;
     // A penalty of 0 and an empty logit_bias are what folio does anyway.
     if ((key == "frequency_penalty" || key == "presence_penalty") && value.is_number() && value.get<double>() == 0.0)
       continue;
     if (key == "logit_bias" && value.is_object() && value.empty()) continue;
     std::string names;
-    for (const std::string_view k : known) names += cat(names.empty() ? "" : ", ", k);
+    for (const std::string_view k : taken_) names += cat(names.empty() ? "" : ", ", k);
+    for (const std::string_view k : kIgnored) names += cat(", ", k);
     throw ApiError(400, cat("Unrecognized request argument supplied: ", key, " (this endpoint takes ", names, ")"), key);
   }
 }
@@ -95,43 +106,43 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string
 using namespace fields;
 
 CompletionRequest parse_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
-  const json j = parse_object(body);
+  Body j(body);
   CompletionRequest r;
-  const json* p = field(j, "prompt");
+  const json* p = j.get("prompt");
   if (!p) bad("prompt", "is required");
   r.prompt = encode_prompt(tokenizer, text(*p, "prompt"), "prompt", limits.max_prompt_tokens);
   r.sample.max_new_tokens = 16;  // OpenAI's default
-  if (const json* v = field(j, "max_tokens")) r.sample.max_new_tokens = integer(*v, "max_tokens", 1, limits.max_tokens);
+  if (const json* v = j.get("max_tokens")) r.sample.max_new_tokens = integer(*v, "max_tokens", 1, limits.max_tokens);
   parse_sampling(j, r, tokenizer);
-  if (const json* v = field(j, "best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+  if (const json* v = j.get("best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
     bad("best_of", "must be 1");
-  if (field(j, "logprobs")) bad("logprobs", "is not supported");
-  if (const json* v = field(j, "echo"); v && !(v->is_boolean() && !v->get<bool>())) bad("echo", "is not supported");
-  refuse_unknown(j, {"prompt", "max_tokens", "best_of", "logprobs", "echo"});
+  j.unsupported("logprobs", "is not supported");
+  if (const json* v = j.get("echo"); v && !(v->is_boolean() && !v->get<bool>())) bad("echo", "is not supported");
+  j.finish();
   r.sample.validate();  // the same rules as folio generate (already met here)
   return r;
 }
 
 namespace fields {
 
-void parse_sampling(const json& j, CompletionRequest& r, const Tokenizer& tokenizer) {
+void parse_sampling(Body& j, CompletionRequest& r, const Tokenizer& tokenizer) {
   r.sample.temperature = 1.0f;
-  if (const json* v = field(j, "temperature")) {
+  if (const json* v = j.get("temperature")) {
     const double t = number(*v, "temperature", 0.0, 2.0);  // OpenAI's range
     r.sample.greedy = t == 0.0;  // 0: the most likely token every time
     r.sample.temperature = t == 0.0 ? 1.0f : float(t);
   }
-  if (const json* v = field(j, "top_p")) {
+  if (const json* v = j.get("top_p")) {
     r.sample.top_p = float(number(*v, "top_p", 0.0, 1.0));
     if (!(r.sample.top_p > 0.0f)) bad("top_p", "must be in (0, 1], got 0");
   }
-  if (const json* v = field(j, "top_k")) r.sample.top_k = integer(*v, "top_k", 0, tokenizer.vocab_size());
-  if (const json* v = field(j, "seed")) {
+  if (const json* v = j.get("top_k")) r.sample.top_k = integer(*v, "top_k", 0, tokenizer.vocab_size());
+  if (const json* v = j.get("seed")) {
     if (v->is_number_unsigned()) r.seed = v->get<uint64_t>();
     else r.seed = uint64_t(integer(*v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
     r.has_seed = true;
   }
-  if (const json* v = field(j, "stop")) {
+  if (const json* v = j.get("stop")) {
     if (v->is_string()) r.stop.push_back(v->get<std::string>());
     else if (v->is_array() && v->size() <= 4)
       for (const json& s : *v) {
@@ -142,23 +153,24 @@ void parse_sampling(const json& j, CompletionRequest& r, const Tokenizer& tokeni
     for (const std::string& s : r.stop)
       if (s.empty()) bad("stop", "must not hold an empty string");
   }
-  if (const json* v = field(j, "stream")) {
+  if (const json* v = j.get("stream")) {
     if (!v->is_boolean()) bad("stream", cat("must be true or false, got ", v->type_name()));
     r.stream = v->get<bool>();
   }
-  if (const json* v = field(j, "model")) {
+  if (const json* v = j.get("model")) {
     if (!v->is_string()) bad("model", cat("must be a string, got ", v->type_name()));
     r.model = v->get<std::string>();
   }
-  if (const json* v = field(j, "n"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+  if (const json* v = j.get("n"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
     bad("n", "must be 1: one choice per request");
 }
 
 }  // namespace fields
 
 std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
-  const json j = parse_object(body);
-  const json* c = field(j, "content");
+  Body j(body);
+  const json* c = j.get("content");
+  j.finish();
   if (!c) bad("content", "is required");
   if (!c->is_string()) bad("content", cat("must be a string, got ", c->type_name()));
   if (c->get_ref<const std::string&>().empty()) return {};
@@ -166,8 +178,9 @@ std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& to
 }
 
 std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer) {
-  const json j = parse_object(body);
-  const json* t = field(j, "tokens");
+  Body j(body);
+  const json* t = j.get("tokens");
+  j.finish();
   if (!t) bad("tokens", "is required");
   if (!t->is_array()) bad("tokens", cat("must be an array of token ids, got ", t->type_name()));
   std::vector<int32_t> ids;
@@ -176,8 +189,11 @@ std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& 
 }
 
 std::vector<int32_t> parse_attention(const std::string& body, const Tokenizer& tokenizer, int64_t block_size) {
-  const json j = parse_object(body);
-  if (const json* t = field(j, "tokens")) {
+  Body j(body);
+  const json* t = j.get("tokens");
+  const json* p = j.get("prompt");
+  j.finish();
+  if (t) {
     if (!t->is_array()) bad("tokens", cat("must be an array of token ids, got ", t->type_name()));
     if (t->empty() || int64_t(t->size()) > block_size)
       bad("tokens", cat("has ", t->size(), " ids; this model reads 1 to block_size = ", block_size));
@@ -185,7 +201,6 @@ std::vector<int32_t> parse_attention(const std::string& body, const Tokenizer& t
     for (const json& id : *t) ids.push_back(int32_t(integer(id, "tokens", 0, tokenizer.vocab_size() - 1)));
     return ids;
   }
-  const json* p = field(j, "prompt");
   if (!p) bad("prompt", "is required (or tokens)");
   return encode_prompt(tokenizer, text(*p, "prompt"), "prompt", block_size);
 }

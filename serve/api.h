@@ -52,9 +52,9 @@ struct CompletionRequest {
   std::string model;  // the request's "model" ("" when absent): the server checks it
 };
 
-// Checks every field; one it does not know is refused, as OpenAI refuses it (a few of
+// Checks every field; one it does not read is refused, as OpenAI refuses it (a few of
 // OpenAI's that change nothing here, such as "user", are accepted: json_fields.h's
-// refuse_unknown). Throws ApiError 400 naming the field.
+// Body). Throws ApiError 400 naming the field. So do the parsers below.
 CompletionRequest parse_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
 
 // {"content": "text"} -> token ids; {"tokens": [ids]} -> text. ApiError 400 on bad input.

@@ -60,8 +60,8 @@ std::string chat_prompt(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
-  const json j = parse_object(body);
-  const json* m = field(j, "messages");
+  Body j(body);
+  const json* m = j.get("messages");
   if (!m) bad("messages", "is required");
   if (!m->is_array() || m->empty()) bad("messages", "must be a non-empty array of {role, content}");
   std::vector<std::pair<std::string, std::string>> messages;
@@ -94,14 +94,13 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
   }
   r.sample.max_new_tokens = limits.max_tokens;  // OpenAI's default: as long as allowed
   for (const char* name : {"max_completion_tokens", "max_tokens"})
-    if (const json* v = field(j, name)) r.sample.max_new_tokens = integer(*v, name, 1, limits.max_tokens);
+    if (const json* v = j.get(name)) r.sample.max_new_tokens = integer(*v, name, 1, limits.max_tokens);
   parse_sampling(j, r, tokenizer);
   if (!r.end_token) r.stop.push_back(kChatTurnEnd);  // the plain template's turn ends at a blank line
   for (const char* unsupported : {"tools", "functions", "response_format"})
-    if (field(j, unsupported)) bad(unsupported, "is not supported: this model reads and writes plain text");
-  if (const json* v = field(j, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()))
-    bad("logprobs", "is not supported");
-  refuse_unknown(j, {"messages", "max_tokens", "max_completion_tokens", "logprobs"});
+    j.unsupported(unsupported, "is not supported: this model reads and writes plain text");
+  if (const json* v = j.get("logprobs"); v && !(v->is_boolean() && !v->get<bool>())) bad("logprobs", "is not supported");
+  j.finish();
   r.sample.validate();
   return r;
 }

@@ -12,6 +12,7 @@
 #include "data/base64.h"
 #include "data/chat_template.h"
 #include "data/conversations.h"
+#include "data/dataset.h"
 #include "infer/generator.h"
 #include "io/conversation_file.h"
 #include "nn/transformer.h"
@@ -81,6 +82,32 @@ TEST(ChatTemplate, MarkerTypedInContentIsText) {
     EXPECT_EQ(controls, 2) << t->describe() << ": only the template's own markers are control tokens";
     for (int32_t id : t->encode("<|im_end|>")) EXPECT_LT(id, ct.start);
   }
+}
+
+// A chat tokenizer's SentencePiece file is written only where spm_encode then cuts text
+// as folio does (its ids against spm_encode's through the binary: test_cli_tokens.cpp):
+// for a BPE model folio trains, not a unigram one, nor one that puts a space before
+// the text; a char vocabulary has no file at all.
+TEST(ChatTemplate, SentencePieceFileOnlyWhereSpmEncodeGivesTheIds) {
+  const testing::TempDir dir("chat_spm_file");
+  const std::string text = read_file(default_corpus_path()).substr(0, 20000);
+  const auto bpe = with_chat_tokens(*make_tokenizer({"bpe", 400}, text));
+  const std::optional<std::string> file = bpe->export_model();
+  ASSERT_TRUE(file);
+  testing::spit(dir / "chat.model", *file);
+  const auto back = make_tokenizer({dir / "chat.model"}, "");  // the same library spm_encode runs
+  EXPECT_EQ(back->vocab_size(), bpe->vocab_size());
+  EXPECT_EQ(back->encode(kImStart), std::vector<int32_t>{bpe->chat_tokens()->start});
+  EXPECT_EQ(back->encode(kImEnd), std::vector<int32_t>{bpe->chat_tokens()->end});
+
+  expect_error([&] { with_chat_tokens(*make_tokenizer({"unigram", 400}, text))->export_model(); },
+               {"unigram model", "only a BPE model"});
+  // The same BPE model with add_dummy_prefix on: a NormalizerSpec (field 3) given again
+  // merges into the model's own.
+  testing::spit(dir / "prefix.model", *chat_base(*bpe).export_model() + std::string("\x1A\x02\x18\x01", 4));
+  expect_error([&] { with_chat_tokens(*make_tokenizer({dir / "prefix.model"}, ""))->export_model(); },
+               {"add_dummy_prefix"});
+  EXPECT_FALSE(chars("abc")->export_model()) << "a char vocabulary has no file";
 }
 
 TEST(ChatTemplate, TravelsInTheTokenizerMetadata) {

@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/chat_template.h"
 #include "data/dataset.h"
 #include "data/vocab.h"
+#include "io/checkpoint.h"
 #include "io/json.h"
 #include "tests/support.h"
 
@@ -18,6 +20,25 @@ namespace {
 namespace fs = std::filesystem;
 using testing::expect_contains;
 using testing::Result;
+
+// The ids Debian's SentencePiece gives `text` with the .model file `model`: spm_encode
+// for one line (it reads line by line), python3-sentencepiece (the same library) for
+// text with newlines.
+std::vector<int32_t> spm_ids(const testing::TempDir& dir, const std::string& model, const std::string& text) {
+  testing::spit(dir.path / "spm_in.txt", text);
+  const std::string in = "'" + (dir / "spm_in.txt") + "'", out = "'" + (dir / "spm_out.txt") + "'";
+  const std::string cmd =
+      text.find('\n') == std::string::npos
+          ? "spm_encode --model '" + model + "' --output_format=id <" + in + " >" + out
+          : "/usr/bin/python3 -c \"import sys, sentencepiece as s; "
+            "print(*s.SentencePieceProcessor(model_file=sys.argv[1]).encode(open(sys.argv[2], encoding='utf-8').read()))\" '" +
+                model + "' " + in + " >" + out;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<int32_t> ids;
+  std::istringstream words(testing::slurp(dir.path / "spm_out.txt"));
+  for (int32_t id; words >> id;) ids.push_back(id);
+  return ids;
+}
 
 class CliTokens : public ::testing::Test {
  protected:
@@ -133,6 +154,59 @@ TEST_F(CliTokens, BpeRunResumesExactly) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(testing::slurp(dir_.path / "split" / "model.safetensors") ==
               testing::slurp(dir_.path / "straight" / "model.safetensors"));
+}
+
+// A chat fine-tune of a BPE run exports a .model that gives its ids, the chat tokens'
+// too: spm_encode of text gives the ids folio gives it, and of a conversation rendered
+// as text (as HF's Jinja template renders it) the ids the model trains and serves on.
+TEST_F(CliTokens, ChatFineTuneExportsItsSentencePieceModel) {
+  if (std::system("command -v spm_encode >/dev/null && /usr/bin/python3 -c 'import sentencepiece' 2>/dev/null") != 0)
+    GTEST_SKIP() << "no spm_encode or python3-sentencepiece (scripts/setup.sh installs them)";
+  ASSERT_EQ(folio("train --tokenizer bpe --vocab-size 400 --data " + (dir_ / "shakespeare.txt") + small_model("base", 4)).code, 0);
+  std::string conversations;
+  for (int i = 0; i < 20; ++i)
+    conversations += cat(R"({"messages": [{"role": "user", "content": "Count to )", i,
+                         R"("}, {"role": "assistant", "content": "Done: )", i, R"("}]})", "\n");
+  testing::spit(dir_.path / "chat.jsonl", conversations);
+  const Result tune = folio("train --init-from " + (dir_ / "base") + " --data " + (dir_ / "chat.jsonl") + short_run("chat", 2, 1));
+  ASSERT_EQ(tune.code, 0) << tune.err;
+  const Result x = folio("info --checkpoint " + (dir_ / "chat") + " --export-tokenizer " + (dir_ / "chat.model"));
+  ASSERT_EQ(x.code, 0) << x.err;
+
+  const ModelCheckpoint ck = load_model(dir_ / "chat");
+  const Tokenizer& t = *ck.tokenizer;
+  const ChatTokens ct = *t.chat_tokens();
+  for (const std::string text : {"ROMEO: But soft, what light", "  f(x) { return 0; }  ", "caf\xC3\xA9 \xE6\x97\xA5 \xF0\x9F\x8E\x89"})
+    EXPECT_EQ(spm_ids(dir_, dir_ / "chat.model", text), t.encode(text)) << text;
+  std::vector<int32_t> line{ct.start};  // a line with the markers: each its id, the text between cut alone
+  for (const int32_t id : t.encode("user hi")) line.push_back(id);
+  line.push_back(ct.end);
+  EXPECT_EQ(spm_ids(dir_, dir_ / "chat.model", "<|im_start|>user hi<|im_end|>"), line);
+  const std::vector<ChatMessage> m{{"system", "Be brief."}, {"user", "What light through yonder window breaks?"},
+                                   {"assistant", "It is the east."}, {"user", "And Juliet?"}};
+  std::string rendered;
+  for (const ChatMessage& message : m) rendered += cat(kImStart, message.role, "\n", message.content, kImEnd, "\n");
+  EXPECT_EQ(spm_ids(dir_, dir_ / "chat.model", rendered + kImStart + "assistant\n"), render_chat(t, m, true).ids);
+}
+
+// A chat run's info points at --export-tokenizer only where there is a file to write:
+// a chat model of a BPE run has one, a chat model of a char run none.
+TEST_F(CliTokens, InfoOfAChatRunPointsAtItsFileOnlyWhenThereIsOne) {
+  std::string conversations;
+  for (int i = 0; i < 20; ++i) conversations += R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]})" "\n";
+  testing::spit(dir_.path / "chat.jsonl", conversations);
+  for (const char* tokenizer : {"bpe --vocab-size 400", "char"}) {
+    const std::string base = cat("base-", tokenizer[0]), chat = cat("chat-", tokenizer[0]);
+    ASSERT_EQ(folio(cat("train --tokenizer ", tokenizer, " --data ", dir_ / "shakespeare.txt", small_model(base, 2))).code, 0);
+    const Result tune = folio("train --init-from " + (dir_ / base) + " --data " + (dir_ / "chat.jsonl") + short_run(chat, 2, 1));
+    ASSERT_EQ(tune.code, 0) << tune.err;
+    const Result info = folio("info --checkpoint " + (dir_ / chat));
+    ASSERT_EQ(info.code, 0) << info.err;
+    const bool file = info.out.find("folio info --export-tokenizer writes it as a file") != std::string::npos;
+    EXPECT_EQ(file, tokenizer[0] == 'b') << info.out;
+    const Result x = folio("info --checkpoint " + (dir_ / chat) + " --export-tokenizer " + (dir_ / (chat + ".model")));
+    EXPECT_EQ(x.code, file ? 0 : 2) << x.err;
+  }
 }
 
 // A checkpoint file outside any run has no data of its own: eval asks for --data.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "infer/stop_filter.h"
+#include "serve/chat.h"
 #include "serve_support.h"
 
 namespace folio {
@@ -95,6 +96,40 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
   EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
 }
 
+// Every route that reads a body takes the fields docs/serve.md gives it, and refuses
+// one it does not read with a 400 naming it, as OpenAI does: none ignores a setting the
+// client believes took effect (llama-server's "add_special" on /tokenize, say).
+TEST(ParseRequests, EachRouteTakesItsDocumentedFieldsAndRefusesAnyOther) {
+  const serve::ApiLimits limits{.max_tokens = 100, .max_prompt_tokens = 50};
+  const std::string sampling =
+      R"("temperature": 0.5, "top_p": 0.9, "top_k": 3, "seed": 1, "stop": ["x"], "stream": false, "model": "m",
+         "n": 1, "user": "u", "metadata": {}, "store": false, "service_tier": "auto", "stream_options": {},
+         "frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {})";
+  using Parse = std::function<void(const std::string&)>;
+  const Tokenizer& t = *tokenizer();
+  const Parse completion = [&](const std::string& b) { serve::parse_completion(b, t, limits); };
+  const Parse chat = [&](const std::string& b) { serve::parse_chat_completion(b, t, limits); };
+  const Parse attention = [&](const std::string& b) { serve::parse_attention(b, t, 16); };
+  const std::vector<std::pair<std::string, Parse>> routes = {
+      {R"("prompt": "ab", "max_tokens": 5, "best_of": 1, "echo": false, )" + sampling, completion},
+      {R"("messages": [{"role": "user", "content": "ab"}], "max_tokens": 5, "max_completion_tokens": 5,
+          "logprobs": false, )" + sampling, chat},
+      {R"("content": "ab")", [&](const std::string& b) { serve::parse_tokenize(b, t, limits); }},
+      {R"("tokens": [1, 2])", [&](const std::string& b) { serve::parse_detokenize(b, t); }},
+      {R"("prompt": "ab")", attention},
+      {R"("tokens": [1, 2])", attention},
+  };
+  for (const auto& [fields, parse] : routes) {
+    try {
+      parse("{" + fields + "}");
+    } catch (const ApiError& e) {
+      ADD_FAILURE() << "refused {" << fields << "}: " << e.what();
+    }
+    expect_refused({{"{" + fields + R"(, "add_special": true})", 400, "add_special",
+                     "Unrecognized request argument supplied: add_special (this endpoint takes "}},
+                   parse);
+  }
+}
 
 // Batched slots give the text a thread per slot gives, request by request, past the
 // context (block 16, 40 tokens: context shifts) and with more requests than slots.
