@@ -67,15 +67,17 @@ inline float gelu(float x) { return 0.5f * x * (1.0f + fast_erf(x * 0.7071067811
 // tests/test_vecmath.cpp holds it to the formula in double.
 constexpr float kGeluTanhK = 0.79788456080286536f;  // sqrt(2 / pi)
 constexpr float kGeluTanhA = 0.044715f;
-inline float gelu_tanh(float x) {
+// sigmoid(2u) = 0.5 (1 + tanh u): the share of x that GELU-tanh passes, and a factor
+// of its derivative.
+inline float gelu_tanh_gate(float x) {
   const float u = kGeluTanhK * (x + kGeluTanhA * x * x * x);
-  return x / (1.0f + fast_exp(-2.0f * u));
+  return 1.0f / (1.0f + fast_exp(-2.0f * u));
 }
+inline float gelu_tanh(float x) { return x * gelu_tanh_gate(x); }
 
 // d/dx x s, s = sigmoid(2u): s + x 2 s (1 - s) du/dx, du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 inline float gelu_tanh_grad(float x) {
-  const float u = kGeluTanhK * (x + kGeluTanhA * x * x * x);
-  const float s = 1.0f / (1.0f + fast_exp(-2.0f * u));
+  const float s = gelu_tanh_gate(x);
   return s + 2.0f * x * s * (1.0f - s) * kGeluTanhK * (1.0f + 3.0f * kGeluTanhA * x * x);
 }
 
