@@ -44,19 +44,23 @@ Json metadata_json(const SafetensorsFile& f, const char* key, const std::string&
 }
 
 void check_finite(const Tensor& t, const std::string& name, const std::string& where, bool non_negative) {
+  // NaN and the infinities fail |v| <= max; -0 is not below 0.
+  const auto bad = [non_negative](float v) {
+    const bool finite = std::abs(v) <= std::numeric_limits<float>::max();
+    return !finite || (non_negative && v < 0.0f);
+  };
   // A block at a time through a loop the compiler vectorizes (a loop that stops at the
   // first bad value does not), then the bad block's values one by one for the message.
   constexpr int64_t kBlock = 4096;
   const float* d = t.data();
   for (int64_t first = 0; first < t.numel(); first += kBlock) {
     const int64_t last = std::min(t.numel(), first + kBlock);
-    int bad = 0;
-#pragma omp simd reduction(| : bad)
+    int any = 0;
+#pragma omp simd reduction(| : any)
+    for (int64_t i = first; i < last; ++i) any |= int(bad(d[i]));
+    if (!any) continue;
     for (int64_t i = first; i < last; ++i)
-      bad |= int(!(std::abs(d[i]) <= std::numeric_limits<float>::max())) | int(non_negative && d[i] < 0.0f);
-    if (!bad) continue;
-    for (int64_t i = first; i < last; ++i)
-      if (!std::isfinite(d[i]) || (non_negative && d[i] < 0.0f))
+      if (bad(d[i]))
         fail("checkpoint", where, ": tensor ", name, ": value ", d[i], " at index ", i,
              non_negative ? " (must be finite and >= 0)" : " (must be finite)");
   }
