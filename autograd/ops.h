@@ -96,12 +96,22 @@ struct WeightDropout {
 };
 // q, k, v (..., T, hs) -> dropout(causal_softmax(q k^T, scale)) v (..., T, hs) in one op
 // (ops_causal_attention.cpp): equal to the composition, without computing the masked half.
-Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale, WeightDropout dropout = {});
+// In bf16, the six products of its forward and backward take bf16 operands (q, k, v, the
+// output's gradient, and the weights and their gradient as they enter a product), summed
+// in fp32; the softmax and its backward stay fp32 (autograd/attention_slice_bf16.cpp).
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale, WeightDropout dropout = {},
+                        Precision precision = Precision::fp32);
 // The same over MultiHead's packed projection, read and written in place (no per-head
 // copies): qkv (B, T, n_head * 3 * hs), head h's key, query and value at h * 3 * hs +
 // {0, hs, 2 * hs} -> (B, T, n_head * hs), the heads' outputs side by side. The weights
 // are numbered as the composition's (B, n_head, T, T) tensor.
-Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, WeightDropout dropout = {});
+Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, WeightDropout dropout = {},
+                               Precision precision = Precision::fp32);
+// How many of the two ops' forwards have run, by precision, on all threads.
+struct AttentionCalls {
+  int64_t fp32 = 0, bf16 = 0;
+};
+AttentionCalls causal_attention_calls();
 // A row with no target: left out of cross_entropy's mean and gradient.
 constexpr int32_t kNoTarget = -1;
 // logits (..., V), targets (one per row, in [0, V), or kNoTarget) -> () mean

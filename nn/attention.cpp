@@ -102,7 +102,7 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weight
     *weights = causal_softmax(matmul(q, k, false, true, precision()), scale);
   }
   // Attention in one op: no masked half computed, the weights' dropout inside.
-  const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused());  // (B, T, nh * hs)
+  const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused(), precision());  // (B, T, nh * hs)
   return resid_dropout_->forward(proj->forward(y));
 }
 

@@ -222,15 +222,21 @@ TEST(Bf16Model, EveryProductRunsInTheModelsPrecision) {
     model.set_precision(p);
     for (const bool parallel : {false, true}) {
       const kernels::MatmulCalls before = kernels::matmul_calls();
+      const AttentionCalls attention_before = causal_attention_calls();
       if (parallel) dp.forward_backward(x, y, B, T);
       else model.forward(x, B, T, y).loss.backward();
       const kernels::MatmulCalls after = kernels::matmul_calls();
+      const AttentionCalls attention_after = causal_attention_calls();
       const int64_t bf16 = after.bf16 - before.bf16, fp32 = after.fp32 - before.fp32;
       // Per block 4 forward products (q/k/v, proj, fc, proj) and 8 backward ones, +
-      // lm_head's 3: per shard. The attention's products are inside causal_attention,
-      // in fp32 in both precisions (faster than bf16 products there: bench/README.md).
+      // lm_head's 3: per shard. The attention's six products are inside causal_attention,
+      // one call a block and shard.
       EXPECT_EQ(bf16 + fp32, (parallel ? 2 : 1) * (12 * 2 + 3)) << "parallel " << parallel;
       EXPECT_EQ(p == Precision::bf16 ? fp32 : bf16, 0) << "parallel " << parallel;
+      const int64_t attention_bf16 = attention_after.bf16 - attention_before.bf16,
+                    attention_fp32 = attention_after.fp32 - attention_before.fp32;
+      EXPECT_EQ(p == Precision::bf16 ? attention_bf16 : attention_fp32, (parallel ? 2 : 1) * 2) << "parallel " << parallel;
+      EXPECT_EQ(p == Precision::bf16 ? attention_fp32 : attention_bf16, 0) << "parallel " << parallel;
     }
   }
 }

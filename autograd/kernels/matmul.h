@@ -56,6 +56,21 @@ int64_t bf16_rounded();
 namespace detail {
 void to_bf16_plain(const float* x, bf16* y, int64_t n);  // the loop for CPUs without the instruction
 }
+// One element, rounded as to_bf16 rounds it.
+inline bf16 round_to_bf16(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  // Round to nearest even on the bits (adding 0x7fff plus the lowest kept bit carries
+  // into the kept half exactly when the dropped half is above one half, or is one half
+  // and the kept half is odd); NaN made quiet (rounding could carry it into infinity);
+  // subnormals flushed to a signed zero.
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u, subnormal = (u & 0x7f800000u) == 0;
+  return bf16(nan ? (u >> 16) | 0x40u : subnormal ? (u >> 16) & 0x8000u : rounded);
+}
+// A row of n elements on this thread, uncounted by bf16_rounded: for kernels that round
+// their operands inside their own loops (the bf16 causal attention's slices).
+void to_bf16_row(const float* x, bf16* y, int64_t n);
 inline float to_float(bf16 x) {
   const uint32_t bits = uint32_t(x) << 16;
   float f;

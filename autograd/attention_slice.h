@@ -1,0 +1,191 @@
+#pragma once
+// The pieces a causal attention slice (one (batch, head) pair: q, k, v (T, hs)) is made
+// of, shared by its fp32 form (ops_causal_attention.cpp) and its bf16 form
+// (attention_slice_bf16.cpp): sizes and padding, the causal softmax over a block of
+// rows, the weights' dropout, and the softmax's backward. Everything here is fp32.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "autograd/kernels/attention_tiles.h"
+#include "autograd/kernels/dropout_mask.h"
+#include "autograd/kernels/matmul.h"
+#include "autograd/kernels/vecmath.h"
+
+namespace folio::attention_slice {
+
+using namespace kernels::attention_tiles;  // vec, its lanes L, W, R, load, store, tiles
+
+// A slice's sizes: T queries (= keys) of hs dims, padded to Tp and hsp (multiples of W).
+struct Dims {
+  int64_t T, hs, Tp, hsp;
+  Dims(int64_t T, int64_t hs) : T(T), hs(hs), Tp(round_up(T, W)), hsp(round_up(hs, W)) {}
+  bool padded() const { return Tp != T || hsp != hs; }
+};
+
+// A slice's rows in memory: row t at data + t * ld.
+struct Rows {
+  const float* data;
+  int64_t ld;
+};
+
+// A slice's output (T, hs), row t at data + t * ld: stored, or added when `add`.
+struct Out {
+  float* data;
+  int64_t ld;
+  bool add;
+};
+
+// out = the valid part of xp (Tp, hsp).
+inline void unpad(const float* xp, Out out, const Dims& d) {
+  for (int64_t t = 0; t < d.T; ++t) {
+    const float* src = xp + t * d.hsp;
+    float* dst = out.data + t * out.ld;
+    if (out.add) {
+#pragma omp simd
+      for (int64_t c = 0; c < d.hs; ++c) dst[c] += src[c];
+    } else {
+      std::copy(src, src + d.hs, dst);
+    }
+  }
+}
+
+// Runs `tiles(c, ldc, add)`, which writes a (Tp, hsp) result, into out: in place when
+// no padding is needed, else through buffer.
+template <class Tiles>
+void into(Out out, float* buffer, const Dims& d, Tiles tiles) {
+  if (!d.padded()) return tiles(out.data, out.ld, out.add);
+  tiles(buffer, d.hsp, false);
+  unpad(buffer, out, d);
+}
+
+// Dropout on a slice's weights: weight (i, j) is element base + i * T + j of the
+// composition's weight tensor. No mask: no dropout.
+struct Drop {
+  const kernels::DropoutMask* mask;
+  int64_t base;
+};
+
+// Rows [i0, i0 + R) of a causal (Tp, Tp) product need the key tiles up to the one
+// holding key i0 + R - 1: columns [0, visible(i0)).
+inline int64_t visible(int64_t i0) { return (i0 / W + 1) * W; }
+
+// op over x's lanes, by halves (a loop over the lanes would be L dependent steps).
+using v4 = float __attribute__((vector_size(16)));
+using v8 = float __attribute__((vector_size(32)));
+template <class Half, class V, class Op>
+Half fold_halves(V x, Op op) {
+  Half a, b;
+  std::memcpy(&a, &x, sizeof a);
+  std::memcpy(&b, reinterpret_cast<const char*>(&x) + sizeof a, sizeof b);
+  return op(a, b);
+}
+template <class V, class Op>  // a template, so that only the branch for V compiles
+float reduce_lanes(V x, Op op) {
+  if constexpr (sizeof(V) == sizeof(v4)) {
+    return op(op(x[0], x[1]), op(x[2], x[3]));
+  } else if constexpr (sizeof(V) == sizeof(v8)) {
+    return reduce_lanes(fold_halves<v4>(x, op), op);
+  } else {
+    return reduce_lanes(fold_halves<v8>(x, op), op);
+  }
+}
+constexpr auto kMax = [](auto a, auto b) { return a > b ? a : b; };
+constexpr auto kSum = [](auto a, auto b) { return a + b; };
+
+// Rows [i0, i0 + R) of p (rows Tp apart): row i = softmax(row[0, i]), zero from key
+// i + 1 on; rows from T on, zero. n (a multiple of W, > i0 + R - 1) bounds the keys'
+// vectors: every loop runs over whole vectors, masked keys as -inf (whose exp is 0).
+// Stage by stage over the rows, so that the rows' exps overlap in the pipeline: per row
+// (and with per-element loops) this ran at a third of the speed.
+inline void softmax_rows(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp) {
+  vec lane;
+  for (int64_t l = 0; l < L; ++l) lane[l] = float(l);
+  const vec masked = vec{} - std::numeric_limits<float>::infinity();
+  const int64_t rows = std::min(R, T - i0);
+  float m[R];
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = p + r * Tp;
+    vec mx = masked;
+    for (int64_t j0 = 0; j0 < n; j0 += L) {
+      vec x = load(row + j0);
+      x = lane + float(j0) <= float(i0 + r) ? x : masked;
+      mx = kMax(x, mx);
+      store(row + j0, x);
+    }
+    m[r] = reduce_lanes(mx, kMax);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = p + r * Tp;
+    const float mr = m[r];
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) row[j] = kernels::fast_exp(row[j] - mr);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = p + r * Tp;
+    vec total{};
+    for (int64_t j0 = 0; j0 < n; j0 += L) total += load(row + j0);
+    const vec inv = vec{} + 1.0f / reduce_lanes(total, kSum);
+    for (int64_t j0 = 0; j0 < n; j0 += L) store(row + j0, load(row + j0) * inv);
+    std::fill(row + n, row + Tp, 0.0f);
+  }
+  std::fill(p + std::max<int64_t>(rows, 0) * Tp, p + R * Tp, 0.0f);  // padding rows
+}
+
+// Rows [i0, i0 + R) of pd = p with dropout, over their first n (a multiple of W, > i0 +
+// R - 1) columns: where the products read them. p (Tp, Tp) is zero from row T on.
+inline void drop_rows(const float* p, float* pd, int64_t i0, int64_t n, const Dims& d, const Drop& drop) {
+  const kernels::DropoutMask mask = *drop.mask;  // by value: the loop keeps it in registers
+  for (int64_t i = i0; i < i0 + R; ++i) {
+    const float* pi = p + i * d.Tp;
+    float* pdi = pd + i * d.Tp;
+    const int64_t first = drop.base + i * d.T;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) pdi[j] = mask.kept(first + j) ? pi[j] * mask.keep_scale : 0.0f;
+  }
+}
+
+// The softmax's backward on rows [i0, i0 + R) of ds (rows Tp apart), which holds dpd =
+// dy v^T over their first n columns on entry. With D_i = sum_j pd_ij dpd_ij (= dy_i .
+// y_i), ds = scale (pd dpd - p D), or scale p (dpd - D) when pd is p (`dropped` false:
+// one rounding fewer); zero from column n on (p is zero past key i: so is ds).
+inline void softmax_backward_rows(const float* p, const float* pd, float* ds, int64_t i0, int64_t n, int64_t Tp,
+                                  float scale, bool dropped) {
+  for (int64_t i = i0; i < i0 + R; ++i) {
+    const float *pi = p + i * Tp, *pdi = pd + i * Tp;
+    float* dsi = ds + i * Tp;
+    vec dot{};
+    for (int64_t j0 = 0; j0 < n; j0 += L) dot += load(pdi + j0) * load(dsi + j0);
+    const vec D = vec{} + reduce_lanes(dot, kSum);
+    if (!dropped) {
+      for (int64_t j0 = 0; j0 < n; j0 += L) store(dsi + j0, scale * load(pi + j0) * (load(dsi + j0) - D));
+    } else {
+      for (int64_t j0 = 0; j0 < n; j0 += L)
+        store(dsi + j0, scale * (load(pdi + j0) * load(dsi + j0) - load(pi + j0) * D));
+    }
+    std::fill(dsi + n, dsi + Tp, 0.0f);
+  }
+}
+
+// ---- The bf16 form (attention_slice_bf16.cpp). q, k, v and dy are rounded to bf16, the
+// weights (with dropout) before they multiply v and dy, and ds before it multiplies k and
+// q; every product sums in fp32, and the softmax and its backward run in fp32 on fp32
+// scores, as the fp32 form's. The weights p kept for the backward stay fp32.
+
+// Per-thread scratch of one bf16 slice: fp32 for one (Tp, hsp) and one (Tp, Tp) buffer
+// (two with dropout), bf16 for five (Tp, hsp) and three (Tp, Tp) buffers.
+struct Bf16Scratch {
+  std::vector<float> f;
+  std::vector<kernels::bf16> h;
+  Bf16Scratch(const Dims& d, bool dropped)
+      : f(size_t(d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp)), h(size_t(5 * d.Tp * d.hsp + 3 * d.Tp * d.Tp)) {}
+};
+// p (Tp, Tp) = the causal weights, zero where masked or padded; y = pd v.
+void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Bf16Scratch& scratch, const Dims& d, float scale,
+                   const Drop& drop);
+// dq, dk, dv from p and dy, as the fp32 form's backward_slice.
+void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out dk, Out dv, Bf16Scratch& scratch,
+                    const Dims& d, float scale, const Drop& drop);
+
+}  // namespace folio::attention_slice
