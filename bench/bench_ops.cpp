@@ -1,11 +1,13 @@
 // The non-matmul pieces of a training step, each forward + backward at the shapes
 // config S (B 12, T 64, C 128, 4 heads, vocab 65) and M (B 64, T 256, C 384, 6 heads)
-// run them, so a regression shows where it happens:
+// run them (and, for the fused attention only, G: B 2, T 1024, C 768, 12 heads, GPT-2
+// small's body), so a regression shows where it happens:
 //   LayerNorm/<cfg>      layer_norm over (B*T, C)
 //   CausalSoftmax/<cfg>  scaled, masked softmax over (B, nh, T, T)
 //   Attention/<cfg>      q k^T, causal softmax, @ v over (B, nh, T, hs) as three ops;
 //   CausalAttention/<cfg> the same in one op (causal_attention). GFLOP/s of both count
 //                        the composition's six full T x T products (fwd + bwd)
+//   CausalAttentionBf16/<cfg> the one op in bf16 (its products on bf16 operands)
 //   AttentionDropout/<cfg>, CausalAttentionDropout/<cfg>  both with dropout 0.2 on the
 //                        weights (M's and nanoGPT's rate): dropout() between the
 //                        composition's ops, or inside the one op
@@ -30,7 +32,7 @@ struct Config {
   const char* name;
   int64_t n_layer, n_head, n_embd, block, batch;
 };
-const Config kConfigs[] = {{"S", 4, 4, 128, 64, 12}, {"M", 6, 6, 384, 256, 64}};
+const Config kConfigs[] = {{"S", 4, 4, 128, 64, 12}, {"M", 6, 6, 384, 256, 64}, {"G", 12, 12, 768, 1024, 2}};
 constexpr int64_t kVocab = 65;
 
 // One untimed run first: a fresh buffer costs a page fault per 4 KiB, which is not
@@ -57,7 +59,8 @@ void BM_LayerNorm(benchmark::State& state, Config c) {
   bytes_counter(state, 5.0 * double(x0.numel()));
 }
 
-void BM_Attention(benchmark::State& state, Config c, bool fused, float p = 0.0f) {
+void BM_Attention(benchmark::State& state, Config c, bool fused, float p = 0.0f,
+                  Precision precision = Precision::fp32) {
   Rng r(3);
   const int64_t hs = c.n_embd / c.n_head;
   const Shape shape{c.batch, c.n_head, c.block, hs};
@@ -67,7 +70,7 @@ void BM_Attention(benchmark::State& state, Config c, bool fused, float p = 0.0f)
   Rng drops(4);
   timed(state, [&] {
     Tensor q = q0.detach().set_requires_grad(), k = k0.detach().set_requires_grad(), v = v0.detach().set_requires_grad();
-    const Tensor y = fused ? causal_attention(q, k, v, scale, {p, drops.next_u64()})
+    const Tensor y = fused ? causal_attention(q, k, v, scale, {p, drops.next_u64()}, precision)
                            : matmul(dropout(causal_softmax(matmul(q, k, false, true), scale), p, true, drops), v);
     y.backward(g);
   });
@@ -139,10 +142,12 @@ int main(int argc, char** argv) {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     };
+    reg("CausalAttention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
+    reg("CausalAttentionBf16/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true, 0.0f, Precision::bf16); });
+    if (n == "G") continue;  // its composition's (T, T) tensors alone take 300 MB each
     reg("LayerNorm/" + n, [c](benchmark::State& s) { BM_LayerNorm(s, c); });
     reg("CausalSoftmax/" + n, [c](benchmark::State& s) { BM_CausalSoftmax(s, c); });
     reg("Attention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false); });
-    reg("CausalAttention/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true); });
     reg("AttentionDropout/" + n, [c](benchmark::State& s) { BM_Attention(s, c, false, 0.2f); });
     reg("CausalAttentionDropout/" + n, [c](benchmark::State& s) { BM_Attention(s, c, true, 0.2f); });
     reg("CrossEntropy/" + n, [c](benchmark::State& s) { BM_CrossEntropy(s, c); });
