@@ -85,13 +85,19 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("best val     %.4f\n", state->best_val_loss);
   if (!t.recipe.empty()) std::printf("recipe       --config %s\n", shown(t.recipe).c_str());
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
-  // A text records no fingerprint; conversations and token directories do.
+  // The run's --data says what it was (a state before texts had a fingerprint records
+  // none for one, and the data line is then left out).
   const bool conversations = is_conversation_file(t.data);
-  const bool token_dir = !conversations && !state->data_fingerprint.empty();
+  std::error_code ec;
+  const bool token_dir = !conversations && std::filesystem::is_directory(t.data, ec);
+  const char* data_kind = conversations ? "conversations"
+                          : token_dir   ? "a token directory"
+                          : std::filesystem::exists(t.data, ec) ? "a text"
+                                                                : "no longer at its --data path";
   std::printf("tokenizer    %s\n", tokenizer_flags(t, *ck.tokenizer, token_dir).c_str());
   std::printf("training     %s\n", settings_as_flags(t, Line::training).c_str());  // as the flags that give them
   if (!state->data_fingerprint.empty())
-    std::printf("data         %s, fingerprint %s%s\n", conversations ? "conversations" : "a token directory",
+    std::printf("data         %s, fingerprint %s%s\n", data_kind,
                 state->data_fingerprint.c_str(),
                 t.sampling == Sampling::epoch
                     ? cat(" (epoch sampling at epoch ", state->data_epoch, ", window ", state->data_position, ")").c_str()

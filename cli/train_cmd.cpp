@@ -15,6 +15,7 @@
 #include "train/size_warmups.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
+#include "train/chat_data.h"  // same_data_path
 #include "train/trainer.h"
 #include "train/run_state.h"
 
@@ -248,16 +249,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
   auto trainer = std::make_shared<Trainer>(o);
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
     warnings.push_back(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
-  // Only a state saved before conversations had a fingerprint gets here with none for
-  // them (train/chat_data.h: check_resumed_data lets it resume unchecked).
-  if (o.resume && trainer->data().chat && saved_state.data_fingerprint.empty())
-    warnings.push_back(cat(o.train.data, ": the run's state records no fingerprint of the conversations it trained on "
-                           "(an older folio saved it), so this file cannot be checked against them; the run's next "
-                           "save records this file's"));
+  if (!trainer->data_warning().empty()) warnings.push_back(trainer->data_warning());
   // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
   // minimum compares losses on two val sets.
-  if (std::error_code ec; o.resume && o.train.data != saved_state.config.data &&
-                          !fs::equivalent(o.train.data, saved_state.config.data, ec))
+  if (o.resume && !same_data_path(o.train.data, saved_state.config.data))
     warnings.push_back(cat("--data ", o.train.data, " is not the data the run trained on so far (",
                            saved_state.config.data, "): best.safetensors (val loss ", saved_state.best_val_loss,
                            " on that data's val split) will be compared with val losses on this data's"));

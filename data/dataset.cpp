@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "data/conversations.h"
 #include "data/token_dir.h"
+#include "data/token_shard.h"  // token_checksum, checksum_hex
 #include "data/vocab.h"
 
 namespace folio {
@@ -56,6 +57,12 @@ SplitText read_and_split(const std::string& path, double train_fraction) {
   return {std::move(bytes), at, int64_t(characters - train_chars), replaced};
 }
 
+// The length first: token_checksum zero-pads a tail, so "abc" and "abc\0" would agree.
+std::string text_fingerprint(std::string_view bytes) {
+  const auto n = int64_t(bytes.size());
+  return checksum_hex(token_checksum(bytes.data(), bytes.size(), token_checksum(&n, sizeof n)));
+}
+
 Corpus encode_corpus(const std::string& path, const SplitText& text, std::shared_ptr<const Tokenizer> tokenizer) {
   const std::string_view all = text.bytes;
   const size_t val_at = text.val_at;
@@ -65,6 +72,7 @@ Corpus encode_corpus(const std::string& path, const SplitText& text, std::shared
   c.val_bytes = int64_t(all.size() - val_at);
   c.val_chars = text.val_chars;
   c.invalid_utf8_bytes = text.replaced;
+  c.fingerprint = text_fingerprint(all);
   try {
     c.split.train = tokenizer->encode(all.substr(0, val_at));
   } catch (const Error& e) {

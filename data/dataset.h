@@ -41,6 +41,9 @@ struct Corpus {
   int64_t val_chars = 0;                   // characters of the val text (bits per character)
   int64_t invalid_utf8_bytes = 0;          // bytes of the file that were not UTF-8: read as U+FFFD
   std::string path;
+  // 16 hex digits over the text as read (its U+FFFD included) and its length: what
+  // --resume compares, so that a text edited under a run is refused.
+  std::string fingerprint;
   // Reads `path` (an empty file is an error), replaces every byte that is not part of
   // valid UTF-8 by U+FFFD (as folio tokenize does; counted), splits the text at character floor(characters * train_fraction)
   // and encodes each part with a tokenizer made from `spec` (trained on the training
@@ -70,7 +73,7 @@ class TextTokens final : public TokenSource {
   }
   const std::string& path() const override { return corpus_.path; }
   std::string kind() const override { return "text"; }
-  std::string fingerprint() const override { return ""; }
+  std::string fingerprint() const override { return corpus_.fingerprint; }
 
  private:
   Corpus corpus_;
@@ -89,7 +92,7 @@ struct TrainingData {
   int64_t invalid_utf8_bytes = 0;  // a text's bytes that were not UTF-8, read as U+FFFD (tokenize counts its own)
   std::string path;
   std::string kind;         // "text", or the token directory's layout ("folio", "llm.c", "nanoGPT")
-  std::string fingerprint;  // a token directory's (data/token_manifest.h); "" for a text
+  std::string fingerprint;  // the source's (data/token_source.h), which --resume compares
   std::shared_ptr<const TokenSource> source;  // what the sequences read: the text's ids, or the open shards
   std::shared_ptr<const ChatData> chat;  // conversations (data/conversations.h), drawn a row each; else null
 

@@ -31,7 +31,8 @@ class TokenSource {
   virtual TextSize text_size() const = 0;
   virtual const std::string& path() const = 0;  // what --data named
   virtual std::string kind() const = 0;         // "text", or a token directory's layout ("folio", "llm.c", "nanoGPT")
-  // A token directory's (data/token_manifest.h), which --resume compares; "" for a text.
+  // What --resume compares: a token directory's (data/token_manifest.h), a text's (of
+  // its bytes, data/dataset.h), conversations' (of their rows, data/conversations.h).
   virtual std::string fingerprint() const = 0;
 };
 

@@ -1,6 +1,6 @@
 // folio train's data through the binary, as a user's second hour meets it: what info
 // says of a run's tokenizer and what --resume accepts, a folder of text, bytes that are
-// not UTF-8, a resumed run on other data, and a conversation file changed under a run.
+// not UTF-8, a resumed run on other data, and a conversation file or text changed under a run.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -131,6 +131,47 @@ TEST_F(CliData, ResumeRefusesChangedConversations) {
   const Result back = folio("train --resume --data " + chat + run("chat", 10));
   EXPECT_EQ(back.code, 2) << back.err;
   expect_contains(back.err, {"its conversations are not the ones this run trained on"});
+}
+
+// The text twin of the test above: a text edited in place under a run is refused
+// naming it (exit 2, the run untouched), the same text resumes, and a state saved before
+// texts had a fingerprint resumes with a warning and records one at its next save.
+// (Another text named by --data is other data, a warning: the test further up.)
+TEST_F(CliData, ResumeRefusesAChangedText) {
+  const std::string run_dir = dir_ / "r";
+  ASSERT_EQ(folio("train --data " + text() + run("r", 4)).code, 0);
+  const Result info = folio("info --checkpoint " + run_dir);
+  expect_contains(info.out, {"data         a text, fingerprint "});
+  const Result same = folio("train --resume --data " + text() + run("r", 6));
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.err.find("fingerprint"), std::string::npos) << same.err;
+
+  // Two neighbouring characters swapped: the same length, characters and split, so
+  // only the fingerprint can tell.
+  const std::string original = testing::slurp(text());
+  std::string edited = original;
+  size_t at = 100;
+  while (edited[at] == edited[at + 1]) ++at;
+  std::swap(edited[at], edited[at + 1]);
+  testing::spit(text(), edited);
+  const testing::Snapshot before = testing::snapshot(run_dir);
+  const Result changed = folio("train --resume --data " + text() + run("r", 8));
+  EXPECT_EQ(changed.code, 2) << changed.err;
+  expect_contains(changed.err, {text() + ": its text is not the one this run trained on (fingerprint "});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(run_dir)), "");
+
+  const std::string state_file = run_dir + "/state.safetensors";
+  TrainState old = load_state(state_file);
+  old.data_fingerprint = "";  // as a folio before texts had one saved it
+  save_state(state_file, old);
+  const Result unchecked = folio("train --resume --data " + text() + run("r", 8));
+  EXPECT_EQ(unchecked.code, 0) << unchecked.err;
+  expect_contains(unchecked.err, {text() + ": the run's state records no fingerprint of the text it trained on"});
+  EXPECT_NE(load_state(state_file).data_fingerprint, "");
+  testing::spit(text(), original);
+  const Result back = folio("train --resume --data " + text() + run("r", 10));
+  EXPECT_EQ(back.code, 2) << back.err;
+  expect_contains(back.err, {"its text is not the one this run trained on"});
 }
 
 }  // namespace

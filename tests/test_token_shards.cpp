@@ -257,7 +257,11 @@ TEST(TokenSource, TrainingDataHoldsWhatEitherSourceGives) {
   EXPECT_EQ(t.kind, "text");
   EXPECT_EQ(t.invalid_utf8_bytes, 1);
   EXPECT_EQ(t.train.size() + t.val.size(), 12);  // characters, U+FFFD among them
-  EXPECT_EQ(t.fingerprint, "");
+  // A text's fingerprint is of its bytes, whatever the split: another text has another.
+  EXPECT_EQ(t.fingerprint.size(), 16u);
+  EXPECT_EQ(TrainingData::open(text, 0.25, TokenizerSpec{"char", 0}).fingerprint, t.fingerprint);
+  spit(text, std::string("abcabc\xff" "abcab\0", 13));  // a NUL more: the length tells
+  EXPECT_NE(TrainingData::open(text, 0.5, TokenizerSpec{"char", 0}).fingerprint, t.fingerprint);
 }
 
 TEST(TokenDir, RefusesWhatIsWrongWithOneLineEach) {

@@ -2,6 +2,7 @@
 #include "train/chat_data.h"
 
 #include <cmath>
+#include <filesystem>
 
 #include "base/error.h"
 #include "base/number_text.h"
@@ -54,18 +55,35 @@ void check_windows(const TrainingData& data, int64_t block_size) {
            " tokens, needs at least block_size + 1 = ", block_size + 1);
 }
 
-void check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
-                        const std::string& model_file) {
-  // A state saved before conversations had a fingerprint records "" for them, as a
-  // text's state does, and is treated as a text run's is: nothing to compare, so it
-  // resumes (folio train warns that it could not check); its next save records the
-  // fingerprint, which later resumes check. A text run's "" met with conversations is
-  // refused below, as a text run's met with a token directory is.
-  if (data.chat && recorded.empty() && is_conversation_file(recorded_path)) return;
-  if (data.fingerprint == recorded) return;
-  auto described = [](const std::string& f) { return f.empty() ? std::string("none: a text file") : f; };
-  fail("data", data.path, ": its ", data.chat ? "conversations" : "tokens", " are not the ones this run trained on ",
-       "(fingerprint ", described(data.fingerprint), ", the run's ", described(recorded),
+bool same_data_path(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return a == b || std::filesystem::equivalent(a, b, ec);
+}
+
+std::string check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
+                               const std::string& model_file) {
+  const bool text = data.kind == "text";
+  const char* what = data.chat ? "conversations" : text ? "text" : "tokens";
+  // Was the run's --data of this kind (conversations or a text)? Its path says: a text
+  // is neither conversations nor a directory (nor, moved away, anything at all).
+  std::error_code ec;
+  const bool text_recorded = !is_conversation_file(recorded_path) && !std::filesystem::is_directory(recorded_path, ec);
+  const bool same_kind = data.chat ? is_conversation_file(recorded_path) : text && text_recorded;
+  // Another text is other data, which --resume allows (with folio train's warning that
+  // best.safetensors was chosen on another val split): only the run's own is compared.
+  if (text && same_kind && !same_data_path(data.path, recorded_path)) return "";
+  // A state saved before texts and conversations had a fingerprint records "" for them:
+  // nothing to compare, so it resumes with a warning, and its next save records the
+  // fingerprint, which later resumes check. Met with other kinds of data, "" is refused
+  // below as any other fingerprint is.
+  if (same_kind && recorded.empty())
+    return cat(data.path, ": the run's state records no fingerprint of the ", what, " it trained on (an older folio "
+               "saved it), so this file cannot be checked against ", data.chat ? "them" : "it",
+               "; the run's next save records this file's");
+  if (data.fingerprint == recorded) return "";
+  auto described = [](const std::string& f) { return f.empty() ? std::string("none recorded") : f; };
+  fail("data", data.path, ": its ", what, text ? " is not the one" : " are not the ones",
+       " this run trained on (fingerprint ", described(data.fingerprint), ", the run's ", described(recorded),
        "): resume with the run's data, or start a new run (--init-from ", model_file, ")");
 }
 

@@ -30,11 +30,17 @@ TrainingData open_training_data(const std::string& path, double train_fraction,
 // in one (conversations). Throws "[data] ...".
 void check_windows(const TrainingData& data, int64_t block_size);
 
+// Whether two --data paths name the same file or directory.
+bool same_data_path(const std::string& a, const std::string& b);
+
 // --resume's check that `data` is what the run trained on: its fingerprint is the one
 // the run's state recorded (`recorded`, when its --data was `recorded_path`). Throws
 // "[data] <data.path>: ..." otherwise, offering a new run --init-from `model_file`.
-void check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
-                        const std::string& model_file);
+// A text other than the run's is not compared: --data naming other data is the
+// caller's warning. Returns the warning for what could not be checked (a state an
+// older folio saved records no fingerprint of a text or of conversations), else "".
+std::string check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
+                               const std::string& model_file);
 
 // The part of the mean loss over a batch's rows that rows [b0, b1) carry: their rows'
 // share, or, for conversations, their share of the targets the loss counts (0 when

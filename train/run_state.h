@@ -34,8 +34,9 @@ struct TrainState {
   TrainConfig config;
   OptimizerState optimizer;  // Optimizer::state(); checked against config.optimizer on load
   double train_seconds = 0;  // the steps' time so far (train/config.h: max_time)
-  // Where --sampling epoch is in its pass (data/batch_sampler.h), and the token
-  // directory's fingerprint ("" for a text file): absent from older runs.
+  // Where --sampling epoch is in its pass (data/batch_sampler.h), and the data's
+  // fingerprint (data/token_source.h), which --resume checks: absent from older runs
+  // ("" for a text or conversations saved before they had one).
   int64_t data_epoch = 0, data_position = 0;
   std::string data_fingerprint;
   std::vector<float> ema_weights;  // config.ema > 0: (P,) the average of the weights, flat

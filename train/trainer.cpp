@@ -47,7 +47,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     if (!dist::is_root()) st = load_state(run_dir_.state_file());
     ModelCheckpoint ck = load_model(run_dir_.model_file());
     data_ = open_training_data(opt_.train.data, opt_.train.train_fraction, ck.tokenizer, run_dir_.model_file());
-    check_resumed_data(data_, st.data_fingerprint, st.config.data, run_dir_.model_file());
+    data_warning_ = check_resumed_data(data_, st.data_fingerprint, st.config.data, run_dir_.model_file());
     if (st.step != ck.step)
       fail("checkpoint", run_dir_.state_file(), ": step ", st.step, " but ", ck.path, " is at step ", ck.step);
     model_ = std::move(ck.model);

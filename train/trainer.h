@@ -80,6 +80,9 @@ class Trainer {
   const nn::GPT& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *data_.tokenizer; }
   const TrainingData& data() const { return data_; }
+  // What --resume could not check of the data (train/chat_data.h), "" if nothing: the
+  // caller says it.
+  const std::string& data_warning() const { return data_warning_; }
   int64_t step() const { return step_; }
   // Seconds spent in training steps, over the whole run (resumes included): evaluations
   // and saves are not counted. On several ranks, rank 0's clock.
@@ -132,6 +135,7 @@ class Trainer {
   TrainOptions opt_;
   RunDir run_dir_;
   TrainingData data_;
+  std::string data_warning_;  // check_resumed_data's
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops
