@@ -10,11 +10,15 @@
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "io/conversation_file.h"
+#include "io/hf_gpt2.h"
 #include "nn/model_options.h"
 #include "train/run_state.h"
 
 namespace folio::cli {
 namespace {
+
+// The largest vocabulary folio info lists whole.
+constexpr int kListedVocabulary = 256;
 
 void declare_info(po::options_description& opts) {
   add_checkpoint(opts);
@@ -37,16 +41,38 @@ std::string tokenizer_flags(const TrainConfig& t, const Tokenizer& tok, bool tok
   const std::optional<TokenizerSpec> flags = tok.as_flags();
   if (!flags) {
     // No flags make it (a SentencePiece model of another type, any chat model's): the
-    // export is pointed at only where there is a file to write.
-    bool file = false;
-    try {
-      file = tok.export_model().has_value();
-    } catch (const Error&) {  // a chat model's that would not give its ids
-    }
-    if (file) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
+    // export is pointed at only where there is a file to write, a question answered
+    // without building the file.
+    if (tok.has_model_file()) return cat("(", from, " SentencePiece model; folio info --export-tokenizer writes it as a file)");
     return cat("(", from, " tokenizer, which no flags make)");
   }
   return cat("--tokenizer ", flags->name, " --vocab-size ", flags->vocab_size, " (", from, ")");
+}
+
+// Why --export-tokenizer has no file to write for `ck`'s tokenizer, and what there is
+// instead, by kind. `path` is the checkpoint as the user named it.
+std::string why_no_file(const ModelCheckpoint& ck, const std::string& path) {
+  const Tokenizer& tok = *ck.tokenizer;
+  const std::string kind = tok.kind();
+  if (kind == "char")
+    return tok.vocab_size() <= kListedVocabulary
+               ? std::string("which has no file format of its own (folio info lists its characters)")
+               : cat("which has no file format of its own (its ids are the characters of the text it was trained "
+                     "on; folio tokens --checkpoint ", path, " --text T shows the id of each character of T)");
+  if (kind == "ids")
+    return "which has no file to write: it holds only the vocabulary size of token files made elsewhere, whose "
+           "tokenizer is the one that made them";
+  if (kind == "bytebpe") {
+    const std::string what = "GPT-2's byte-level BPE, whose vocabulary and merges the checkpoint carries; "
+                             "--export-tokenizer writes a SentencePiece .model, which cannot hold them: ";
+    if (!tok.chat_tokens() && hf_refusals(ck.model->config()).empty())
+      return what + cat("folio export --format hf ", path, " DIR writes them as DIR/vocab.json and DIR/merges.txt, "
+                        "with the weights");
+    return what + cat("folio export --format hf writes them (vocab.json, merges.txt) only with a model HF's GPT-2 "
+                      "holds, which this one is not (folio export --format hf ", path, " DIR says why); the files "
+                      "the tokenizer came from (vocab.json and merges.txt, or a .tiktoken) are them");
+  }
+  return "which has no file format of its own";
 }
 
 // A run directory's best.safetensors: its path and step.
@@ -66,7 +92,7 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
   const Tokenizer& tok = *ck.tokenizer;
   std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());
-  if (tok.vocab_size() <= 256) {  // a short vocabulary (characters) is worth seeing whole
+  if (tok.vocab_size() <= kListedVocabulary) {  // a short vocabulary (characters) is worth seeing whole
     std::string tokens;
     for (int32_t id = 0; id < tok.vocab_size(); ++id)  // end-of-text has no text: named, not left blank
       tokens += cat(id ? " " : "", id == tok.end_of_text() ? "<end-of-text>" : visible_token(tok.token_bytes(id)));
@@ -129,8 +155,8 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
       throw UsageError(cat("--export-tokenizer: ", ck->path, ": ", e.what()));
     }
     if (!model)
-      throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(),
-                           " tokenizer, which has no file format of its own (folio info lists its characters)"));
+      throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(), " tokenizer, ",
+                           why_no_file(*ck, path)));
     const std::string out = vm["export-tokenizer"].as<std::string>();
     check_output(vm, "--export-tokenizer " + out, out);
     return [=] {
@@ -138,12 +164,12 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
       return 0;
     };
   }
-  // Read whole, as generate would read it, then let go: only its step is shown. Damaged,
+  // Only its step is shown, which its header holds: the weights are not read. Damaged,
   // it costs info this line, not the others.
   std::optional<BestCheckpoint> best;
   const std::filesystem::path best_path = std::filesystem::path(ck->path).parent_path() / "best.safetensors";
   if (std::filesystem::is_directory(path) && std::filesystem::exists(best_path)) try {
-      best = BestCheckpoint{best_path.string(), load_model(best_path.string()).step};
+      best = BestCheckpoint{best_path.string(), checkpoint_step(best_path.string())};
     } catch (const Error& e) {
       warn(cat(best_path.string(), " cannot be read, so the best checkpoint is not shown: ", e.what()));
     }

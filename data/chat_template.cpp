@@ -44,15 +44,19 @@ class ChatTokenizer final : public Tokenizer {
   // template) gives render_chat's ids. Unlike encode(), it reads a marker typed in the
   // text as the token, as llama.cpp and HF's tokenizers read a rendered template.
   std::optional<std::string> export_model() const override {
-    const std::optional<std::string> model = base_->export_model();
-    if (!model || std::string_view(base_->kind()) != "spm") return std::nullopt;
-    static constexpr std::string_view kPieces[] = {kImStart, kImEnd};
-    return spm_model_with_user_pieces(*model, kPieces);
+    if (!has_spm_base()) return std::nullopt;
+    return spm_model_with_user_pieces(*base_->export_model(), kPieces);
+  }
+  bool has_model_file() const override {
+    return has_spm_base() && !spm_user_pieces_refusal(*base_->export_model(), kPieces);
   }
   std::optional<TokenizerSpec> as_flags() const override { return std::nullopt; }
   const Tokenizer& base() const { return *base_; }
 
  private:
+  static constexpr std::string_view kPieces[] = {kImStart, kImEnd};
+  // A SentencePiece model, whose export_model() is the model as it is (a copy).
+  bool has_spm_base() const { return base_->has_model_file() && std::string_view(base_->kind()) == "spm"; }
   std::unique_ptr<Tokenizer> base_;
   int32_t n_;  // the base's vocabulary: <|im_start|>'s id
 };

@@ -160,6 +160,7 @@ class SpmTokenizer final : public Tokenizer {
     return m;
   }
   std::optional<std::string> export_model() const override { return model_; }
+  bool has_model_file() const override { return true; }
   std::optional<TokenizerSpec> as_flags() const override {
     const std::string type = model_type(model_);
     if (type != "bpe" && type != "unigram") return std::nullopt;
@@ -311,18 +312,14 @@ std::unique_ptr<Tokenizer> from_file(const std::string& path) {
 
 const TokenizerKind kSpmTokenizer = {"spm", {"bpe", "unigram"}, train, load, from_file};
 
-std::string spm_model_with_user_pieces(const std::string& model, std::span<const std::string_view> pieces) {
-  auto refuse = [](const std::string& why) {
-    fail("tokenizer", "spm_encode would not give folio's ids with the chat tokens added to this SentencePiece model: ",
-         why);
-  };
+std::optional<std::string> spm_user_pieces_refusal(const std::string& model, std::span<const std::string_view> pieces) {
   // SentencePiece's BPE never merges a USER_DEFINED piece with its neighbours, so the
   // text either side of one is cut as folio cuts it alone. A unigram model's Viterbi
   // search scores the whole line: a piece may reach across the added piece's text, and
   // the float sums carried past it may settle a near tie the other way.
   if (const std::string type = model_type(model); type != "bpe")
-    refuse(cat("it is a ", type.empty() ? "model of an unknown type" : type + " model",
-               "; only a BPE model cuts the text beside a chat token as folio does"));
+    return cat("it is a ", type.empty() ? "model of an unknown type" : type + " model",
+               "; only a BPE model cuts the text beside a chat token as folio does");
   // The normalizer sees the whole line: a space put before the text, or whitespace
   // squeezed at its ends, happens once per line for spm_encode but once per text
   // between chat tokens for folio; a character map may rewrite across a token's text.
@@ -330,27 +327,38 @@ std::string spm_model_with_user_pieces(const std::string& model, std::span<const
   uint64_t dummy_prefix = 1, squeeze = 1;  // both default to true
   proto_field(normalizer, 3, &dummy_prefix);
   proto_field(normalizer, 4, &squeeze);
-  if (dummy_prefix) refuse("it puts a space before the text (add_dummy_prefix)");
-  if (squeeze) refuse("it squeezes whitespace (remove_extra_whitespaces)");
-  if (!proto_field(normalizer, 2).value_or("").empty()) refuse("its normalizer rewrites characters");
+  if (dummy_prefix) return "it puts a space before the text (add_dummy_prefix)";
+  if (squeeze) return "it squeezes whitespace (remove_extra_whitespaces)";
+  if (!proto_field(normalizer, 2).value_or("").empty()) return "its normalizer rewrites characters";
   // spm_encode matches USER_DEFINED pieces longest first as it reads: one of the
   // model's own that holds the first byte of an added piece could start before or at
-  // the added piece's text and take it.
+  // the added piece's text and take it. One that is an added piece would keep its id.
+  std::optional<std::string> user_defined, own;
+  int id = 0;  // a piece's id is its place among ModelProto.pieces
   visit_fields(model, [&](uint64_t field, uint64_t, const std::string_view* entry) {
     if (field != 1 || !entry) return true;  // ModelProto.pieces
     uint64_t type = 1;
     proto_field(*entry, 3, &type);
     const std::string piece = proto_field(*entry, 1).value_or("");
-    for (const std::string_view p : pieces)
+    for (const std::string_view p : pieces) {
       if (type == 4 && piece.find(p.front()) != std::string::npos)
-        refuse(cat("its own user-defined piece \"", piece, "\" could take the text of ", p));
-    return true;
+        user_defined = cat("its own user-defined piece \"", piece, "\" could take the text of ", p);
+      if (piece == p && !own) own = cat("it has a piece ", p, " of its own (id ", id, ")");
+    }
+    ++id;
+    return !user_defined;
   });
+  return user_defined ? user_defined : own;
+}
+
+std::string spm_model_with_user_pieces(const std::string& model, std::span<const std::string_view> pieces) {
+  auto refuse = [](const std::string& why) {
+    fail("tokenizer", "spm_encode would not give folio's ids with the chat tokens added to this SentencePiece model: ",
+         why);
+  };
+  if (const std::optional<std::string> why = spm_user_pieces_refusal(model, pieces)) refuse(*why);
   spm::SentencePieceProcessor base;
   if (!base.LoadFromSerializedProto(model).ok()) refuse("it is not a SentencePiece model");
-  for (const std::string_view p : pieces)
-    if (const int id = base.PieceToId(p); base.IdToPiece(id) == p)
-      refuse(cat("it has a piece ", p, " of its own (id ", id, ")"));
 
   // A repeated field given again appends to it: the pieces take the next ids.
   std::string out = model;

@@ -89,6 +89,10 @@ class Tokenizer {
   // The tokenizer as a file in its library's own format (a SentencePiece .model, which
   // spm_encode and python3-sentencepiece load), or nullopt when it has none.
   virtual std::optional<std::string> export_model() const { return std::nullopt; }
+  // Whether export_model() gives a file (and does not refuse), answered without
+  // building it: a chat model's file is its base's with two pieces added, which takes
+  // loading the model twice. What folio info's tokenizer line asks.
+  virtual bool has_model_file() const { return false; }
   // 16 hex digits (FNV-1a 64 over the metadata): equal for the same tokenizer, on
   // every machine; what --resume and folio info compare and show.
   std::string fingerprint() const;

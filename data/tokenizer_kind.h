@@ -4,6 +4,7 @@
 // Only the tokenizer files include this; everything else uses data/tokenizer.h.
 #include <array>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +33,10 @@ extern const TokenizerKind kCharTokenizer, kByteBpeTokenizer, kSpmTokenizer, kId
 // between two such ids alone: only a BPE model that adds no space before the text,
 // squeezes no whitespace and rewrites no character qualifies (every one folio trains).
 std::string spm_model_with_user_pieces(const std::string& model, std::span<const std::string_view> pieces);
+// Why spm_model_with_user_pieces would refuse `model`, or nullopt: read from the
+// model's fields, without loading it twice as building the file does (what a chat
+// tokenizer's has_model_file() asks).
+std::optional<std::string> spm_user_pieces_refusal(const std::string& model, std::span<const std::string_view> pieces);
 
 // The value of `key`, or nullptr.
 const std::string* find_entry(const TokenizerMetadata& metadata, std::string_view key);

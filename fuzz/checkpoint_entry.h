@@ -3,8 +3,9 @@
 // the regression test over fuzz/corpus (tests/test_fuzz_corpus.cpp): the bytes of an
 // untrusted checkpoint go through the same readers `folio` uses on a file it is given.
 //
-// Contract under test: for ANY bytes, load_model and load_state either succeed or
-// throw folio::Error. Anything else (another exception, a crash, a sanitizer report,
+// Contract under test: for ANY bytes, load_model, checkpoint_step (its header alone)
+// and load_state either succeed or throw folio::Error, and checkpoint_step gives the
+// step of every file load_model accepts. Anything else (another exception, a crash, a sanitizer report,
 // an allocation beyond what the file holds) is a bug. Other exceptions propagate to
 // the caller: libFuzzer then aborts and reports the input, GoogleTest fails the test.
 #include <fcntl.h>
@@ -87,7 +88,12 @@ inline int load_checkpoint_bytes(const uint8_t* data, size_t size, const std::st
     ck = load_model(path);
   } catch (const Error&) {
   }
-  if (ck) check_model(*ck), ++accepted;
+  std::optional<int64_t> step;
+  try {
+    step = checkpoint_step(path);
+  } catch (const Error&) {
+  }
+  if (ck) check_model(*ck), require(step == ck->step), ++accepted;
   std::optional<TrainState> st;
   try {
     st = load_state(path);

@@ -28,6 +28,24 @@ void save_model(const std::string& file, const nn::GPT& model, const Tokenizer& 
   save_safetensors(file, tensors, metadata);
 }
 
+namespace {
+
+// __metadata__.step of a model checkpoint whose folio format was checked.
+int64_t step_of(const SafetensorsMetadata& f, const std::string& where) {
+  const Json step = metadata_json(f, "step", where);
+  if (!step.is_int() || step.as_int() < 0) fail("checkpoint", where, ": __metadata__.step: expected an integer >= 0");
+  return step.as_int();
+}
+
+}  // namespace
+
+int64_t checkpoint_step(const std::string& path) {
+  const std::string where = model_file(path);
+  const SafetensorsMetadata f = load_safetensors_metadata(where);
+  check_folio_format(f, where, "-model");
+  return step_of(f, where);
+}
+
 ModelCheckpoint load_model(const std::string& path) {
   ModelCheckpoint ck;
   ck.path = model_file(path);
@@ -39,9 +57,7 @@ ModelCheckpoint load_model(const std::string& path) {
   if (ck.tokenizer->vocab_size() != config.vocab_size)
     fail("checkpoint", where, ": the tokenizer (", ck.tokenizer->describe(), ") has ", ck.tokenizer->vocab_size(),
          " tokens but config.vocab_size is ", config.vocab_size);
-  const Json step = metadata_json(f, "step", where);
-  if (!step.is_int() || step.as_int() < 0) fail("checkpoint", where, ": __metadata__.step: expected an integer >= 0");
-  ck.step = step.as_int();
+  ck.step = step_of(f, where);
   // The file's tensors must add up to the configured model before it is allocated:
   // a header cannot make folio build a model larger than the file that describes it.
   int64_t in_file = 0;

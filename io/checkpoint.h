@@ -33,5 +33,10 @@ std::string model_file(const std::string& path);
 
 void save_model(const std::string& file, const nn::GPT& model, const Tokenizer& tokenizer, int64_t step);
 ModelCheckpoint load_model(const std::string& path);
+// The step a model checkpoint was saved at, from its header alone: what folio info
+// shows of a run's best.safetensors without reading ~0.5 GB of weights. The header is
+// validated as load_model validates it (a damaged or cut-short file throws the same
+// Error); the weights are not read, so values load_model would refuse (NaN) go unseen.
+int64_t checkpoint_step(const std::string& path);
 
 }  // namespace folio

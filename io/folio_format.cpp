@@ -20,7 +20,7 @@ Metadata folio_metadata(const char* kind) {
 // What kind of folio file this is lives in "folio_format"; "format" is "pt", as
 // Hugging Face's loaders require of a safetensors file. Files written before that
 // change kept the kind in "format", and still load.
-void check_folio_format(const SafetensorsFile& f, const std::string& where, const char* kind) {
+void check_folio_format(const SafetensorsMetadata& f, const std::string& where, const char* kind) {
   auto value = [&](const char* key) -> const std::string* {
     for (const auto& [k, v] : f.metadata)
       if (k == key) return &v;
@@ -34,7 +34,7 @@ void check_folio_format(const SafetensorsFile& f, const std::string& where, cons
          " file?)");
 }
 
-Json metadata_json(const SafetensorsFile& f, const char* key, const std::string& where) {
+Json metadata_json(const SafetensorsMetadata& f, const char* key, const std::string& where) {
   const std::string text = f.meta(key);
   try {
     return Json::parse(text);

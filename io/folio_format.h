@@ -16,9 +16,9 @@ namespace folio {
 
 // kind: "-model" or "-state".
 Metadata folio_metadata(const char* kind);
-void check_folio_format(const SafetensorsFile& f, const std::string& where, const char* kind);
+void check_folio_format(const SafetensorsMetadata& f, const std::string& where, const char* kind);
 
-Json metadata_json(const SafetensorsFile& f, const char* key, const std::string& where);
+Json metadata_json(const SafetensorsMetadata& f, const char* key, const std::string& where);
 
 // Values read back must be finite: a checkpoint never holds diverged numbers, and a
 // model or optimizer loaded with one would only produce NaN.

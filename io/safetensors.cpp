@@ -111,7 +111,7 @@ struct TempFile {
 
 // One header entry, validated. begin/end are byte offsets into the data section.
 struct Entry {
-  std::string_view name;
+  std::string name;
   Shape shape;
   uint64_t begin = 0, end = 0;
   size_t index = 0;  // position in SafetensorsFile::tensors
@@ -211,6 +211,66 @@ void check_tiling(const std::string& path, std::vector<Entry> sorted, uint64_t d
     bad(path, "data section: bytes [", covered, ", ", data_size, ") after the last tensor belong to no tensor");
 }
 
+struct Header {
+  uint64_t length = 0;         // N: the data section starts at byte 8 + N
+  std::vector<Entry> entries;  // in the header's order
+};
+
+// Opens `path` into `f`, reads its header and validates all of it (the entries, the
+// metadata, which goes to `out`, and their tiling of the data section the file's size
+// leaves) before anything is allocated for tensor data. `f` is left at the data section.
+Header read_header(const std::string& path, Fd& f, SafetensorsMetadata& out) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  // Regular files ignore it.
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f.fd < 0) bad(path, "file: cannot open: ", errno_text(errno));
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0) bad(path, "file: cannot stat: ", errno_text(errno));
+  if (S_ISDIR(st.st_mode)) bad(path, "file: is a directory, not a regular file");
+  if (!S_ISREG(st.st_mode)) bad(path, "file: not a regular file");
+  const uint64_t size = uint64_t(st.st_size);
+  if (size < 8) bad(path, "file: size ", size, " is less than the 8-byte header length");
+
+  unsigned char prefix[8];
+  read_exact(path, f.fd, prefix, 8, 0);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(prefix[i]) << (8 * i);
+  // A length beyond the file is what any other file (a log.csv, a text) gives: say so.
+  constexpr const char* kOther =
+      " (not a safetensors file? It starts with an 8-byte little-endian header length, then a JSON header)";
+  if (n > size - 8) bad(path, "header length: ", n, " exceeds file size ", size, " minus the 8-byte length", kOther);
+  if (n > kMaxHeader) bad(path, "header length: ", n, " exceeds the limit of ", kMaxHeader, " bytes", kOther);
+  std::string text(n, '\0');
+  read_exact(path, f.fd, text.data(), n, 8);
+
+  Json header;
+  try {
+    header = Json::parse(text);
+  } catch (const Error& e) {
+    std::string_view what = e.what();
+    if (what.starts_with("[json] ")) what.remove_prefix(7);
+    bad(path, "header: invalid JSON: ", what, " of the header");
+  }
+  if (!header.is_object()) bad(path, "header: expected a JSON object, got ", header.type_name());
+
+  // Validate every entry before allocating anything for tensor data.
+  const uint64_t data_size = size - 8 - n;
+  out.path = path;
+  Header h{n, {}};
+  std::vector<Entry>& entries = h.entries;
+  for (const auto& [name, value] : header.as_object()) {
+    if (name == "__metadata__") {  // the JSON parser already refused a second one
+      out.metadata = parse_metadata(path, value);
+      continue;
+    }
+    entries.push_back(parse_entry(path, name, value, data_size));  // names are unique: JSON refuses duplicate keys
+    entries.back().name = name;
+    entries.back().index = entries.size() - 1;
+  }
+  check_tiling(path, entries, data_size);
+  return h;
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors, const Metadata& metadata) {
@@ -286,67 +346,29 @@ const Tensor* SafetensorsFile::find(std::string_view name) const {
   return nullptr;
 }
 
-std::string SafetensorsFile::meta(std::string_view key) const {
+std::string SafetensorsMetadata::meta(std::string_view key) const {
   for (const auto& [k, v] : metadata)
     if (k == key) return v;
   fail("checkpoint", path, ": __metadata__: no key ", quote(key));
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
-  // Regular files ignore it.
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (f.fd < 0) bad(path, "file: cannot open: ", errno_text(errno));
-  struct stat st;
-  if (::fstat(f.fd, &st) != 0) bad(path, "file: cannot stat: ", errno_text(errno));
-  if (S_ISDIR(st.st_mode)) bad(path, "file: is a directory, not a regular file");
-  if (!S_ISREG(st.st_mode)) bad(path, "file: not a regular file");
-  const uint64_t size = uint64_t(st.st_size);
-  if (size < 8) bad(path, "file: size ", size, " is less than the 8-byte header length");
-
-  unsigned char prefix[8];
-  read_exact(path, f.fd, prefix, 8, 0);
-  uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(prefix[i]) << (8 * i);
-  // A length beyond the file is what any other file (a log.csv, a text) gives: say so.
-  constexpr const char* kOther =
-      " (not a safetensors file? It starts with an 8-byte little-endian header length, then a JSON header)";
-  if (n > size - 8) bad(path, "header length: ", n, " exceeds file size ", size, " minus the 8-byte length", kOther);
-  if (n > kMaxHeader) bad(path, "header length: ", n, " exceeds the limit of ", kMaxHeader, " bytes", kOther);
-  std::string text(n, '\0');
-  read_exact(path, f.fd, text.data(), n, 8);
-
-  Json header;
-  try {
-    header = Json::parse(text);
-  } catch (const Error& e) {
-    std::string_view what = e.what();
-    if (what.starts_with("[json] ")) what.remove_prefix(7);
-    bad(path, "header: invalid JSON: ", what, " of the header");
-  }
-  if (!header.is_object()) bad(path, "header: expected a JSON object, got ", header.type_name());
-
-  // Validate every entry before allocating anything for tensor data.
-  const uint64_t data_size = size - 8 - n;
+  Fd f(-1);
   SafetensorsFile out;
-  out.path = path;
-  std::vector<Entry> entries;
-  for (const auto& [name, value] : header.as_object()) {
-    if (name == "__metadata__") {  // the JSON parser already refused a second one
-      out.metadata = parse_metadata(path, value);
-      continue;
-    }
-    entries.push_back(parse_entry(path, name, value, data_size));  // names are unique: JSON refuses duplicate keys
-    entries.back().name = name;
-    entries.back().index = entries.size() - 1;
-  }
-  check_tiling(path, entries, data_size);
-
+  Header h = read_header(path, f, out);
   // The tensors tile the data section, so their total size is data_size <= the file size.
-  for (const Entry& e : entries) out.tensors.push_back({std::string(e.name), Tensor::empty(e.shape)});
+  for (const Entry& e : h.entries) out.tensors.push_back({e.name, Tensor::empty(e.shape)});
+  std::vector<Entry>& entries = h.entries;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   for (const Entry& e : entries)  // in file order: one sequential pass
-    read_exact(path, f.fd, out.tensors[e.index].tensor.data(), e.end - e.begin, 8 + n + e.begin);
+    read_exact(path, f.fd, out.tensors[e.index].tensor.data(), e.end - e.begin, 8 + h.length + e.begin);
+  return out;
+}
+
+SafetensorsMetadata load_safetensors_metadata(const std::string& path) {
+  Fd f(-1);
+  SafetensorsMetadata out;
+  read_header(path, f, out);
   return out;
 }
 

@@ -33,16 +33,27 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;  // __metadat
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const Metadata& metadata = {});
 
-struct SafetensorsFile {
-  std::vector<NamedTensor> tensors;  // in the header's order
+// What a file says of itself in its header: its __metadata__.
+struct SafetensorsMetadata {
   Metadata metadata;
+  std::string path;  // where it was read from
+
+  std::string meta(std::string_view key) const;  // throws (naming the file) if absent
+};
+
+struct SafetensorsFile : SafetensorsMetadata {
+  std::vector<NamedTensor> tensors;  // in the header's order
 
   const Tensor* find(std::string_view name) const;  // nullptr if absent
-  std::string meta(std::string_view key) const;     // throws (naming the file) if absent
-  std::string path;                                 // where it was read from
 };
 
 // Reads and fully validates a safetensors file (F32 tensors of up to 4 dimensions).
 SafetensorsFile load_safetensors(const std::string& path);
+
+// Reads the header alone, for a file's metadata without its tensors (a checkpoint's
+// step without its weights): validated as load_safetensors validates it, down to the
+// tensors tiling the data section the file's size leaves, with the same errors. Only
+// the tensor bytes are not read.
+SafetensorsMetadata load_safetensors_metadata(const std::string& path);
 
 }  // namespace folio

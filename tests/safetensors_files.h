@@ -54,11 +54,14 @@ class Safetensors : public ::testing::Test {
     return path;
   }
 
-  // Loading `path` throws an Error naming the path and every fragment.
+  // Loading `path` throws an Error naming the path and every fragment; reading its
+  // header alone (load_safetensors_metadata) throws the same Error: every problem these
+  // files have is the header's, or the header's against the file's size.
   static void expect_load_error(const std::string& path, std::initializer_list<std::string> fragments) {
     const std::string msg = testing::error_of([&] { load_safetensors(path); });
     EXPECT_EQ(msg.rfind("[checkpoint] " + path + ": ", 0), 0u) << msg;
     for (const std::string& frag : fragments) EXPECT_NE(msg.find(frag), std::string::npos) << msg << "\n lacks: " << frag;
+    EXPECT_EQ(testing::error_of([&] { load_safetensors_metadata(path); }), msg) << "the header reader disagrees";
   }
 
   std::vector<std::string> listing() const {

@@ -92,6 +92,7 @@ TEST(ChatTemplate, SentencePieceFileOnlyWhereSpmEncodeGivesTheIds) {
   const testing::TempDir dir("chat_spm_file");
   const std::string text = read_file(default_corpus_path()).substr(0, 20000);
   const auto bpe = with_chat_tokens(*make_tokenizer({"bpe", 400}, text));
+  EXPECT_TRUE(bpe->has_model_file());  // the question folio info asks, answered without building the file
   const std::optional<std::string> file = bpe->export_model();
   ASSERT_TRUE(file);
   testing::spit(dir / "chat.model", *file);
@@ -100,14 +101,26 @@ TEST(ChatTemplate, SentencePieceFileOnlyWhereSpmEncodeGivesTheIds) {
   EXPECT_EQ(back->encode(kImStart), std::vector<int32_t>{bpe->chat_tokens()->start});
   EXPECT_EQ(back->encode(kImEnd), std::vector<int32_t>{bpe->chat_tokens()->end});
 
-  expect_error([&] { with_chat_tokens(*make_tokenizer({"unigram", 400}, text))->export_model(); },
-               {"unigram model", "only a BPE model"});
+  const auto unigram = with_chat_tokens(*make_tokenizer({"unigram", 400}, text));
+  expect_error([&] { unigram->export_model(); }, {"unigram model", "only a BPE model"});
+  EXPECT_FALSE(unigram->has_model_file());
   // The same BPE model with add_dummy_prefix on: a NormalizerSpec (field 3) given again
   // merges into the model's own.
   testing::spit(dir / "prefix.model", *chat_base(*bpe).export_model() + std::string("\x1A\x02\x18\x01", 4));
-  expect_error([&] { with_chat_tokens(*make_tokenizer({dir / "prefix.model"}, ""))->export_model(); },
-               {"add_dummy_prefix"});
+  const auto prefix = with_chat_tokens(*make_tokenizer({dir / "prefix.model"}, ""));
+  expect_error([&] { prefix->export_model(); }, {"add_dummy_prefix"});
+  EXPECT_FALSE(prefix->has_model_file());
+  EXPECT_TRUE(make_tokenizer({dir / "prefix.model"}, "")->has_model_file()) << "the base model is a file as it is";
+  // The same BPE model with a piece <|im_start|> of its own (ModelProto.pieces, field 1,
+  // given again: appended, at id 400).
+  const std::string own_piece = std::string("\x0A\x0C", 2) + kImStart;
+  testing::spit(dir / "own.model", *chat_base(*bpe).export_model() + "\x0A" + char(own_piece.size()) + own_piece);
+  const auto own = with_chat_tokens(*make_tokenizer({dir / "own.model"}, ""));
+  expect_error([&] { own->export_model(); }, {"it has a piece <|im_start|> of its own (id 400)"});
+  EXPECT_FALSE(own->has_model_file());
   EXPECT_FALSE(chars("abc")->export_model()) << "a char vocabulary has no file";
+  EXPECT_FALSE(chars("abc")->has_model_file());
+  EXPECT_FALSE(with_chat_tokens(*chars("abc"))->has_model_file());
 }
 
 TEST(ChatTemplate, TravelsInTheTokenizerMetadata) {

@@ -295,5 +295,39 @@ TEST_F(DamagedCheckpoint, Missing) {
   expect_error(dir_ / "missing.safetensors", "file: cannot open: No such file or directory");
 }
 
+// checkpoint_step reads the header alone: what damages the header (or the file's size
+// against it) it refuses with load_model's own Error; what only the weights show (a
+// NaN) it does not see, as its comment says.
+TEST_F(DamagedCheckpoint, StepFromTheHeaderAloneRefusesWhatTheHeaderBreaks) {
+  EXPECT_EQ(checkpoint_step(good_), 1);
+  auto same_error = [&](const std::string& what) {
+    const std::string whole = testing::error_of([&] { load_model(bad_); });
+    EXPECT_EQ(testing::error_of([&] { checkpoint_step(bad_); }), whole) << what;
+  };
+  std::string flipped = bytes_;
+  flipped[8] = '!';  // the header's opening brace
+  for (const std::string& damaged : {bytes_.substr(0, bytes_.size() / 2), bytes_.substr(0, bytes_.size() - 1),
+                                     std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + bytes_.substr(8), flipped}) {
+    std::ofstream(bad_, std::ios::binary | std::ios::trunc) << damaged;
+    same_error(cat(damaged.size(), " bytes"));
+  }
+  const SafetensorsFile good = load_safetensors(good_);
+  for (const auto& [key, value] : {std::pair("step", "-1"), std::pair("step", "\"7\""), std::pair("folio_format", "folio-gpt-1-state")}) {
+    Metadata m = good.metadata;
+    for (auto& [k, v] : m)
+      if (k == key) v = value;
+    save_safetensors(bad_, good.tensors, m);
+    same_error(cat(key, " ", value));
+  }
+  expect_tensors_error(
+      [&](auto& ts) {
+        Tensor t = find(ts, "lm_head.weight").tensor.detach().clone();
+        t.data()[0] = std::numeric_limits<float>::quiet_NaN();
+        find(ts, "lm_head.weight").tensor = t;
+      },
+      "value nan");
+  EXPECT_EQ(checkpoint_step(bad_), 1) << "the weights are not read";
+}
+
 }  // namespace
 }  // namespace folio

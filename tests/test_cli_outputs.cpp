@@ -159,6 +159,61 @@ TEST_F(CliOutputs, HfRefusalsNameTheOptionsTheUserSet) {
   expect_contains(slurp(p("hf") + "/config.json"), {"\"n_inner\":64"});
 }
 
+// folio info --export-tokenizer writes a SentencePiece .model; every other kind is
+// refused (exit 2, nothing written) with what is true of that kind, and a pointer that
+// works where there is one: the commands it names are run here.
+TEST_F(CliOutputs, ExportTokenizerSaysWhatEachKindHasInsteadOfAFile) {
+  spit(dir_ / "tiny.tiktoken", tiktoken_file());
+  std::string cjk;  // 300 characters, more than folio info lists
+  for (char32_t c = 0x4E00; c < 0x4E00 + 300; ++c)
+    cjk += {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+  std::string cjk_text;
+  for (int i = 0; i < 10; ++i) cjk_text += cjk;
+  spit(dir_ / "cjk.txt", cjk_text);
+  fs::create_directories(dir_.path / "nano");  // nanoGPT's raw uint16 ids, no tokenizer
+  std::string ids;
+  for (int i = 0; i < 3000; ++i) ids += {char(i % 251), '\0'};
+  spit(dir_ / "nano/train.bin", ids);
+  spit(dir_ / "nano/val.bin", ids.substr(0, 600));
+  ASSERT_EQ(folio("train --data " + text() + run("chars", 2)).code, 0);
+  ASSERT_EQ(folio("train --data " + p("cjk.txt") + run("cjk", 2)).code, 0);
+  ASSERT_EQ(folio("train --data " + p("nano") + " --vocab-size 300" + run("ids", 2)).code, 0);
+  ASSERT_EQ(folio("train --data " + text() + run("gpt2", 2) + " --tokenizer " + p("tiny.tiktoken") + kGpt2Shape).code, 0);
+  ASSERT_EQ(folio("train --data " + text() + run("other", 2) + " --tokenizer " + p("tiny.tiktoken")).code, 0);
+
+  const auto refused = [&](const std::string& run, std::initializer_list<std::string> fragments) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio("info --checkpoint " + p(run) + " --export-tokenizer " + p("x.model"));
+    EXPECT_EQ(r.code, 2) << r.err;
+    expect_contains(r.err, {"--export-tokenizer: " + p(run) + "/model.safetensors holds a "});
+    expect_contains(r.err, fragments);
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << run;
+  };
+  refused("chars", {"holds a char, ", "no file format of its own (folio info lists its characters)"});
+  expect_contains(folio("info --checkpoint " + p("chars")).out, {"\nvocabulary   "});
+  refused("cjk", {"holds a char, 300 characters", "its ids are the characters of the text it was trained on",
+                  "folio tokens --checkpoint " + p("cjk") + " --text T"});
+  EXPECT_EQ(folio("info --checkpoint " + p("cjk")).out.find("vocabulary   "), std::string::npos) << "too many to list";
+  EXPECT_EQ(folio("tokens --checkpoint " + p("cjk") + " --text \xE4\xB8\x80 --format ids").out, "0\n");
+  refused("ids", {"holds a ids, 300 token ids", "it holds only the vocabulary size of token files made elsewhere"});
+  for (const char* run : {"gpt2", "other"}) {
+    refused(run, {"holds a bytebpe (GPT-2's pattern), ", "GPT-2's byte-level BPE, whose vocabulary and merges the "
+                  "checkpoint carries; --export-tokenizer writes a SentencePiece .model, which cannot hold them"});
+    EXPECT_EQ(folio("info --checkpoint " + p(run) + " --export-tokenizer " + p("x.model")).err.find("lists its"),
+              std::string::npos);
+  }
+  refused("gpt2", {"folio export --format hf " + p("gpt2") + " DIR writes them as DIR/vocab.json and DIR/merges.txt"});
+  const Result hf = folio("export --format hf " + p("gpt2") + " " + p("hf"));
+  EXPECT_EQ(hf.code, 0) << hf.err;
+  EXPECT_TRUE(fs::exists(dir_.path / "hf/vocab.json") && fs::exists(dir_.path / "hf/merges.txt"));
+  refused("other", {"folio export --format hf writes them (vocab.json, merges.txt) only with a model HF's GPT-2 "
+                    "holds, which this one is not (folio export --format hf " + p("other") + " DIR says why)",
+                    "the files the tokenizer came from (vocab.json and merges.txt, or a .tiktoken) are them"});
+  const Result why = folio("export --format hf " + p("other") + " " + p("hf-other"));
+  EXPECT_EQ(why.code, 2) << why.err;
+  expect_contains(why.err, {"maps to no HF GPT2LMHeadModel"});
+}
+
 // The display width of a table line: a code point a column, "日" two.
 size_t columns(const std::string& line) {
   size_t n = 0;
