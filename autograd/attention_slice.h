@@ -174,12 +174,22 @@ inline void softmax_backward_rows(const float* p, const float* pd, float* ds, in
 // scores, as the fp32 form's. The weights p kept for the backward stay fp32.
 
 // Per-thread scratch of one bf16 slice: fp32 for one (Tp, hsp) and one (Tp, Tp) buffer
-// (two with dropout), bf16 for five (Tp, hsp) and three (Tp, Tp) buffers.
+// (two with dropout), bf16 for five (Tp, hsp) and three (Tp, Tp) buffers, and one row
+// (hsp) of each. Kept by its thread from call to call (fresh pages cost more than the
+// op), and grown when a call needs more.
 struct Bf16Scratch {
-  std::vector<float> f;
-  std::vector<kernels::bf16> h;
-  Bf16Scratch(const Dims& d, bool dropped)
-      : f(size_t(d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp)), h(size_t(5 * d.Tp * d.hsp + 3 * d.Tp * d.Tp)) {}
+  std::vector<float> f, scaled;
+  std::vector<kernels::bf16> h, row;
+  void reserve(const Dims& d, bool dropped) {
+    grow(f, d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
+    grow(h, 5 * d.Tp * d.hsp + 3 * d.Tp * d.Tp);
+    grow(scaled, d.hsp);
+    grow(row, d.hsp);
+  }
+  template <class V>
+  static void grow(V& v, int64_t n) {
+    if (int64_t(v.size()) < n) v.resize(size_t(n));
+  }
 };
 // p (Tp, Tp) = the causal weights, zero where masked or padded; y = pd v.
 void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Bf16Scratch& scratch, const Dims& d, float scale,

@@ -26,18 +26,35 @@ using kernels::bf16;
 using kernels::round_to_bf16;
 namespace tiles16 = kernels::attention_tiles_bf16;
 
+// Row t of x (T, hs) times scale, rounded into the scratch's row (hsp): one vector pass,
+// from which the packers below copy or scatter.
+const bf16* rounded_row(Rows x, int64_t t, float scale, const Dims& d, Bf16Scratch& s) {
+  const float* row = x.data + t * x.ld;
+  if (scale != 1.0f) {
+    for (int64_t c = 0; c < d.hs; ++c) s.scaled[size_t(c)] = scale * row[c];
+    row = s.scaled.data();
+  }
+  kernels::to_bf16_row(row, s.row.data(), d.hs);
+  if (d.hs % 2) s.row[size_t(d.hs)] = bf16(0);  // the last pair's second half (hsp > hs)
+  return s.row.data();
+}
+
 // x (T, hs) times scale -> (Tp, hsp) bf16 rows, zeros around.
-void pack_rows(Rows x, float scale, const Dims& d, bf16* out) {
+void pack_rows(Rows x, float scale, const Dims& d, Bf16Scratch& s, bf16* out) {
   std::fill(out, out + d.Tp * d.hsp, bf16(0));
-  for (int64_t t = 0; t < d.T; ++t)
-    for (int64_t c = 0; c < d.hs; ++c) out[t * d.hsp + c] = round_to_bf16(scale * x.data[t * x.ld + c]);
+  for (int64_t t = 0; t < d.T; ++t) {
+    const bf16* r = rounded_row(x, t, scale, d, s);
+    std::copy(r, r + d.hs, out + t * d.hsp);
+  }
 }
 
 // x (T, hs) -> x^T (hsp, Tp) bf16 rows, zeros around.
-void pack_transposed(Rows x, const Dims& d, bf16* out) {
+void pack_transposed(Rows x, const Dims& d, Bf16Scratch& s, bf16* out) {
   std::fill(out, out + d.hsp * d.Tp, bf16(0));
-  for (int64_t c = 0; c < d.hs; ++c)
-    for (int64_t t = 0; t < d.T; ++t) out[c * d.Tp + t] = round_to_bf16(x.data[t * x.ld + c]);
+  for (int64_t t = 0; t < d.T; ++t) {
+    const bf16* r = rounded_row(x, t, 1.0f, d, s);
+    for (int64_t c = 0; c < d.hs; ++c) out[c * d.Tp + t] = r[c];
+  }
 }
 
 // x (T, hs) -> pair rows of x (Tp / 2 of hsp pairs): pair row m is rows 2m and 2m + 1.
@@ -49,11 +66,13 @@ void pack_pair_rows(Rows x, const Dims& d, bf16* out) {
 }
 
 // x (T, hs) -> pair rows of x^T (hsp / 2 of Tp pairs): pair row m holds dims 2m and
-// 2m + 1 of each row of x, which is x's own row in 32-bit steps.
-void pack_pair_rows_transposed(Rows x, const Dims& d, bf16* out) {
+// 2m + 1 of each row of x, which is x's own rounded row in 32-bit steps.
+void pack_pair_rows_transposed(Rows x, const Dims& d, Bf16Scratch& s, bf16* out) {
   std::fill(out, out + d.hsp * d.Tp, bf16(0));
-  for (int64_t t = 0; t < d.T; ++t)
-    for (int64_t c = 0; c < d.hs; ++c) out[2 * ((c / 2) * d.Tp + t) + c % 2] = round_to_bf16(x.data[t * x.ld + c]);
+  for (int64_t t = 0; t < d.T; ++t) {
+    const bf16* r = rounded_row(x, t, 1.0f, d, s);  // an odd hs's last pair is (x, 0)
+    for (int64_t m = 0; m < (d.hs + 1) / 2; ++m) std::copy(r + 2 * m, r + 2 * m + 2, out + 2 * (m * d.Tp + t));
+  }
 }
 
 // Rows [i0, i0 + R) of x (Tp, Tp) as bf16 rows, their first n columns (what the
@@ -100,8 +119,8 @@ void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Bf16Scratch& scratch
   bf16* pd16 = vr + Tp * hsp;   // (Tp, Tp) pd
   float* ybuf = scratch.f.data();                        // (Tp, hsp) y, when padded
   float* pd = drop.mask ? ybuf + Tp * hsp : p;  // (Tp, Tp) p with dropout
-  pack_rows(q, scale, d, qs);
-  pack_pair_rows_transposed(k, d, kt);
+  pack_rows(q, scale, d, scratch, qs);
+  pack_pair_rows_transposed(k, d, scratch, kt);
   pack_pair_rows(v, d, vr);
   for (int64_t i0 = 0; i0 < Tp; i0 += R) {
     const int64_t n = visible(i0);
@@ -135,11 +154,11 @@ void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out
     for (int64_t i0 = 0; i0 < Tp; i0 += R) drop_rows(p, dropped, i0, visible(i0), d, drop);
     pd = dropped;
   }
-  pack_rows(dy, 1.0f, d, dyr);
-  pack_pair_rows_transposed(v, d, vt);
+  pack_rows(dy, 1.0f, d, scratch, dyr);
+  pack_pair_rows_transposed(v, d, scratch, vt);
   pack_pair_rows(k, d, kr);
-  pack_transposed(q, d, qt);
-  pack_transposed(dy, d, dyt);
+  pack_transposed(q, d, scratch, qt);
+  pack_transposed(dy, d, scratch, dyt);
   for (int64_t i0 = 0; i0 < Tp; i0 += R) {
     const int64_t n = visible(i0);
     tiles16::tiles(dyr + i0 * hsp, hsp / 2, vt, Tp, 0, hsp / 2, ds + i0 * Tp, Tp, n, false);

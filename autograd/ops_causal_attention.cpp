@@ -29,10 +29,12 @@ using namespace attention_slice;  // Dims, Rows, Out, Drop, the softmax and the 
 std::atomic<int64_t> calls[2];  // forward calls, fp32 and bf16, all threads
 
 // Per-thread scratch of one fp32 slice: five (Tp, hsp) and one (Tp, Tp) buffers, and
-// with dropout, one more (Tp, Tp) for the dropped weights.
+// with dropout, one more (Tp, Tp) for the dropped weights. Kept as Bf16Scratch is.
 struct Fp32Scratch {
   std::vector<float> f;
-  Fp32Scratch(const Dims& d, bool dropped) : f(size_t(5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp)) {}
+  void reserve(const Dims& d, bool dropped) {
+    Bf16Scratch::grow(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
+  }
 };
 
 // x (T, hs) as (Tp, hsp) with zeros around: x itself when no padding is needed.
@@ -151,7 +153,8 @@ void each_slice(const Call& c, Body body) {
   auto run = [&]<class Scratch>(Scratch*) {
 #pragma omp parallel if (c.parallel)
     {
-      Scratch scratch(c.d, c.mask.has_value());
+      static thread_local Scratch scratch;  // every buffer is written before it is read
+      scratch.reserve(c.d, c.mask.has_value());
 #pragma omp for
       for (int64_t s = 0; s < c.L.slices(); ++s) body(s, scratch);
     }

@@ -88,6 +88,10 @@ MultiHead::MultiHead(int64_t n_embd, int64_t n_head, int64_t head_size, int64_t 
                 Arena(parameter_count(n_embd, n_head, head_size, bias, options.qkv_bias), init), std::move(dropout_rng),
                 std::move(options)) {}
 
+Precision attention_precision(Precision model, int64_t T) {
+  return model == Precision::bf16 && T >= kBf16AttentionFromT ? Precision::bf16 : Precision::fp32;
+}
+
 Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weights) const {
   const int64_t hs = head_size;
   const float scale = 1.0f / std::sqrt(float(hs));
@@ -102,7 +106,8 @@ Tensor MultiHead::attend(const Tensor& qkv, int64_t B, int64_t T, Tensor* weight
     *weights = causal_softmax(matmul(q, k, false, true, precision()), scale);
   }
   // Attention in one op: no masked half computed, the weights' dropout inside.
-  const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused(), precision());  // (B, T, nh * hs)
+  const Tensor y = causal_attention_packed(packed, n_head, scale, attn_dropout_->fused(),
+                                           attention_precision(precision(), T));  // (B, T, nh * hs)
   return resid_dropout_->forward(proj->forward(y));
 }
 

@@ -67,6 +67,14 @@ class Head : public Module {
 // (qk_norm), then rotated to positions 0, 1, ... (rotary).
 Tensor position_query_key(const Tensor& x, const BlockOptions& options);
 
+// The precision of MultiHead's fused attention in a model of precision `model` at
+// context T: bf16 from kBf16AttentionFromT on, where the bf16 products outrun the passes
+// that round and lay out their operands, fp32 below. Measured on Zen 4 with AVX512-BF16
+// (docs/results/speed.md): a bf16 step of GPT-2 small's shape (T 1024) is ~3 % faster
+// with bf16 attention, config M's (T 256) ~2 % slower.
+constexpr int64_t kBf16AttentionFromT = 512;
+Precision attention_precision(Precision model, int64_t T);
+
 // n_head Heads side by side, concatenated and projected: x (B, T, C) -> (B, T, C).
 // The Heads take their key/query/value weights from the arena one after another, so
 // together they are one (n_head * 3 * head_size, C) matrix: forward() runs them as one

@@ -15,6 +15,7 @@
 #include "tests/support.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
+#include "nn/attention.h"
 #include "train/data_parallel.h"
 
 namespace folio {
@@ -230,15 +231,33 @@ TEST(Bf16Model, EveryProductRunsInTheModelsPrecision) {
       const int64_t bf16 = after.bf16 - before.bf16, fp32 = after.fp32 - before.fp32;
       // Per block 4 forward products (q/k/v, proj, fc, proj) and 8 backward ones, +
       // lm_head's 3: per shard. The attention's six products are inside causal_attention,
-      // one call a block and shard.
+      // one call a block and shard, in fp32 at this short context (nn/attention.h).
       EXPECT_EQ(bf16 + fp32, (parallel ? 2 : 1) * (12 * 2 + 3)) << "parallel " << parallel;
       EXPECT_EQ(p == Precision::bf16 ? fp32 : bf16, 0) << "parallel " << parallel;
-      const int64_t attention_bf16 = attention_after.bf16 - attention_before.bf16,
-                    attention_fp32 = attention_after.fp32 - attention_before.fp32;
-      EXPECT_EQ(p == Precision::bf16 ? attention_bf16 : attention_fp32, (parallel ? 2 : 1) * 2) << "parallel " << parallel;
-      EXPECT_EQ(p == Precision::bf16 ? attention_fp32 : attention_bf16, 0) << "parallel " << parallel;
+      EXPECT_EQ(attention_after.fp32 - attention_before.fp32, (parallel ? 2 : 1) * 2) << "parallel " << parallel;
+      EXPECT_EQ(attention_after.bf16 - attention_before.bf16, 0) << "parallel " << parallel;
     }
   }
+}
+
+// From kBf16AttentionFromT on, a bf16 model's attention runs in bf16 too, on the
+// data-parallel replicas' threads as well; an fp32 model's never does.
+TEST(Bf16Model, AttentionRunsInBf16FromLongContexts) {
+  EXPECT_EQ(nn::attention_precision(Precision::bf16, nn::kBf16AttentionFromT - 1), Precision::fp32);
+  EXPECT_EQ(nn::attention_precision(Precision::bf16, nn::kBf16AttentionFromT), Precision::bf16);
+  EXPECT_EQ(nn::attention_precision(Precision::fp32, nn::kBf16AttentionFromT), Precision::fp32);
+  FOLIO_SKIP_WITHOUT_BF16();
+  const int64_t B = 2, T = nn::kBf16AttentionFromT;
+  nn::GPTConfig config = small_config();
+  config.block_size = T;
+  nn::GPT model(config);
+  DataParallel dp(model, 2);
+  model.set_precision(Precision::bf16);
+  const AttentionCalls before = causal_attention_calls();
+  dp.forward_backward(tokens(B * T, 5), tokens(B * T, 6), B, T);
+  const AttentionCalls after = causal_attention_calls();
+  EXPECT_EQ(after.bf16 - before.bf16, 2 * config.n_layer);  // a call per block and replica
+  EXPECT_EQ(after.fp32 - before.fp32, 0);
 }
 
 // The whole model: loss and gradient near fp32's, and not equal to it (bf16 did run).
