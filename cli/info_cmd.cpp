@@ -155,7 +155,7 @@ std::function<int()> prepare_info(const po::variables_map& vm) {
       throw UsageError(cat("--export-tokenizer: ", ck->path, ": ", e.what()));
     }
     if (!model)
-      throw UsageError(cat("--export-tokenizer: ", ck->path, " holds a ", ck->tokenizer->describe(), " tokenizer, ",
+      throw UsageError(cat("--export-tokenizer: ", ck->path, " holds the tokenizer ", ck->tokenizer->describe(), ", ",
                            why_no_file(*ck, path)));
     const std::string out = vm["export-tokenizer"].as<std::string>();
     check_output(vm, "--export-tokenizer " + out, out);

@@ -185,19 +185,19 @@ TEST_F(CliOutputs, ExportTokenizerSaysWhatEachKindHasInsteadOfAFile) {
     const auto before = testing::snapshot(dir_.path);
     const Result r = folio("info --checkpoint " + p(run) + " --export-tokenizer " + p("x.model"));
     EXPECT_EQ(r.code, 2) << r.err;
-    expect_contains(r.err, {"--export-tokenizer: " + p(run) + "/model.safetensors holds a "});
+    expect_contains(r.err, {"--export-tokenizer: " + p(run) + "/model.safetensors holds the tokenizer "});
     expect_contains(r.err, fragments);
     EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << run;
   };
-  refused("chars", {"holds a char, ", "no file format of its own (folio info lists its characters)"});
+  refused("chars", {"holds the tokenizer char, ", "no file format of its own (folio info lists its characters)"});
   expect_contains(folio("info --checkpoint " + p("chars")).out, {"\nvocabulary   "});
-  refused("cjk", {"holds a char, 300 characters", "its ids are the characters of the text it was trained on",
+  refused("cjk", {"holds the tokenizer char, 300 characters", "its ids are the characters of the text it was trained on",
                   "folio tokens --checkpoint " + p("cjk") + " --text T"});
   EXPECT_EQ(folio("info --checkpoint " + p("cjk")).out.find("vocabulary   "), std::string::npos) << "too many to list";
   EXPECT_EQ(folio("tokens --checkpoint " + p("cjk") + " --text \xE4\xB8\x80 --format ids").out, "0\n");
-  refused("ids", {"holds a ids, 300 token ids", "it holds only the vocabulary size of token files made elsewhere"});
+  refused("ids", {"holds the tokenizer ids, 300 token ids", "it holds only the vocabulary size of token files made elsewhere"});
   for (const char* run : {"gpt2", "other"}) {
-    refused(run, {"holds a bytebpe (GPT-2's pattern), ", "GPT-2's byte-level BPE, whose vocabulary and merges the "
+    refused(run, {"holds the tokenizer bytebpe (GPT-2's pattern), ", "GPT-2's byte-level BPE, whose vocabulary and merges the "
                   "checkpoint carries; --export-tokenizer writes a SentencePiece .model, which cannot hold them"});
     EXPECT_EQ(folio("info --checkpoint " + p(run) + " --export-tokenizer " + p("x.model")).err.find("lists its"),
               std::string::npos);
