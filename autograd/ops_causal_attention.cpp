@@ -146,6 +146,14 @@ struct Call {
   float* weights(float* p, int64_t s) const { return p + s * d.Tp * d.Tp; }
 };
 
+// This thread's scratch of one kind, shared by the forward and the backward; every
+// buffer in it is written before it is read.
+template <class Scratch>
+Scratch& thread_scratch() {
+  static thread_local Scratch scratch;
+  return scratch;
+}
+
 // Slices run in parallel, each thread with its own scratch: body(s, scratch) for every
 // slice s, with the scratch of the call's precision, whose slice functions it picks.
 template <class Body>
@@ -153,7 +161,7 @@ void each_slice(const Call& c, Body body) {
   auto run = [&]<class Scratch>(Scratch*) {
 #pragma omp parallel if (c.parallel)
     {
-      static thread_local Scratch scratch;  // every buffer is written before it is read
+      Scratch& scratch = thread_scratch<Scratch>();
       scratch.reserve(c.d, c.mask.has_value());
 #pragma omp for
       for (int64_t s = 0; s < c.L.slices(); ++s) body(s, scratch);
