@@ -168,6 +168,12 @@ inline void softmax_backward_rows(const float* p, const float* pd, float* ds, in
   }
 }
 
+// A kept scratch buffer holds at least n elements afterwards; it never shrinks.
+template <class V>
+void grow_to(V& v, int64_t n) {
+  if (int64_t(v.size()) < n) v.resize(size_t(n));
+}
+
 // ---- The bf16 form (attention_slice_bf16.cpp). q, k, v and dy are rounded to bf16, the
 // weights (with dropout) before they multiply v and dy, and ds before it multiplies k and
 // q; every product sums in fp32, and the softmax and its backward run in fp32 on fp32
@@ -181,14 +187,10 @@ struct Bf16Scratch {
   std::vector<float> f, scaled;
   std::vector<kernels::bf16> h, row;
   void reserve(const Dims& d, bool dropped) {
-    grow(f, d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
-    grow(h, 5 * d.Tp * d.hsp + 3 * d.Tp * d.Tp);
-    grow(scaled, d.hsp);
-    grow(row, d.hsp);
-  }
-  template <class V>
-  static void grow(V& v, int64_t n) {
-    if (int64_t(v.size()) < n) v.resize(size_t(n));
+    grow_to(f, d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
+    grow_to(h, 5 * d.Tp * d.hsp + 3 * d.Tp * d.Tp);
+    grow_to(scaled, d.hsp);
+    grow_to(row, d.hsp);
   }
 };
 // p (Tp, Tp) = the causal weights, zero where masked or padded; y = pd v.

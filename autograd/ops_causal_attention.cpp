@@ -33,7 +33,7 @@ std::atomic<int64_t> calls[2];  // forward calls, fp32 and bf16, all threads
 struct Fp32Scratch {
   std::vector<float> f;
   void reserve(const Dims& d, bool dropped) {
-    Bf16Scratch::grow(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
+    grow_to(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
   }
 };
 
@@ -155,19 +155,23 @@ Scratch& thread_scratch() {
 }
 
 // Slices run in parallel, each thread with its own scratch: body(s, scratch) for every
-// slice s, with the scratch of the call's precision, whose slice functions it picks.
+// slice s. The scratch's type picks the slice functions body calls.
+template <class Scratch, class Body>
+void each_slice_with(const Call& c, Body body) {
+#pragma omp parallel if (c.parallel)
+  {
+    Scratch& scratch = thread_scratch<Scratch>();
+    scratch.reserve(c.d, c.mask.has_value());
+#pragma omp for
+    for (int64_t s = 0; s < c.L.slices(); ++s) body(s, scratch);
+  }
+}
+
+// each_slice_with the scratch of the call's precision.
 template <class Body>
 void each_slice(const Call& c, Body body) {
-  auto run = [&]<class Scratch>(Scratch*) {
-#pragma omp parallel if (c.parallel)
-    {
-      Scratch& scratch = thread_scratch<Scratch>();
-      scratch.reserve(c.d, c.mask.has_value());
-#pragma omp for
-      for (int64_t s = 0; s < c.L.slices(); ++s) body(s, scratch);
-    }
-  };
-  c.precision == Precision::bf16 ? run((attention_slice::Bf16Scratch*)nullptr) : run((Fp32Scratch*)nullptr);
+  if (c.precision == Precision::bf16) return each_slice_with<Bf16Scratch>(c, body);
+  each_slice_with<Fp32Scratch>(c, body);
 }
 
 void forward(Bases<const float> in, float* p, float* y, const Call& c) {
