@@ -94,67 +94,95 @@ float reduce_lanes(V x, Op op) {
 constexpr auto kMax = [](auto a, auto b) { return a > b ? a : b; };
 constexpr auto kSum = [](auto a, auto b) { return a + b; };
 
-// Rows [i0, i0 + R) of p (rows Tp apart): row i = softmax(row[0, i]), zero from key
-// i + 1 on; rows from T on, zero. n (a multiple of W, > i0 + R - 1) bounds the keys'
-// vectors: every loop runs over whole vectors, masked keys as -inf (whose exp is 0).
-// Stage by stage over the rows, so that the rows' exps overlap in the pipeline: per row
-// (and with per-element loops) this ran at a third of the speed.
-inline void softmax_rows(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp) {
+// The softmax's statistics of a slice's rows: row i's max and the inverse of its
+// exps' sum, (Tp) each. The bf16 form's forward keeps them instead of the (Tp, Tp)
+// weights, and its backward recomputes the weights from the scores with them, bit for
+// bit. None (null): not kept.
+struct RowStats {
+  float *max = nullptr, *inv_sum = nullptr;
+  static RowStats in(float* kept, const Dims& d) { return {kept, kept + d.Tp}; }  // kept (2, Tp)
+};
+
+// Row i of a block of scores, keys from i + 1 on set to -inf (whose exp is 0), over the
+// first n (a multiple of L): its max.
+inline float mask_row(float* row, int64_t i, int64_t n) {
   vec lane;
   for (int64_t l = 0; l < L; ++l) lane[l] = float(l);
   const vec masked = vec{} - std::numeric_limits<float>::infinity();
-  const int64_t rows = std::min(R, T - i0);
-  float m[R];
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = p + r * Tp;
-    vec mx = masked;
-    for (int64_t j0 = 0; j0 < n; j0 += L) {
-      vec x = load(row + j0);
-      x = lane + float(j0) <= float(i0 + r) ? x : masked;
-      mx = kMax(x, mx);
-      store(row + j0, x);
-    }
-    m[r] = reduce_lanes(mx, kMax);
+  vec mx = masked;
+  for (int64_t j0 = 0; j0 < n; j0 += L) {
+    vec x = load(row + j0);
+    x = lane + float(j0) <= float(i) ? x : masked;
+    mx = kMax(x, mx);
+    store(row + j0, x);
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = p + r * Tp;
-    const float mr = m[r];
+  return reduce_lanes(mx, kMax);
+}
+inline void exp_row(float* row, float max, int64_t n) {
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) row[j] = kernels::fast_exp(row[j] - mr);
-  }
+  for (int64_t j = 0; j < n; ++j) row[j] = kernels::fast_exp(row[j] - max);
+}
+inline void scale_row(float* row, float by, int64_t n) {
+  const vec s = vec{} + by;
+  for (int64_t j0 = 0; j0 < n; j0 += L) store(row + j0, load(row + j0) * s);
+}
+
+// A block of rows [i0, i0 + R) (p's rows Tp apart, row i0 first) holds their scores
+// over the first n columns (n a multiple of W, > i0 + R - 1): row i becomes
+// softmax(row[0, i]), zero on to column n, and stats (if any) gets each row's
+// statistics (at i). Rows from T on become zero. Columns from n on are not written: no product
+// reads them. Stage by stage over the rows, so that the rows' exps overlap in the
+// pipeline: per row (and with per-element loops) this ran at a third of the speed.
+inline void softmax_rows(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp, RowStats stats = {}) {
+  const int64_t rows = std::clamp<int64_t>(T - i0, 0, R);
+  float max[R];
+  for (int64_t r = 0; r < rows; ++r) max[r] = mask_row(p + r * Tp, i0 + r, n);
+  for (int64_t r = 0; r < rows; ++r) exp_row(p + r * Tp, max[r], n);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = p + r * Tp;
     vec total{};
     for (int64_t j0 = 0; j0 < n; j0 += L) total += load(row + j0);
-    const vec inv = vec{} + 1.0f / reduce_lanes(total, kSum);
-    for (int64_t j0 = 0; j0 < n; j0 += L) store(row + j0, load(row + j0) * inv);
-    std::fill(row + n, row + Tp, 0.0f);
+    const float inv_sum = 1.0f / reduce_lanes(total, kSum);
+    scale_row(row, inv_sum, n);
+    if (stats.max) stats.max[i0 + r] = max[r], stats.inv_sum[i0 + r] = inv_sum;
   }
-  std::fill(p + std::max<int64_t>(rows, 0) * Tp, p + R * Tp, 0.0f);  // padding rows
+  std::fill(p + rows * Tp, p + R * Tp, 0.0f);  // padding rows
 }
 
-// Rows [i0, i0 + R) of pd = p with dropout, over their first n (a multiple of W, > i0 +
-// R - 1) columns: where the products read them. p (Tp, Tp) is zero from row T on.
+// softmax_rows again, from the same scores and the statistics it kept: the same weights,
+// bit for bit, by the same stages.
+inline void softmax_rows_again(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp, RowStats stats) {
+  const int64_t rows = std::clamp<int64_t>(T - i0, 0, R);
+  for (int64_t r = 0; r < rows; ++r) mask_row(p + r * Tp, i0 + r, n);
+  for (int64_t r = 0; r < rows; ++r) exp_row(p + r * Tp, stats.max[i0 + r], n);
+  for (int64_t r = 0; r < rows; ++r) scale_row(p + r * Tp, stats.inv_sum[i0 + r], n);
+  std::fill(p + rows * Tp, p + R * Tp, 0.0f);
+}
+
+// A block of rows [i0, i0 + R) of pd = p with dropout, over their first n (a multiple
+// of W, > i0 + R - 1) columns: where the products read them. Both blocks' rows are Tp
+// apart, row i0 first.
 inline void drop_rows(const float* p, float* pd, int64_t i0, int64_t n, const Dims& d, const Drop& drop) {
   const kernels::DropoutMask mask = *drop.mask;  // by value: the loop keeps it in registers
-  for (int64_t i = i0; i < i0 + R; ++i) {
-    const float* pi = p + i * d.Tp;
-    float* pdi = pd + i * d.Tp;
-    const int64_t first = drop.base + i * d.T;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* pi = p + r * d.Tp;
+    float* pdi = pd + r * d.Tp;
+    const int64_t first = drop.base + (i0 + r) * d.T;
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) pdi[j] = mask.kept(first + j) ? pi[j] * mask.keep_scale : 0.0f;
   }
 }
 
-// The softmax's backward on rows [i0, i0 + R) of ds (rows Tp apart), which holds dpd =
-// dy v^T over their first n columns on entry. With D_i = sum_j pd_ij dpd_ij (= dy_i .
-// y_i), ds = scale (pd dpd - p D), or scale p (dpd - D) when pd is p (`dropped` false:
-// one rounding fewer); zero from column n on (p is zero past key i: so is ds).
-inline void softmax_backward_rows(const float* p, const float* pd, float* ds, int64_t i0, int64_t n, int64_t Tp,
-                                  float scale, bool dropped) {
-  for (int64_t i = i0; i < i0 + R; ++i) {
-    const float *pi = p + i * Tp, *pdi = pd + i * Tp;
-    float* dsi = ds + i * Tp;
+// The softmax's backward on a block of R rows (p, pd and ds's rows Tp apart, the
+// block's first row first): ds holds dpd = dy v^T over their first n columns on entry.
+// With D_i = sum_j pd_ij dpd_ij (= dy_i . y_i), ds = scale (pd dpd - p D), or scale p
+// (dpd - D) when pd is p (`dropped` false: one rounding fewer). Columns from n on are
+// not written.
+inline void softmax_backward_rows(const float* p, const float* pd, float* ds, int64_t n, int64_t Tp, float scale,
+                                  bool dropped) {
+  for (int64_t r = 0; r < R; ++r) {
+    const float *pi = p + r * Tp, *pdi = pd + r * Tp;
+    float* dsi = ds + r * Tp;
     vec dot{};
     for (int64_t j0 = 0; j0 < n; j0 += L) dot += load(pdi + j0) * load(dsi + j0);
     const vec D = vec{} + reduce_lanes(dot, kSum);
@@ -164,7 +192,6 @@ inline void softmax_backward_rows(const float* p, const float* pd, float* ds, in
       for (int64_t j0 = 0; j0 < n; j0 += L)
         store(dsi + j0, scale * (load(pdi + j0) * load(dsi + j0) - load(pi + j0) * D));
     }
-    std::fill(dsi + n, dsi + Tp, 0.0f);
   }
 }
 
@@ -177,27 +204,30 @@ void grow_to(V& v, int64_t n) {
 // ---- The bf16 form (attention_slice_bf16.cpp). q, k, v and dy are rounded to bf16, the
 // weights (with dropout) before they multiply v and dy, and ds before it multiplies k and
 // q; every product sums in fp32, and the softmax and its backward run in fp32 on fp32
-// scores, as the fp32 form's. The weights p kept for the backward stay fp32.
+// scores, as the fp32 form's. As there, the backward recomputes the weights.
 
-// Per-thread scratch of one bf16 slice: fp32 for one (Tp, hsp) and one (Tp, Tp) buffer
-// (two with dropout), bf16 for five (Tp, hsp) and three (Tp, Tp) buffers, and one row
-// (hsp) of each. Kept by its thread from call to call (fresh pages cost more than the
-// op), and grown when a call needs more.
+// Per-thread scratch of one bf16 slice: fp32 for one (Tp, hsp) buffer and three blocks
+// of R rows of Tp, bf16 for seven (Tp, hsp) and three (Tp, Tp) buffers, and the
+// packers' small ones. Kept by its thread from call to call (fresh pages cost more than
+// the op), and grown when a call needs more.
 struct Bf16Scratch {
-  std::vector<float> f, scaled;
-  std::vector<kernels::bf16> h, row;
-  void reserve(const Dims& d, bool dropped) {
-    grow_to(f, d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
-    grow_to(h, 5 * d.Tp * d.hsp + 3 * d.Tp * d.Tp);
+  std::vector<float> f;
+  std::vector<float> scaled, block;  // (hsp) a row times the scale; (hsp, W) a block of a result
+  std::vector<kernels::bf16> h;
+  std::vector<kernels::bf16> rows;   // (W, hsp) a block of rounded rows
+  void reserve(const Dims& d, bool) {
+    grow_to(f, d.Tp * d.hsp + 3 * R * d.Tp);
+    grow_to(h, 7 * d.Tp * d.hsp + 3 * d.Tp * d.Tp);
     grow_to(scaled, d.hsp);
-    grow_to(row, d.hsp);
+    grow_to(block, d.hsp * W);
+    grow_to(rows, W * d.hsp);
   }
 };
-// p (Tp, Tp) = the causal weights, zero where masked or padded; y = pd v.
-void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Bf16Scratch& scratch, const Dims& d, float scale,
+// y = pd v, one block of rows of the weights at a time; stats gets their statistics.
+void forward_slice(Rows q, Rows k, Rows v, RowStats stats, Out y, Bf16Scratch& scratch, const Dims& d, float scale,
                    const Drop& drop);
-// dq, dk, dv from p and dy, as the fp32 form's backward_slice.
-void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out dk, Out dv, Bf16Scratch& scratch,
+// dq, dk, dv from dy and the weights recomputed with stats, as the fp32 form's backward_slice.
+void backward_slice(Rows q, Rows k, Rows v, RowStats stats, Rows dy, Out dq, Out dk, Out dv, Bf16Scratch& scratch,
                     const Dims& d, float scale, const Drop& drop);
 
 }  // namespace folio::attention_slice

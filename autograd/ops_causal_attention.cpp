@@ -7,7 +7,9 @@
 // S (T 64, hs 32), 1.6x at M (T 256, hs 64); the packed form also saves the per-head
 // copies around it. Dropout on the weights (nanoGPT's attn_dropout) happens inside:
 // the mask is regenerated from its seed in the backward, so no (T, T) tensor besides
-// the weights themselves is kept, and the dropped weights are the composition's.
+// the weights themselves is kept, and the dropped weights are the composition's. The
+// bf16 form keeps not even the weights: two numbers a row, from which its backward
+// recomputes them (at GPT-2 small's shape, 604 MB less a sequence).
 //
 // Slices run in parallel; each slice's sums run in a fixed order, so the result does
 // not depend on the thread count. In bf16 the slices are attention_slice_bf16.cpp's;
@@ -28,12 +30,13 @@ using namespace attention_slice;  // Dims, Rows, Out, Drop, the softmax and the 
 
 std::atomic<int64_t> calls[2];  // forward calls, fp32 and bf16, all threads
 
-// Per-thread scratch of one fp32 slice: five (Tp, hsp) and one (Tp, Tp) buffers, and
-// with dropout, one more (Tp, Tp) for the dropped weights. Kept as Bf16Scratch is.
+// Per-thread scratch of one fp32 slice: five (Tp, hsp) buffers, one (Tp, Tp) (the
+// backward's ds) and one more with dropout (the backward's pd), and one block of R rows
+// of Tp (the forward's pd). Kept as Bf16Scratch is.
 struct Fp32Scratch {
   std::vector<float> f;
   void reserve(const Dims& d, bool dropped) {
-    grow_to(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp);
+    grow_to(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp + R * d.Tp);
   }
 };
 
@@ -51,29 +54,35 @@ void pad_transposed(Rows x, float* xt, const Dims& d) {
     for (int64_t t = 0; t < d.T; ++t) xt[c * d.Tp + t] = x.data[t * x.ld + c];
 }
 
-// One slice forward: p (Tp, Tp) = the causal weights, zero where masked or padded;
-// y = pd v, pd = p with dropout (p itself without). The scores are (scale q) k^T, so
-// that a masked key is a plain -inf (with scale 0, -inf * scale would be NaN).
+// One slice forward, a block of R rows at a time: p (Tp, Tp) = the causal weights, kept
+// for the backward (row i written over its first visible(i) columns, the ones the
+// backward reads); y = pd v, pd = p with dropout (p itself without). The scores are
+// (scale q) k^T, so that a masked key is a plain -inf (with scale 0, -inf * scale would
+// be NaN). The bf16 form keeps only the softmax's statistics and recomputes the weights
+// in its backward; here that measured 10-20 % slower (one product more of six, in fp32).
 void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Fp32Scratch& s, const Dims& d, float scale,
                    const Drop& drop) {
   const int64_t Tp = d.Tp, hsp = d.hsp;
-  float* scratch = s.f.data();
-  float *kt = scratch, *qs = kt + Tp * hsp, *vbuf = qs + Tp * hsp, *ybuf = vbuf + Tp * hsp;
-  float* pd = drop.mask ? scratch + 5 * Tp * hsp : p;  // the first (Tp, Tp) part of the scratch
+  float* kt = s.f.data();         // (hsp, Tp) k^T
+  float* qs = kt + Tp * hsp;      // (Tp, hsp) scale q
+  float* vbuf = qs + Tp * hsp;    // (Tp, hsp) v, when padded
+  float* ybuf = vbuf + Tp * hsp;  // (Tp, hsp) y, when padded
+  float* dropped = ybuf + Tp * hsp;  // (R, Tp) a block of pd, with dropout
   pad_transposed(k, kt, d);
   std::fill(qs, qs + Tp * hsp, 0.0f);
   for (int64_t t = 0; t < d.T; ++t)
     for (int64_t c = 0; c < d.hs; ++c) qs[t * hsp + c] = scale * q.data[t * q.ld + c];
   const Rows vp = pad(v, vbuf, d);
-  for (int64_t i0 = 0; i0 < Tp; i0 += R) {
-    const int64_t n = visible(i0);  // whole vectors: no row has a scalar tail
-    tiles(qs + i0 * hsp, hsp, 1, kt, Tp, 0, hsp, p + i0 * Tp, Tp, n);
-    softmax_rows(p + i0 * Tp, i0, d.T, n, Tp);
-    if (drop.mask) drop_rows(p, pd, i0, n, d, drop);
-  }
   into(y, ybuf, d, [&](float* c, int64_t ldc, bool add) {
-    for (int64_t i0 = 0; i0 < Tp; i0 += R)
-      tiles(pd + i0 * Tp, Tp, 1, vp.data, vp.ld, 0, visible(i0), c + i0 * ldc, ldc, hsp, add);
+    for (int64_t i0 = 0; i0 < Tp; i0 += R) {
+      const int64_t n = visible(i0);  // whole vectors: no row has a scalar tail
+      float* pi = p + i0 * Tp;        // (R, Tp)
+      tiles(qs + i0 * hsp, hsp, 1, kt, Tp, 0, hsp, pi, Tp, n);
+      softmax_rows(pi, i0, d.T, n, Tp);
+      const float* pd = pi;
+      if (drop.mask) drop_rows(pi, dropped, i0, n, d, drop), pd = dropped;
+      tiles(pd, Tp, 1, vp.data, vp.ld, 0, n, c + i0 * ldc, ldc, hsp, add);
+    }
   });
 }
 
@@ -83,13 +92,16 @@ void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Fp32Scratch& s, cons
 void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out dk, Out dv, Fp32Scratch& s,
                     const Dims& d, float scale, const Drop& drop) {
   const int64_t Tp = d.Tp, hsp = d.hsp;
-  float* scratch = s.f.data();
-  float *vt = scratch, *qbuf = vt + Tp * hsp, *kbuf = qbuf + Tp * hsp, *dybuf = kbuf + Tp * hsp,
-        *out = dybuf + Tp * hsp, *ds = out + Tp * hsp;
-  const float* pd = p;
+  float* vt = s.f.data();          // (hsp, Tp) v^T
+  float* qbuf = vt + Tp * hsp;     // (Tp, hsp) q, when padded
+  float* kbuf = qbuf + Tp * hsp;   // (Tp, hsp) k, when padded
+  float* dybuf = kbuf + Tp * hsp;  // (Tp, hsp) dy, when padded
+  float* out = dybuf + Tp * hsp;   // (Tp, hsp) a gradient, when padded
+  float* ds = out + Tp * hsp;      // (Tp, Tp) dpd, then ds
+  const float* pd = p;             // (Tp, Tp) the weights with dropout
   if (drop.mask) {
-    float* dropped = ds + Tp * Tp;
-    for (int64_t i0 = 0; i0 < Tp; i0 += R) drop_rows(p, dropped, i0, visible(i0), d, drop);
+    float* dropped = ds + Tp * Tp;  // (Tp, Tp)
+    for (int64_t i0 = 0; i0 < Tp; i0 += R) drop_rows(p + i0 * Tp, dropped + i0 * Tp, i0, visible(i0), d, drop);
     pd = dropped;
   }
   pad_transposed(v, vt, d);
@@ -97,13 +109,14 @@ void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out
   for (int64_t i0 = 0; i0 < Tp; i0 += R) {
     const int64_t n = visible(i0);
     tiles(dyp.data + i0 * dyp.ld, dyp.ld, 1, vt, Tp, 0, hsp, ds + i0 * Tp, Tp, n);
-    softmax_backward_rows(p, pd, ds, i0, n, Tp, scale, drop.mask != nullptr);
+    softmax_backward_rows(p + i0 * Tp, pd + i0 * Tp, ds + i0 * Tp, n, Tp, scale, drop.mask != nullptr);
   }
   into(dq, out, d, [&](float* c, int64_t ldc, bool add) {
     for (int64_t i0 = 0; i0 < Tp; i0 += R)
       tiles(ds + i0 * Tp, Tp, 1, kp.data, kp.ld, 0, visible(i0), c + i0 * ldc, ldc, hsp, add);
   });
-  // Key j collects from the queries i >= j: columns of ds and pd, read from row j0 down.
+  // Key j collects from the queries i >= j: columns of ds and pd, read from row j0 down
+  // (row i's first visible(i) columns, the ones written: visible(i) >= j0 + R for i >= j0).
   into(dk, out, d, [&](float* c, int64_t ldc, bool add) {
     for (int64_t j0 = 0; j0 < Tp; j0 += R) tiles(ds + j0, 1, Tp, qp.data, qp.ld, j0, Tp, c + j0 * ldc, ldc, hsp, add);
   });
@@ -143,7 +156,10 @@ struct Call {
     if (dropout.p > 0.0f) mask.emplace(dropout.p, dropout.seed);
   }
   Drop drop(int64_t s) const { return {mask ? &*mask : nullptr, s * d.T * d.T}; }
-  float* weights(float* p, int64_t s) const { return p + s * d.Tp * d.Tp; }
+  // What the forward keeps for the backward, per slice: the weights (Tp, Tp) in fp32,
+  // the softmax's statistics (2, Tp) in bf16.
+  int64_t kept_per_slice() const { return (precision == Precision::bf16 ? 2 : d.Tp) * d.Tp; }
+  float* kept(float* all, int64_t s) const { return all + s * kept_per_slice(); }
 };
 
 // This thread's scratch of one kind, shared by the forward and the backward; every
@@ -174,20 +190,30 @@ void each_slice(const Call& c, Body body) {
   each_slice_with<Fp32Scratch>(c, body);
 }
 
-void forward(Bases<const float> in, float* p, float* y, const Call& c) {
+// The slice functions of each precision, with what their forward keeps.
+void forward_slice(Rows q, Rows k, Rows v, float* kept, Out y, Bf16Scratch& s, const Dims& d, float scale,
+                   const Drop& drop) {
+  attention_slice::forward_slice(q, k, v, RowStats::in(kept, d), y, s, d, scale, drop);
+}
+void backward_slice(Rows q, Rows k, Rows v, float* kept, Rows dy, Out dq, Out dk, Out dv, Bf16Scratch& s,
+                    const Dims& d, float scale, const Drop& drop) {
+  attention_slice::backward_slice(q, k, v, RowStats::in(kept, d), dy, dq, dk, dv, s, d, scale, drop);
+}
+
+void forward(Bases<const float> in, float* kept, float* y, const Call& c) {
   calls[c.precision == Precision::bf16].fetch_add(1, std::memory_order_relaxed);
   each_slice(c, [&](int64_t s, auto& scratch) {
     const int64_t i = c.L.in(s), ld = c.L.in_ld;
-    forward_slice({in.q + i, ld}, {in.k + i, ld}, {in.v + i, ld}, c.weights(p, s), {y + c.L.out(s), c.L.out_ld, false},
+    forward_slice({in.q + i, ld}, {in.k + i, ld}, {in.v + i, ld}, c.kept(kept, s), {y + c.L.out(s), c.L.out_ld, false},
                   scratch, c.d, c.scale, c.drop(s));
   });
 }
 
 // The gradients have the inputs' layout; `add`: into gradients that hold some already.
-void backward(Bases<const float> in, float* p, const float* dy, Bases<float> g, bool add, const Call& c) {
+void backward(Bases<const float> in, float* kept, const float* dy, Bases<float> g, bool add, const Call& c) {
   each_slice(c, [&](int64_t s, auto& scratch) {
     const int64_t i = c.L.in(s), ld = c.L.in_ld;
-    backward_slice({in.q + i, ld}, {in.k + i, ld}, {in.v + i, ld}, c.weights(p, s), {dy + c.L.out(s), c.L.out_ld},
+    backward_slice({in.q + i, ld}, {in.k + i, ld}, {in.v + i, ld}, c.kept(kept, s), {dy + c.L.out(s), c.L.out_ld},
                    {g.q + i, ld, add}, {g.k + i, ld, add}, {g.v + i, ld, add}, scratch, c.d, c.scale, c.drop(s));
   });
 }
@@ -208,14 +234,14 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
   const int64_t slice = d.T * d.hs, slices = q.numel() / slice;
   const Call c({slices, 1, slice, 0, d.hs, slice, 0, d.hs}, d, scale, dropout, q.numel(), precision);
   Tensor y = Tensor::empty(q.shape());
-  Tensor p = Tensor::empty(Shape{slices, d.Tp, d.Tp});  // the weights, padded, for backward
-  forward({q.data(), k.data(), v.data()}, p.data(), y.data(), c);
+  Tensor kept = Tensor::empty(Shape{slices, c.kept_per_slice()});  // for the backward
+  forward({q.data(), k.data(), v.data()}, kept.data(), y.data(), c);
   if (!needs_grad({&q, &k, &v})) return y;
   record(y, "causal_attention", {&q, &k, &v},
-         [sq = q.detach(), sk = k.detach(), sv = v.detach(), p, c](const Tensor& grad, const InputGrads& in) {
+         [sq = q.detach(), sk = k.detach(), sv = v.detach(), kept, c](const Tensor& grad, const InputGrads& in) {
            // q, k and v may be one tensor: each gradient whole first, then added in turn.
            Tensor dq = Tensor::empty(sq.shape()), dk = Tensor::empty(sq.shape()), dv = Tensor::empty(sq.shape());
-           backward({sq.data(), sk.data(), sv.data()}, p.data(), grad.data(), {dq.data(), dk.data(), dv.data()},
+           backward({sq.data(), sk.data(), sv.data()}, kept.data(), grad.data(), {dq.data(), dk.data(), dv.data()},
                     false, c);
            const Tensor* grads[] = {&dq, &dk, &dv};
            for (size_t i = 0; i < 3; ++i)
@@ -235,15 +261,15 @@ Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, W
   const int64_t B = qkv.size(0), T = qkv.size(1), W = qkv.size(2), hs = W / (3 * n_head), C = n_head * hs;
   const Call c({B, n_head, T * W, 3 * hs, W, T * C, hs, C}, Dims(T, hs), scale, dropout, qkv.numel(), precision);
   Tensor y = Tensor::empty({B, T, C});
-  Tensor p = Tensor::empty(Shape{B * n_head, c.d.Tp, c.d.Tp});  // the weights, padded, for backward
+  Tensor kept = Tensor::empty(Shape{B * n_head, c.kept_per_slice()});  // for the backward
   const float* x = qkv.data();
-  forward({x + hs, x, x + 2 * hs}, p.data(), y.data(), c);  // a head's k, q, v
+  forward({x + hs, x, x + 2 * hs}, kept.data(), y.data(), c);  // a head's k, q, v
   if (!needs_grad({&qkv})) return y;
-  record(y, "causal_attention_packed", {&qkv}, [sx = qkv.detach(), p, c, hs](const Tensor& grad, const InputGrads& in) {
+  record(y, "causal_attention_packed", {&qkv}, [sx = qkv.detach(), kept, c, hs](const Tensor& grad, const InputGrads& in) {
     // The heads' k, q and v tile each row: every element of the gradient is written once.
     in.write(0, [&](float* g, bool overwrite) {
       const float* x = sx.data();
-      backward({x + hs, x, x + 2 * hs}, p.data(), grad.data(), {g + hs, g, g + 2 * hs}, !overwrite, c);
+      backward({x + hs, x, x + 2 * hs}, kept.data(), grad.data(), {g + hs, g, g + 2 * hs}, !overwrite, c);
     });
   }, {&qkv});
   return y;

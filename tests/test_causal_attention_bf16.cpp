@@ -9,6 +9,7 @@
 #include "autograd/kernels/attention_tiles_bf16.h"
 #include "autograd/kernels/dropout_mask.h"
 #include "autograd/ops.h"
+#include "autograd/pool.h"
 #include "base/rng.h"
 
 namespace folio {
@@ -178,6 +179,27 @@ TEST(CausalAttentionBf16, CountsItsCallsByPrecision) {
   const AttentionCalls after = causal_attention_calls();
   EXPECT_EQ(after.bf16 - before.bf16, 1);
   EXPECT_EQ(after.fp32 - before.fp32, 1);
+}
+
+// What a forward keeps for its backward: the fp32 form the (T, T) weights of every
+// slice, the bf16 form only two numbers a row (its backward recomputes the weights).
+TEST(CausalAttentionBf16, KeepsTheSoftmaxStatisticsNotTheWeights) {
+  const int64_t slices = 4, T = 256, hs = 32;
+  const uint64_t weights_bytes = slices * T * T * sizeof(float), y_bytes = slices * T * hs * sizeof(float);
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    Rng r(3);
+    const Tensor q = Tensor::randn({slices, T, hs}, r).set_requires_grad();
+    const Tensor k = Tensor::randn({slices, T, hs}, r), v = Tensor::randn({slices, T, hs}, r);
+    const uint64_t before = pool::stats().bytes_in_use;
+    const Tensor y = causal_attention(q, k, v, 0.2f, {}, precision);
+    const uint64_t held = pool::stats().bytes_in_use - before - y_bytes;  // what the graph keeps
+    SCOPED_TRACE(precision == Precision::bf16 ? "bf16" : "fp32");
+    if (precision == Precision::fp32) {
+      EXPECT_GE(held, weights_bytes);
+    } else {
+      EXPECT_LE(held, 2 * slices * T * sizeof(float) + 4096);
+    }
+  }
 }
 
 std::vector<bf16> random_bf16(size_t n, Rng& r) {
