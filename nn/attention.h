@@ -70,9 +70,9 @@ Tensor position_query_key(const Tensor& x, const BlockOptions& options);
 // The precision of MultiHead's fused attention in a model of precision `model` at
 // context T: bf16 from kBf16AttentionFromT on, where the bf16 products outrun the passes
 // that round and lay out their operands, fp32 below. Measured on Zen 4 with AVX512-BF16
-// (docs/results/speed.md): a bf16 step of GPT-2 small's shape (T 1024) is ~3 % faster
-// with bf16 attention, config M's (T 256) ~2 % slower.
-constexpr int64_t kBf16AttentionFromT = 512;
+// (docs/results/speed.md): at T 256 (config M) a bf16 step is ~2 % faster with bf16
+// attention and takes 19 % less memory; at T 64 (config S) the bf16 op is ~1.25x slower.
+constexpr int64_t kBf16AttentionFromT = 256;
 Precision attention_precision(Precision model, int64_t T);
 
 // n_head Heads side by side, concatenated and projected: x (B, T, C) -> (B, T, C).
