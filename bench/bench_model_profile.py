@@ -27,7 +27,7 @@ RULES = [
     ("products (oneDNN)", r"^\[JIT\]|libdnnl|brgemm|jit_|dnnl::"),
     ("conversions fp32->bf16 (with the gradient's mask and bias sums)",
      r"to_bf16|convert_native|kernels::convert$|gradient_columns"),
-    ("attention (fused, fp32)", r"each_slice|attention_tiles|drop_rows|softmax_rows|forward_slice|backward_slice|"
+    ("attention (fused)", r"each_slice|attention_tiles|drop_rows|softmax_rows|forward_slice|backward_slice|"
                                 r"causal_attention|pad_transposed|unpad"),
     ("norms", r"layer_norm|rms_norm"),
     ("activations, dropout", r"dropout|gelu|relu|swiglu|silu|linear_op.*lambda\(float, float\)"),
