@@ -9,9 +9,9 @@
 #include "cli/train_options.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
-#include "io/conversation_file.h"
 #include "io/hf_gpt2.h"
 #include "nn/model_options.h"
+#include "train/chat_data.h"
 #include "train/run_state.h"
 
 namespace folio::cli {
@@ -113,13 +113,12 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
   if (!t.init_from.empty()) std::printf("started from --init-from %s\n", shown(t.init_from).c_str());
   // The run's --data says what it was (a state before texts had a fingerprint records
   // none for one, and the data line is then left out).
-  const bool conversations = is_conversation_file(t.data);
-  std::error_code ec;
-  const bool token_dir = !conversations && std::filesystem::is_directory(t.data, ec);
-  const char* data_kind = conversations ? "conversations"
-                          : token_dir   ? "a token directory"
-                          : std::filesystem::exists(t.data, ec) ? "a text"
-                                                                : "no longer at its --data path";
+  const DataPathKind kind = data_path_kind(t.data);
+  const bool token_dir = kind == DataPathKind::token_directory;
+  const char* data_kind = kind == DataPathKind::conversations ? "conversations"
+                          : token_dir                         ? "a token directory"
+                          : kind == DataPathKind::text        ? "a text"
+                                                              : "no longer at its --data path";
   std::printf("tokenizer    %s\n", tokenizer_flags(t, *ck.tokenizer, token_dir).c_str());
   std::printf("training     %s\n", settings_as_flags(t, Line::training).c_str());  // as the flags that give them
   if (!state->data_fingerprint.empty())

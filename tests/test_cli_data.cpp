@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "tests/support.h"
+#include "train/chat_data.h"
 #include "train/run_state.h"
 
 namespace folio {
@@ -131,6 +132,19 @@ TEST_F(CliData, ResumeRefusesChangedConversations) {
   const Result back = folio("train --resume --data " + chat + run("chat", 10));
   EXPECT_EQ(back.code, 2) << back.err;
   expect_contains(back.err, {"its conversations are not the ones this run trained on"});
+}
+
+// What --resume and folio info take a run's --data to have been, from its path.
+TEST_F(CliData, DataPathKindTellsTheKindsApart) {
+  const std::string text_file = dir_ / "t.txt", chat = dir_ / "c.jsonl", tokens = dir_ / "tokens";
+  testing::spit(text_file, "some text");
+  testing::spit(chat, copy_conversations(1));
+  std::filesystem::create_directories(tokens);
+  EXPECT_EQ(data_path_kind(text_file), DataPathKind::text);
+  EXPECT_EQ(data_path_kind(chat), DataPathKind::conversations);
+  EXPECT_EQ(data_path_kind(tokens), DataPathKind::token_directory);
+  EXPECT_EQ(data_path_kind(dir_ / "moved.txt"), DataPathKind::missing);
+  EXPECT_EQ(data_path_kind(dir_ / "moved.jsonl"), DataPathKind::conversations);  // by its name, as --data reads it
 }
 
 // The text twin of the test above: a text edited in place under a run is refused

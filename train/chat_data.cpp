@@ -60,15 +60,22 @@ bool same_data_path(const std::string& a, const std::string& b) {
   return a == b || std::filesystem::equivalent(a, b, ec);
 }
 
+DataPathKind data_path_kind(const std::string& path) {
+  if (is_conversation_file(path)) return DataPathKind::conversations;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return DataPathKind::token_directory;
+  return std::filesystem::exists(path, ec) ? DataPathKind::text : DataPathKind::missing;
+}
+
 std::string check_resumed_data(const TrainingData& data, const std::string& recorded, const std::string& recorded_path,
                                const std::string& model_file) {
   const bool text = data.kind == "text";
   const char* what = data.chat ? "conversations" : text ? "text" : "tokens";
   // Was the run's --data of this kind (conversations or a text)? Its path says: a text
   // is neither conversations nor a directory (nor, moved away, anything at all).
-  std::error_code ec;
-  const bool text_recorded = !is_conversation_file(recorded_path) && !std::filesystem::is_directory(recorded_path, ec);
-  const bool same_kind = data.chat ? is_conversation_file(recorded_path) : text && text_recorded;
+  const DataPathKind recorded_kind = data_path_kind(recorded_path);
+  const bool text_recorded = recorded_kind == DataPathKind::text || recorded_kind == DataPathKind::missing;
+  const bool same_kind = data.chat ? recorded_kind == DataPathKind::conversations : text && text_recorded;
   // Another text is other data, which --resume allows (with folio train's warning that
   // best.safetensors was chosen on another val split): only the run's own is compared.
   if (text && same_kind && !same_data_path(data.path, recorded_path)) return "";

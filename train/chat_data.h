@@ -33,6 +33,11 @@ void check_windows(const TrainingData& data, int64_t block_size);
 // Whether two --data paths name the same file or directory.
 bool same_data_path(const std::string& a, const std::string& b);
 
+// What a --data path holds, by its name and what is there now: conversations (FILE.jsonl),
+// a token directory, a text, or nothing any more (moved away since the run recorded it).
+enum class DataPathKind { conversations, token_directory, text, missing };
+DataPathKind data_path_kind(const std::string& path);
+
 // --resume's check that `data` is what the run trained on: its fingerprint is the one
 // the run's state recorded (`recorded`, when its --data was `recorded_path`). Throws
 // "[data] <data.path>: ..." otherwise, offering a new run --init-from `model_file`.
