@@ -130,9 +130,10 @@ inline void scale_row(float* row, float by, int64_t n) {
 // A block of rows [i0, i0 + R) (p's rows Tp apart, row i0 first) holds their scores
 // over the first n columns (n a multiple of W, > i0 + R - 1): row i becomes
 // softmax(row[0, i]), zero on to column n, and stats (if any) gets each row's
-// statistics (at i). Rows from T on become zero. Columns from n on are not written: no product
-// reads them. Stage by stage over the rows, so that the rows' exps overlap in the
-// pipeline: per row (and with per-element loops) this ran at a third of the speed.
+// statistics (at i). Rows from T on become zero. Columns from n on of the other rows are
+// not written: no product reads them. Stage by stage over the rows, so that the rows'
+// exps overlap in the pipeline: per row (and with per-element loops) this ran at a third
+// of the speed.
 inline void softmax_rows(float* p, int64_t i0, int64_t T, int64_t n, int64_t Tp, RowStats stats = {}) {
   const int64_t rows = std::clamp<int64_t>(T - i0, 0, R);
   float max[R];
@@ -204,7 +205,8 @@ void grow_to(V& v, int64_t n) {
 // ---- The bf16 form (attention_slice_bf16.cpp). q, k, v and dy are rounded to bf16, the
 // weights (with dropout) before they multiply v and dy, and ds before it multiplies k and
 // q; every product sums in fp32, and the softmax and its backward run in fp32 on fp32
-// scores, as the fp32 form's. As there, the backward recomputes the weights.
+// scores, as the fp32 form's. Unlike the fp32 form, the forward keeps no weights: the
+// backward recomputes them from the scores and the softmax's statistics.
 
 // Per-thread scratch of one bf16 slice: fp32 for one (Tp, hsp) buffer and three blocks
 // of R rows of Tp, bf16 for seven (Tp, hsp) and three (Tp, Tp) buffers, and the

@@ -96,9 +96,10 @@ struct WeightDropout {
 };
 // q, k, v (..., T, hs) -> dropout(causal_softmax(q k^T, scale)) v (..., T, hs) in one op
 // (ops_causal_attention.cpp): equal to the composition, without computing the masked half.
-// In bf16, the six products of its forward and backward take bf16 operands (q, k, v, the
+// In bf16, the products of its forward and backward take bf16 operands (q, k, v, the
 // output's gradient, and the weights and their gradient as they enter a product), summed
-// in fp32; the softmax and its backward stay fp32 (autograd/attention_slice_bf16.cpp).
+// in fp32; the softmax and its backward stay fp32, and the backward recomputes the
+// weights instead of keeping them (autograd/attention_slice_bf16.cpp).
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale, WeightDropout dropout = {},
                         Precision precision = Precision::fp32);
 // The same over MultiHead's packed projection, read and written in place (no per-head

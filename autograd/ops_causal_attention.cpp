@@ -30,14 +30,12 @@ using namespace attention_slice;  // Dims, Rows, Out, Drop, the softmax and the 
 
 std::atomic<int64_t> calls[2];  // forward calls, fp32 and bf16, all threads
 
-// Per-thread scratch of one fp32 slice: five (Tp, hsp) buffers, one (Tp, Tp) (the
-// backward's ds) and one more with dropout (the backward's pd), and one block of R rows
-// of Tp (the forward's pd). Kept as Bf16Scratch is.
+// Per-thread scratch of one fp32 slice: the backward's five (Tp, hsp) buffers, one (Tp,
+// Tp) (ds) and one more with dropout (pd). The forward's four (Tp, hsp) and one block of
+// R rows of Tp (its pd) fit in the first five. Kept as Bf16Scratch is.
 struct Fp32Scratch {
   std::vector<float> f;
-  void reserve(const Dims& d, bool dropped) {
-    grow_to(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp + R * d.Tp);
-  }
+  void reserve(const Dims& d, bool dropped) { grow_to(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp); }
 };
 
 // x (T, hs) as (Tp, hsp) with zeros around: x itself when no padding is needed.
@@ -234,7 +232,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
   const int64_t slice = d.T * d.hs, slices = q.numel() / slice;
   const Call c({slices, 1, slice, 0, d.hs, slice, 0, d.hs}, d, scale, dropout, q.numel(), precision);
   Tensor y = Tensor::empty(q.shape());
-  Tensor kept = Tensor::empty(Shape{slices, c.kept_per_slice()});  // for the backward
+  Tensor kept = Tensor::empty(Shape{slices, c.kept_per_slice()});  // (slices, Tp Tp) fp32, (slices, 2 Tp) bf16
   forward({q.data(), k.data(), v.data()}, kept.data(), y.data(), c);
   if (!needs_grad({&q, &k, &v})) return y;
   record(y, "causal_attention", {&q, &k, &v},
@@ -261,7 +259,7 @@ Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, W
   const int64_t B = qkv.size(0), T = qkv.size(1), W = qkv.size(2), hs = W / (3 * n_head), C = n_head * hs;
   const Call c({B, n_head, T * W, 3 * hs, W, T * C, hs, C}, Dims(T, hs), scale, dropout, qkv.numel(), precision);
   Tensor y = Tensor::empty({B, T, C});
-  Tensor kept = Tensor::empty(Shape{B * n_head, c.kept_per_slice()});  // for the backward
+  Tensor kept = Tensor::empty(Shape{B * n_head, c.kept_per_slice()});  // (B nh, Tp Tp) fp32, (B nh, 2 Tp) bf16
   const float* x = qkv.data();
   forward({x + hs, x, x + 2 * hs}, kept.data(), y.data(), c);  // a head's k, q, v
   if (!needs_grad({&qkv})) return y;

@@ -202,6 +202,35 @@ TEST(CausalAttentionBf16, KeepsTheSoftmaxStatisticsNotTheWeights) {
   }
 }
 
+// The op reads only what it wrote in the same call (it no longer clears the columns
+// past each row's visible keys): with every thread's scratch and the pool's free buffers
+// left holding NaN, padded shapes give what they gave before, bit for bit.
+TEST(CausalAttentionBf16, ReadsNothingItDidNotWrite) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const Precision precision : {Precision::fp32, Precision::bf16})
+    for (const WeightDropout drop : {WeightDropout{}, WeightDropout{0.3f, 4}})
+      for (const Shape& shape : {Shape{4, 37, 24}, Shape{4, 21, 7}, Shape{2, 2, 64, 32}}) {
+        SCOPED_TRACE(::testing::Message() << "shape " << shape << " dropout " << drop.p << " bf16 "
+                                          << (precision == Precision::bf16));
+        const Result clean = run(shape, 0.3f, drop, precision);
+        {  // NaN scores at a longer context, on every thread's scratch
+          const Tensor q = Tensor::full({8, 150, 40}, nan).set_requires_grad();
+          causal_attention(q, q, q, 0.3f, drop, precision).backward(Tensor::full({8, 150, 40}, nan));
+        }
+        {  // free NaN buffers of every size the op asks the pool for: (slices, what it keeps)
+          const int64_t T = shape[-2], Tp = (T + 15) / 16 * 16, slices = shape.numel() / (T * shape.last());
+          std::vector<Tensor> held;  // several of each: the op's own inputs may take one first
+          for (int copy = 0; copy < 4; ++copy)
+            for (const int64_t kept : {Tp * Tp, 2 * Tp}) held.push_back(Tensor::full({slices, kept}, nan));
+        }
+        const Result again = run(shape, 0.3f, drop, precision);
+        const std::pair<const Tensor*, const Tensor*> pairs[] = {
+            {&again.y, &clean.y}, {&again.dq, &clean.dq}, {&again.dk, &clean.dk}, {&again.dv, &clean.dv}};
+        for (const auto& [got, want] : pairs)
+          for (int64_t i = 0; i < got->numel(); ++i) ASSERT_EQ(got->data()[i], want->data()[i]) << "element " << i;
+      }
+}
+
 std::vector<bf16> random_bf16(size_t n, Rng& r) {
   std::vector<bf16> x(n);
   for (bf16& e : x) e = kernels::round_to_bf16(r.normal());
