@@ -81,8 +81,13 @@ std::string text(const json& j, const char* name) {
   bad(name, cat("must be a string, got ", j.type_name()));
 }
 
+bool boolean(const json& j, const char* name) {
+  if (!j.is_boolean()) bad(name, cat("must be true or false, got ", j.type_name()));
+  return j.get<bool>();
+}
+
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& s, const char* name,
-                                   int64_t max_tokens) {
+                                   int64_t max_tokens, bool with_start) {
   // A char tokenizer makes at most one token per byte; refusing early keeps a huge
   // prompt from costing an encode.
   if (std::string_view(tokenizer.kind()) == "char" && int64_t(s.size()) > 4 * max_tokens)
@@ -95,7 +100,7 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string
   }
   if (ids.empty()) bad(name, "is empty");
   // A model imported from a llama-family GGUF expects its BOS first (Tokenizer::prompt_start).
-  if (const std::optional<int32_t> bos = tokenizer.prompt_start()) ids.insert(ids.begin(), *bos);
+  if (const std::optional<int32_t> bos = tokenizer.prompt_start(); bos && with_start) ids.insert(ids.begin(), *bos);
   if (int64_t(ids.size()) > max_tokens)
     bad(name, cat("has ", ids.size(), " tokens, more than this server's limit of ", max_tokens));
   return ids;
@@ -153,10 +158,7 @@ void parse_sampling(Body& j, CompletionRequest& r, const Tokenizer& tokenizer) {
     for (const std::string& s : r.stop)
       if (s.empty()) bad("stop", "must not hold an empty string");
   }
-  if (const json* v = j.get("stream")) {
-    if (!v->is_boolean()) bad("stream", cat("must be true or false, got ", v->type_name()));
-    r.stream = v->get<bool>();
-  }
+  if (const json* v = j.get("stream")) r.stream = boolean(*v, "stream");
   if (const json* v = j.get("model")) {
     if (!v->is_string()) bad("model", cat("must be a string, got ", v->type_name()));
     r.model = v->get<std::string>();
@@ -167,14 +169,20 @@ void parse_sampling(Body& j, CompletionRequest& r, const Tokenizer& tokenizer) {
 
 }  // namespace fields
 
-std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+TokenizeRequest parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
   Body j(body);
   const json* c = j.get("content");
+  const json* add_special = j.get("add_special");
+  const json* with_pieces = j.get("with_pieces");
   j.finish();
   if (!c) bad("content", "is required");
   if (!c->is_string()) bad("content", cat("must be a string, got ", c->type_name()));
-  if (c->get_ref<const std::string&>().empty()) return {};
-  return encode_prompt(tokenizer, c->get<std::string>(), "content", limits.max_prompt_tokens);
+  TokenizeRequest r;
+  if (with_pieces) r.with_pieces = boolean(*with_pieces, "with_pieces");
+  const bool with_start = add_special ? boolean(*add_special, "add_special") : true;
+  if (c->get_ref<const std::string&>().empty()) return r;
+  r.ids = encode_prompt(tokenizer, c->get<std::string>(), "content", limits.max_prompt_tokens, with_start);
+  return r;
 }
 
 std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer) {

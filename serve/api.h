@@ -57,8 +57,15 @@ struct CompletionRequest {
 // Body). Throws ApiError 400 naming the field. So do the parsers below.
 CompletionRequest parse_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
 
-// {"content": "text"} -> token ids; {"tokens": [ids]} -> text. ApiError 400 on bad input.
-std::vector<int32_t> parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
+// {"content": "text"} -> token ids, as a prompt of that text is encoded: after the model's
+// prompt start (an imported llama GGUF's BOS), unless "add_special" is false; with
+// "with_pieces", each token is given as {"id", "piece"}, as llama-server gives it.
+struct TokenizeRequest {
+  std::vector<int32_t> ids;
+  bool with_pieces = false;
+};
+TokenizeRequest parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
+// {"tokens": [ids]} -> text. ApiError 400 on bad input.
 std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer);
 // {"prompt": "text"} or {"tokens": [ids]} -> 1 to block_size token ids.
 std::vector<int32_t> parse_attention(const std::string& body, const Tokenizer& tokenizer, int64_t block_size);

@@ -46,9 +46,12 @@ double number(const json& j, const char* name, double lo, double hi);
 int64_t integer(const json& j, const char* name, int64_t lo, int64_t hi);
 // A string, or an array of one string (as some clients send a prompt).
 std::string text(const json& j, const char* name);
-// Text -> 1 to max_tokens token ids of this tokenizer.
+// Text -> 1 to max_tokens token ids of this tokenizer, after the model's prompt start
+// (Tokenizer::prompt_start) unless `with_start` is false.
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& s, const char* name,
-                                   int64_t max_tokens);
+                                   int64_t max_tokens, bool with_start = true);
+// A field that must be true or false.
+bool boolean(const json& j, const char* name);
 // temperature, top_p, top_k, seed, stop, stream, model, n: into r (max_tokens is the
 // caller's, as chat also accepts max_completion_tokens).
 void parse_sampling(Body& body, CompletionRequest& r, const Tokenizer& tokenizer);

@@ -187,10 +187,13 @@ void Server::Routes::install() {
        [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, true); });
   post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const auto ids = parse_tokenize(req.body, *model.tokenizer, options.limits);
-      json pieces = json::array();
-      for (int32_t id : ids) pieces.push_back(visible_token(model.tokenizer->token_bytes(id)));
-      reply(res, 200, dump({{"tokens", ids}, {"pieces", pieces}}));
+      const TokenizeRequest r = parse_tokenize(req.body, *model.tokenizer, options.limits);
+      json pieces = json::array(), tokens = json::array();
+      for (int32_t id : r.ids) {
+        pieces.push_back(visible_token(model.tokenizer->token_bytes(id)));
+        tokens.push_back(r.with_pieces ? json{{"id", id}, {"piece", pieces.back()}} : json(id));
+      }
+      reply(res, 200, dump(r.with_pieces ? json{{"tokens", tokens}} : json{{"tokens", tokens}, {"pieces", pieces}}));
     } catch (const ApiError& e) {
       reply_error(res, e);
     }

@@ -6,6 +6,7 @@
 
 #include "infer/stop_filter.h"
 #include "serve/chat.h"
+#include "bytes_tokenizer.h"
 #include "serve_support.h"
 
 namespace folio {
@@ -98,7 +99,7 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
 
 // Every route that reads a body takes the fields docs/serve.md gives it, and refuses
 // one it does not read with a 400 naming it, as OpenAI does: none ignores a setting the
-// client believes took effect (llama-server's "add_special" on /tokenize, say).
+// client believes took effect (llama-server's "n_probs", say).
 TEST(ParseRequests, EachRouteTakesItsDocumentedFieldsAndRefusesAnyOther) {
   const serve::ApiLimits limits{.max_tokens = 100, .max_prompt_tokens = 50};
   const std::string sampling =
@@ -114,7 +115,8 @@ TEST(ParseRequests, EachRouteTakesItsDocumentedFieldsAndRefusesAnyOther) {
       {R"("prompt": "ab", "max_tokens": 5, "best_of": 1, "echo": false, )" + sampling, completion},
       {R"("messages": [{"role": "user", "content": "ab"}], "max_tokens": 5, "max_completion_tokens": 5,
           "logprobs": false, )" + sampling, chat},
-      {R"("content": "ab")", [&](const std::string& b) { serve::parse_tokenize(b, t, limits); }},
+      {R"("content": "ab", "add_special": true, "with_pieces": false)",
+       [&](const std::string& b) { serve::parse_tokenize(b, t, limits); }},
       {R"("tokens": [1, 2])", [&](const std::string& b) { serve::parse_detokenize(b, t); }},
       {R"("prompt": "ab")", attention},
       {R"("tokens": [1, 2])", attention},
@@ -125,10 +127,27 @@ TEST(ParseRequests, EachRouteTakesItsDocumentedFieldsAndRefusesAnyOther) {
     } catch (const ApiError& e) {
       ADD_FAILURE() << "refused {" << fields << "}: " << e.what();
     }
-    expect_refused({{"{" + fields + R"(, "add_special": true})", 400, "add_special",
-                     "Unrecognized request argument supplied: add_special (this endpoint takes "}},
+    expect_refused({{"{" + fields + R"(, "n_probs": 3})", 400, "n_probs",
+                     "Unrecognized request argument supplied: n_probs (this endpoint takes "}},
                    parse);
   }
+}
+
+// /tokenize encodes a prompt: after the model's prompt start (an imported llama GGUF's
+// BOS) unless "add_special" is false, as llama-server's field asks; "with_pieces" is
+// read, and both must be booleans.
+TEST(ParseRequests, TokenizePutsThePromptStartFirstUnlessAddSpecialIsFalse) {
+  const serve::ApiLimits limits{.max_tokens = 100, .max_prompt_tokens = 50};
+  const testing::BytesWithStart bytes;
+  const std::vector<int32_t> ab = {'a', 'b'}, start_ab = {200, 'a', 'b'};
+  EXPECT_EQ(serve::parse_tokenize(R"({"content": "ab"})", bytes, limits).ids, start_ab);
+  EXPECT_EQ(serve::parse_tokenize(R"({"content": "ab", "add_special": true})", bytes, limits).ids, start_ab);
+  EXPECT_EQ(serve::parse_tokenize(R"({"content": "ab", "add_special": false})", bytes, limits).ids, ab);
+  EXPECT_FALSE(serve::parse_tokenize(R"({"content": "ab"})", bytes, limits).with_pieces);
+  EXPECT_TRUE(serve::parse_tokenize(R"({"content": "ab", "with_pieces": true})", bytes, limits).with_pieces);
+  expect_refused({{R"({"content": "ab", "add_special": 0})", 400, "add_special", "must be true or false, got number"},
+                  {R"({"content": "ab", "with_pieces": "yes"})", 400, "with_pieces", "must be true or false, got string"}},
+                 [&](const std::string& body) { serve::parse_tokenize(body, bytes, limits); });
 }
 
 // Batched slots give the text a thread per slot gives, request by request, past the
@@ -241,6 +260,10 @@ TEST_F(ServeRoutes, CompletionsStreamAndTheOtherRoutes) {
   ASSERT_TRUE(r);
   const json ids = json::parse(r->body)["tokens"];
   EXPECT_EQ(ids.size(), 3u);
+  r = c.Post("/tokenize", R"({"content": "abc", "with_pieces": true})", "application/json");  // llama-server's form
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body), json({{"tokens", {{{"id", ids[0]}, {"piece", "a"}}, {{"id", ids[1]}, {"piece", "b"}},
+                                                     {{"id", ids[2]}, {"piece", "c"}}}}}));
   r = c.Post("/detokenize", json({{"tokens", ids}}).dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(json::parse(r->body)["content"], "abc");
