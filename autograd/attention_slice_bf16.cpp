@@ -26,7 +26,6 @@ namespace folio::attention_slice {
 namespace {
 
 using kernels::bf16;
-using kernels::round_to_bf16;
 namespace tiles16 = kernels::attention_tiles_bf16;
 
 // Rows [t0, t0 + count) of x (T, hs) times scale, rounded into dst's rows (ldd apart,
