@@ -185,6 +185,26 @@ TokenizeRequest parse_tokenize(const std::string& body, const Tokenizer& tokeniz
   return r;
 }
 
+std::string tokenize_json(const TokenizeRequest& r, const Tokenizer& tokenizer) {
+  json tokens = json::array(), pieces = json::array();
+  for (int32_t id : r.ids) {
+    const std::string bytes = tokenizer.token_bytes(id);
+    if (!r.with_pieces) {
+      tokens.push_back(id);
+      pieces.push_back(visible_token(bytes));
+      continue;
+    }
+    std::string checked = bytes;
+    json piece = bytes;
+    if (replace_invalid_utf8(checked) > 0) {
+      piece = json::array();
+      for (unsigned char b : bytes) piece.push_back(int(b));
+    }
+    tokens.push_back({{"id", id}, {"piece", piece}});
+  }
+  return (r.with_pieces ? json{{"tokens", tokens}} : json{{"tokens", tokens}, {"pieces", pieces}}).dump();
+}
+
 std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer) {
   Body j(body);
   const json* t = j.get("tokens");

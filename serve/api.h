@@ -65,6 +65,11 @@ struct TokenizeRequest {
   bool with_pieces = false;
 };
 TokenizeRequest parse_tokenize(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
+// Its answer: {"tokens": [ids], "pieces": [each token as a person reads it
+// (visible_token)]}, or with_pieces {"tokens": [{"id", "piece"}]}, the piece as
+// llama-server gives it: the token's own text, or its bytes' values where they are not
+// UTF-8 (a character split between tokens).
+std::string tokenize_json(const TokenizeRequest& r, const Tokenizer& tokenizer);
 // {"tokens": [ids]} -> text. ApiError 400 on bad input.
 std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer);
 // {"prompt": "text"} or {"tokens": [ids]} -> 1 to block_size token ids.

@@ -188,12 +188,7 @@ void Server::Routes::install() {
   post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       const TokenizeRequest r = parse_tokenize(req.body, *model.tokenizer, options.limits);
-      json pieces = json::array(), tokens = json::array();
-      for (int32_t id : r.ids) {
-        pieces.push_back(visible_token(model.tokenizer->token_bytes(id)));
-        tokens.push_back(r.with_pieces ? json{{"id", id}, {"piece", pieces.back()}} : json(id));
-      }
-      reply(res, 200, dump(r.with_pieces ? json{{"tokens", tokens}} : json{{"tokens", tokens}, {"pieces", pieces}}));
+      reply(res, 200, tokenize_json(r, *model.tokenizer));
     } catch (const ApiError& e) {
       reply_error(res, e);
     }

@@ -150,6 +150,20 @@ TEST(ParseRequests, TokenizePutsThePromptStartFirstUnlessAddSpecialIsFalse) {
                  [&](const std::string& body) { serve::parse_tokenize(body, bytes, limits); });
 }
 
+// The answer: folio's pieces as a person reads them, or llama-server's with_pieces form,
+// each piece the token's own text, or its bytes' values where they are not UTF-8.
+TEST(ParseRequests, TokenizeAnswersWithPiecesAsLlamaServerDoes) {
+  const testing::BytesWithStart bytes;  // é (C3 A9) is two tokens, each not UTF-8 alone
+  const serve::TokenizeRequest r{{'a', ' ', 0xC3, 0xA9}, false};
+  EXPECT_EQ(json::parse(serve::tokenize_json(r, bytes)),
+            json({{"tokens", {'a', ' ', 0xC3, 0xA9}}, {"pieces", {"a", "\u2423", "<0xC3>", "<0xA9>"}}}))
+      << serve::tokenize_json(r, bytes);
+  const serve::TokenizeRequest with{r.ids, true};
+  EXPECT_EQ(json::parse(serve::tokenize_json(with, bytes)),
+            json({{"tokens", {{{"id", 'a'}, {"piece", "a"}}, {{"id", ' '}, {"piece", " "}},
+                              {{"id", 0xC3}, {"piece", {0xC3}}}, {{"id", 0xA9}, {"piece", {0xA9}}}}}}));
+}
+
 // Batched slots give the text a thread per slot gives, request by request, past the
 // context (block 16, 40 tokens: context shifts) and with more requests than slots.
 TEST(Scheduler, BatchedSlotsMatchAThreadPerSlot) {
