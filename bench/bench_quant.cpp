@@ -4,8 +4,9 @@
 //                    activation row (M = 1)
 //   Q8Rows           kernels::quantize_rows_q8 + one kernel of q8x8_rows on the
 //                    decoder's layout (repack_q8x8): `kernel` 0 plain, 1 avx2, 2 vnni
-//                    (skipped where the CPU has not it), for M = 1 (a decode step) and
-//                    M = 128 (a prompt's rows, panels of 4 or 8 rows per pass)
+//                    (skipped where the CPU has not it), for M = 1 (a decode step),
+//                    4 to 32 (a batch of streams, a short prompt) and 128 (a prompt's
+//                    rows, panels of 4 or 8 rows per pass, VNNI's of two groups from 16)
 //   Q8Rows_Widened   a prompt's rows as the decoder ran them before the integer
 //                    kernels (FOLIO_INT8_KERNEL=widened): the blocks widened to fp32
 //                    (dequantize_q8x8_groups), then oneDNN's fp32 product
@@ -149,7 +150,8 @@ void kernel_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"N", "from_memory", "kernel", "M"});
   for (int64_t N : {1536, 2048})
     for (int64_t kernel : {0, 1, 2}) {
-      for (int64_t mem : {0, 1}) b->Args({N, mem, kernel, 1});
+      for (int64_t M : {1, 4, 8, 16, 32})
+        for (int64_t mem : {0, 1}) b->Args({N, mem, kernel, M});
       b->Args({N, 0, kernel, 128});
     }
   bench::add_min_max(b);

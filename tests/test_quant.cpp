@@ -246,10 +246,12 @@ TEST(Quant, RepackedBlocksKeepEachRow) {
 // Every integer kernel this CPU runs (plain, AVX2, AVX-512 VNNI) and the chosen one,
 // against the reference (both operands dequantized, sums in double: within 1e-5 of
 // sum |w x|, the int32 block sums being exact in both) for M = 1..20 rows (a decode
-// step's streams, and prompts' panels of 4 and 8 rows with ragged tails) on ragged K
-// and N, over all groups at once and in two ranges; and the reference against the
-// fp32-activation product, from which it may differ by the activations' rounding
-// alone: at most half an activation step times sum |w| per block.
+// step's streams, and prompts' panels of 4 and 8 rows with ragged tails, and of 16
+// and more, where VNNI takes two groups of weight rows at once) on ragged K
+// and N, over all groups at once and in two ranges; the vector kernels against AVX2's
+// bit for bit; and the reference against the fp32-activation product, from which it
+// may differ by the activations' rounding alone: at most half an activation step
+// times sum |w| per block.
 TEST(Quant, IntegerProductsMatchTheReference) {
   std::vector<std::pair<std::string, Q8x8Rows*>> kernels = {{"chosen", q8x8_rows}};
   for (const IntegerKernel& k : integer_kernels()) kernels.push_back({k.name, k.rows});
@@ -259,6 +261,8 @@ TEST(Quant, IntegerProductsMatchTheReference) {
     for (int64_t N : {int64_t(8), int64_t(9), int64_t(15), int64_t(16), int64_t(17), 23 + 8 * M}) shapes.push_back({M, N, 33 + 61 * M});
   shapes.push_back({1, 6, 512});
   shapes.push_back({37, 21, 4000});  // more rows than a tile of 128 KiB of quants holds (32)
+  for (int64_t N : {int64_t(16), int64_t(17), int64_t(40), int64_t(57)})  // 16 rows and more: VNNI's pairs of groups
+    for (int64_t M : {int64_t(16), int64_t(29)}) shapes.push_back({M, N, 96 + N});
   for (const Shape s : shapes) {
     const int64_t nb = q8_blocks(s.K);
     const std::vector<float> w = randoms(s.N * s.K, 7, 0.05f), x = randoms(s.M * s.K, 8), bias = randoms(s.N, 9);
@@ -275,12 +279,21 @@ TEST(Quant, IntegerProductsMatchTheReference) {
     for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
       std::vector<float> want(size_t(s.M * s.N)), got(want.size()), fp32x(want.size());  // (M, N)
       detail::q8q8_rows_reference(W.data(), xq.data(), xs.data(), want.data(), s.M, s.N, s.K, b);
+      // The vector kernels' int32 block sums are exact and their float steps the same
+      // (widen, scale, fused add), so they agree bit for bit with AVX2's.
+      std::vector<float> avx2;  // (M, N)
+      if (const IntegerKernel* k = find_integer_kernel("avx2")) {
+        avx2.resize(want.size());
+        repacked<false>(k->rows, W.data(), xq.data(), xs.data(), avx2.data(), s.M, s.N, s.K, b);
+      }
       for (const auto& [name, fn] : kernels)
         for (const bool two_ranges : {false, true}) {
           std::fill(got.begin(), got.end(), NAN);
           (two_ranges ? repacked<true> : repacked<false>)(fn, W.data(), xq.data(), xs.data(), got.data(), s.M, s.N,
                                                           s.K, b);
           expect_close(got, want, mag, (name + (two_ranges ? ", two ranges" : "")).c_str(), s);
+          if (name != "plain" && !avx2.empty())
+            ASSERT_EQ(got, avx2) << name << " against avx2, M " << s.M << " N " << s.N << " K " << s.K;
         }
       detail::q8_rows_reference(W.data(), x.data(), fp32x.data(), s.M, s.N, s.K, b);
       for (int64_t m = 0; m < s.M; ++m)

@@ -24,7 +24,8 @@
 //                its int32 sums is row r's. One kernel family serves a decode step (one
 //                activation row) and a prompt (panels of rows reusing each weight
 //                vector while it is in registers): plain, AVX2 (vpmaddubsw/vpmaddwd),
-//                AVX-512 VNNI (vpdpbusd on 256-bit vectors), chosen at run time.
+//                AVX-512 VNNI (vpdpbusd on 256-bit vectors, 512 for 16 rows and
+//                more: two groups at once), chosen at run time.
 // Each fast product (AVX2 + FMA + F16C where the CPU has them, chosen at run time) has
 // a plain twin (the fallback elsewhere) and a reference in double that
 // tests/test_quant.cpp compares them with.

@@ -25,12 +25,16 @@ constexpr int64_t kPanelRows = 4;  // 4 rows' sums in registers, with the block'
 // added give the block's 8 row sums with no sum across lanes. The sums convert to fp32
 // and are scaled by the 8 weight scales (one load) times x's in one FMA.
 struct Avx2 {
-  template <int R>
-  FOLIO_AVX2 static void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]);
+  static constexpr int kGroups = 1;
+  template <int R, int Groups>
+  FOLIO_AVX2 static void panel(const BlockQ8x8* G, const int8_t* x, const float* xs, const int32_t*, int64_t nb,
+                               float (*out)[kPanelColumns]);
 };
 
-template <int R>
-FOLIO_AVX2 void Avx2::panel(const BlockQ8x8* G, const int8_t* x, const float* xs, int64_t nb, float (*out)[kQ8Group]) {
+template <int R, int Groups>
+FOLIO_AVX2 void Avx2::panel(const BlockQ8x8* G, const int8_t* x, const float* xs, const int32_t*, int64_t nb,
+                            float (*out)[kPanelColumns]) {
+  static_assert(Groups == 1);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   for (int m = 0; m < R; ++m) acc[m] = _mm256_setzero_ps();
@@ -63,7 +67,7 @@ FOLIO_AVX2 void Avx2::panel(const BlockQ8x8* G, const int8_t* x, const float* xs
 
 void q8x8_rows_avx2(const BlockQ8x8* P, const int8_t* xq, const float* xscale, float* y, int64_t M, int64_t N,
                     int64_t K, const float* bias, int64_t first_group, int64_t last_group) {
-  rows_by_panels<Avx2, kPanelRows>(P, xq, xscale, y, M, N, K, bias, first_group, last_group);
+  rows_by_panels<Avx2, kPanelRows>(P, xq, xscale, nullptr, y, M, N, K, bias, first_group, last_group);
 }
 
 }  // namespace folio::kernels::detail
