@@ -51,7 +51,7 @@ std::string tokenizer_flags(const TrainConfig& t, const Tokenizer& tok, bool tok
 
 // Why --export-tokenizer has no file to write for `ck`'s tokenizer, and what there is
 // instead, by kind. `path` is the checkpoint as the user named it.
-std::string why_no_file(const ModelCheckpoint& ck, const std::string& path) {
+std::string why_no_file(const CheckpointHeader& ck, const std::string& path) {
   const Tokenizer& tok = *ck.tokenizer;
   const std::string kind = tok.kind();
   if (kind == "char")
@@ -65,7 +65,7 @@ std::string why_no_file(const ModelCheckpoint& ck, const std::string& path) {
   if (kind == "bytebpe") {
     const std::string what = "GPT-2's byte-level BPE, whose vocabulary and merges the checkpoint carries; "
                              "--export-tokenizer writes a SentencePiece .model, which cannot hold them: ";
-    if (!tok.chat_tokens() && hf_refusals(ck.model->config()).empty())
+    if (!tok.chat_tokens() && hf_refusals(ck.config).empty())
       return what + cat("folio export --format hf ", path, " DIR writes them as DIR/vocab.json and DIR/merges.txt, "
                         "with the weights");
     return what + cat("folio export --format hf writes them (vocab.json, merges.txt) only with a model HF's GPT-2 "
@@ -81,15 +81,15 @@ struct BestCheckpoint {
   int64_t step = 0;
 };
 
-void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& state,
+void print_info(const CheckpointHeader& ck, const std::optional<TrainState>& state,
                 const std::optional<BestCheckpoint>& best) {
-  const nn::GPTConfig& c = ck.model->config();
+  const nn::GPTConfig& c = ck.config;
   std::printf("checkpoint   %s\n", ck.path.c_str());
   std::printf("model        %lld layers, %lld heads, n_embd %lld, block_size %lld, dropout %s, bias %s, %s\n",
               (long long)c.n_layer, (long long)c.n_head, (long long)c.n_embd, (long long)c.block_size,
               shown(c.dropout).c_str(), c.bias ? "on" : "off", nn::to_string(c.activation));
   std::printf("options      %s\n", nn::options_as_flags(c).c_str());  // as the flags that give them
-  std::printf("parameters   %lld\n", (long long)ck.model->num_parameters());
+  std::printf("parameters   %lld\n", (long long)c.parameter_count());
   const Tokenizer& tok = *ck.tokenizer;
   std::printf("tokenizer    %s, fingerprint %s\n", tok.describe().c_str(), tok.fingerprint().c_str());
   if (tok.vocab_size() <= kListedVocabulary) {  // a short vocabulary (characters) is worth seeing whole
@@ -135,13 +135,14 @@ void print_info(const ModelCheckpoint& ck, const std::optional<TrainState>& stat
 
 std::function<int()> prepare_info(const po::variables_map& vm) {
   const std::string path = checkpoint_option(vm);
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(path));
+  // Nothing here shows a weight or the optimizer's moments: the headers alone are read.
+  auto ck = std::make_shared<CheckpointHeader>(load_checkpoint_header(path));
   std::optional<TrainState> state;
   const std::filesystem::path state_path = std::filesystem::path(ck->path).parent_path() / "state.safetensors";
   // Only --resume needs the state: unreadable, it costs info the training lines, not the
   // model's (generate and serve read the weights alone too).
   if (std::filesystem::is_directory(path) && std::filesystem::exists(state_path)) try {
-      state = load_state(state_path.string());
+      state = load_state_settings(state_path.string());
     } catch (const Error& e) {
       warn(cat(state_path.string(), " cannot be read, so the training state is not shown (--resume needs that file): ",
                e.what()));

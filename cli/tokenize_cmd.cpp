@@ -123,7 +123,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     for (const char* flag : {"tokenizer", "vocab-size"})
       if (!vm[flag].defaulted())
         throw UsageError(cat("--", flag, " and --tokenizer-from both say which tokenizer to use: give one of them"));
-    o.tokenizer_from = with_end_of_text(*load_model(tokenizer_from).tokenizer);
+    o.tokenizer_from = with_end_of_text(*load_checkpoint_header(tokenizer_from).tokenizer);
   }
   o.val_fraction = vm["val-fraction"].as<double>();
   if (!(o.val_fraction > 0 && o.val_fraction < 1))

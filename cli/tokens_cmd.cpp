@@ -23,7 +23,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--format must be ids, pieces or table, got '", format, "'"));
   if (vm.count("text") == vm.count("file")) throw UsageError("give the text to tokenize as --text T or --file F (one of them)");
   const std::string text = vm.count("text") ? unescaped(vm["text"].as<std::string>()) : read_file(vm["file"].as<std::string>());
-  auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
+  // The tokenizer alone: the weights are not read.
+  auto ck = std::make_shared<CheckpointHeader>(load_checkpoint_header(checkpoint_option(vm)));
   std::vector<int32_t> ids;
   try {
     ids = ck->tokenizer->encode(text);

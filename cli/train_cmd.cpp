@@ -80,12 +80,12 @@ std::string merge_resumed(const po::variables_map& vm, TrainOptions& o, const Tr
   auto given = [&](const char* flag) { return vm.count(flag) && !vm[flag].defaulted(); };
   TrainOptions saved = o;
   saved.train = saved_state.config;
-  bool model_loaded = false;
+  bool header_read = false;
   std::shared_ptr<const Tokenizer> tokenizer;  // the run's
   auto load = [&] {
-    if (model_loaded) return;
-    ModelCheckpoint ck = load_model(RunDir(o.out_dir).model_file());
-    saved.model = ck.model->config(), tokenizer = ck.tokenizer, model_loaded = true;
+    if (header_read) return;
+    const CheckpointHeader ck = load_checkpoint_header(RunDir(o.out_dir).model_file());
+    saved.model = ck.config, tokenizer = ck.tokenizer, header_read = true;
   };
   // --tokenizer and --vocab-size together: flags that describe the run's tokenizer may
   // be repeated, also where the run saved others (one on a token directory, or started

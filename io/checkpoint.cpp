@@ -37,7 +37,33 @@ int64_t step_of(const SafetensorsMetadata& f, const std::string& where) {
   return step.as_int();
 }
 
+// The config, tokenizer and step of f's header, checked against each other and
+// against the sizes of the tensors it lists.
+CheckpointHeader header_of(const SafetensorsMetadata& f, const std::string& where) {
+  check_folio_format(f, where, "-model");
+  CheckpointHeader h;
+  h.path = where;
+  h.config = model_config_from_json(metadata_json(f, "config", where), where);
+  h.tokenizer = load_tokenizer(f.metadata, where);
+  if (h.tokenizer->vocab_size() != h.config.vocab_size)
+    fail("checkpoint", where, ": the tokenizer (", h.tokenizer->describe(), ") has ", h.tokenizer->vocab_size(),
+         " tokens but config.vocab_size is ", h.config.vocab_size);
+  h.step = step_of(f, where);
+  // The file's tensors must add up to the configured model before it is allocated:
+  // a header cannot make folio build a model larger than the file that describes it.
+  int64_t in_file = 0;
+  for (const auto& [name, shape] : f.shapes) in_file += shape.numel();
+  if (in_file != h.config.parameter_count())
+    fail("checkpoint", where, ": tensors hold ", in_file, " values but the config needs ", h.config.parameter_count());
+  return h;
+}
+
 }  // namespace
+
+CheckpointHeader load_checkpoint_header(const std::string& path) {
+  const std::string where = model_file(path);
+  return header_of(load_safetensors_metadata(where), where);
+}
 
 int64_t checkpoint_step(const std::string& path) {
   const std::string where = model_file(path);
@@ -51,19 +77,10 @@ ModelCheckpoint load_model(const std::string& path) {
   ck.path = model_file(path);
   const std::string& where = ck.path;
   const SafetensorsFile f = load_safetensors(where);
-  check_folio_format(f, where, "-model");
-  const nn::GPTConfig config = model_config_from_json(metadata_json(f, "config", where), where);
-  ck.tokenizer = load_tokenizer(f.metadata, where);
-  if (ck.tokenizer->vocab_size() != config.vocab_size)
-    fail("checkpoint", where, ": the tokenizer (", ck.tokenizer->describe(), ") has ", ck.tokenizer->vocab_size(),
-         " tokens but config.vocab_size is ", config.vocab_size);
-  ck.step = step_of(f, where);
-  // The file's tensors must add up to the configured model before it is allocated:
-  // a header cannot make folio build a model larger than the file that describes it.
-  int64_t in_file = 0;
-  for (const auto& t : f.tensors) in_file += t.tensor.numel();
-  if (in_file != config.parameter_count())
-    fail("checkpoint", where, ": tensors hold ", in_file, " values but the config needs ", config.parameter_count());
+  CheckpointHeader h = header_of(f, where);
+  ck.tokenizer = std::move(h.tokenizer);
+  ck.step = h.step;
+  const nn::GPTConfig& config = h.config;
   // Every parameter is read from the file below (or the load fails): no initial values.
   ck.model = std::make_unique<nn::GPT>(config, nn::Arena::to_be_loaded(config.parameter_count()));
   const auto params = ck.model->named_parameters();

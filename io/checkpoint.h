@@ -28,15 +28,26 @@ struct ModelCheckpoint {
   std::string path;  // the .safetensors file it came from
 };
 
+// What a model checkpoint's header says: all of it but the weights.
+struct CheckpointHeader {
+  nn::GPTConfig config;
+  std::shared_ptr<const Tokenizer> tokenizer;  // its vocab_size() is config.vocab_size
+  int64_t step = 0;
+  std::string path;  // the .safetensors file it came from
+};
+
 // A run directory means DIR/model.safetensors; a file path is taken as is.
 std::string model_file(const std::string& path);
 
 void save_model(const std::string& file, const nn::GPT& model, const Tokenizer& tokenizer, int64_t step);
 ModelCheckpoint load_model(const std::string& path);
-// The step a model checkpoint was saved at, from its header alone: what folio info
-// shows of a run's best.safetensors without reading ~0.5 GB of weights. The header is
-// validated as load_model validates it (a damaged or cut-short file throws the same
-// Error); the weights are not read, so values load_model would refuse (NaN) go unseen.
+// A checkpoint's header alone, for what needs no weight (folio info, folio tokens, the
+// options of --resume): ~0.5 GB of GPT-2 small's weights not read. The header is
+// validated as load_model validates it, down to the tensors' total size against the
+// config (a damaged or cut-short file throws the same Error); the tensors' names and
+// shapes are checked, and their values (NaN) seen, only where the weights are read.
+CheckpointHeader load_checkpoint_header(const std::string& path);
+// Its step alone (a run's best.safetensors in folio info).
 int64_t checkpoint_step(const std::string& path);
 
 }  // namespace folio

@@ -357,7 +357,10 @@ SafetensorsFile load_safetensors(const std::string& path) {
   SafetensorsFile out;
   Header h = read_header(path, f, out);
   // The tensors tile the data section, so their total size is data_size <= the file size.
-  for (const Entry& e : h.entries) out.tensors.push_back({e.name, Tensor::empty(e.shape)});
+  for (const Entry& e : h.entries) {
+    out.shapes.push_back({e.name, e.shape});
+    out.tensors.push_back({e.name, Tensor::empty(e.shape)});
+  }
   std::vector<Entry>& entries = h.entries;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   for (const Entry& e : entries)  // in file order: one sequential pass
@@ -368,7 +371,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
 SafetensorsMetadata load_safetensors_metadata(const std::string& path) {
   Fd f(-1);
   SafetensorsMetadata out;
-  read_header(path, f, out);
+  for (const Entry& e : read_header(path, f, out).entries) out.shapes.push_back({e.name, e.shape});
   return out;
 }
 

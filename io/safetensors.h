@@ -33,9 +33,11 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;  // __metadat
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const Metadata& metadata = {});
 
-// What a file says of itself in its header: its __metadata__.
+// What a file says of itself in its header: its __metadata__, and its tensors' names
+// and shapes.
 struct SafetensorsMetadata {
   Metadata metadata;
+  std::vector<std::pair<std::string, Shape>> shapes;  // in the header's order
   std::string path;  // where it was read from
 
   std::string meta(std::string_view key) const;  // throws (naming the file) if absent

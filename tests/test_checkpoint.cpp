@@ -295,14 +295,22 @@ TEST_F(DamagedCheckpoint, Missing) {
   expect_error(dir_ / "missing.safetensors", "file: cannot open: No such file or directory");
 }
 
-// checkpoint_step reads the header alone: what damages the header (or the file's size
-// against it) it refuses with load_model's own Error; what only the weights show (a
-// NaN) it does not see, as its comment says.
-TEST_F(DamagedCheckpoint, StepFromTheHeaderAloneRefusesWhatTheHeaderBreaks) {
+// checkpoint_step and load_checkpoint_header read the header alone: what damages the
+// header (or the file's size against it, or the tensors' total against the config)
+// they refuse with load_model's own Error; what only the weights show (a NaN) they do
+// not see, as their comments say.
+TEST_F(DamagedCheckpoint, HeaderAloneRefusesWhatTheHeaderBreaks) {
   EXPECT_EQ(checkpoint_step(good_), 1);
+  const CheckpointHeader h = load_checkpoint_header(good_);
+  const ModelCheckpoint whole = load_model(good_);
+  EXPECT_EQ(to_json(h.config).dump(), to_json(whole.model->config()).dump());
+  EXPECT_EQ(h.tokenizer->metadata(), whole.tokenizer->metadata());
+  EXPECT_EQ(h.step, whole.step);
+  EXPECT_EQ(h.path, whole.path);
   auto same_error = [&](const std::string& what) {
-    const std::string whole = testing::error_of([&] { load_model(bad_); });
-    EXPECT_EQ(testing::error_of([&] { checkpoint_step(bad_); }), whole) << what;
+    const std::string want = testing::error_of([&] { load_model(bad_); });
+    EXPECT_EQ(testing::error_of([&] { checkpoint_step(bad_); }), want) << what;
+    EXPECT_EQ(testing::error_of([&] { load_checkpoint_header(bad_); }), want) << what;
   };
   std::string flipped = bytes_;
   flipped[8] = '!';  // the header's opening brace
@@ -319,6 +327,12 @@ TEST_F(DamagedCheckpoint, StepFromTheHeaderAloneRefusesWhatTheHeaderBreaks) {
     save_safetensors(bad_, good.tensors, m);
     same_error(cat(key, " ", value));
   }
+  std::vector<NamedTensor> more = good.tensors;
+  more.push_back({"extra", Tensor::zeros({1})});
+  save_safetensors(bad_, more, good.metadata);
+  const std::string too_many = testing::error_of([&] { load_model(bad_); });
+  EXPECT_NE(too_many.find("values but the config needs"), std::string::npos) << too_many;
+  EXPECT_EQ(testing::error_of([&] { load_checkpoint_header(bad_); }), too_many);
   expect_tensors_error(
       [&](auto& ts) {
         Tensor t = find(ts, "lm_head.weight").tensor.detach().clone();
@@ -327,6 +341,7 @@ TEST_F(DamagedCheckpoint, StepFromTheHeaderAloneRefusesWhatTheHeaderBreaks) {
       },
       "value nan");
   EXPECT_EQ(checkpoint_step(bad_), 1) << "the weights are not read";
+  EXPECT_EQ(load_checkpoint_header(bad_).step, 1) << "the weights are not read";
 }
 
 }  // namespace

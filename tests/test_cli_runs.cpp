@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -67,6 +68,29 @@ TEST_F(CliRuns, AnExistingRunIsNeverReplacedUnasked) {
   ASSERT_EQ(over.code, 0) << over.err;
   EXPECT_EQ(load_model(run_).step, 10);
   EXPECT_EQ(rows(run_).size(), 2u);  // steps 0 and 10: the old log went with the old run
+}
+
+// folio info and folio tokens read the headers alone, and so does --resume for its
+// options: a run whose weights and optimizer moments hold NaN (what only a reading of
+// the tensors sees) shows every line as before, and tokenizes; resuming it is refused
+// where the trainer reads the tensors, naming the file.
+TEST_F(CliRuns, InfoAndTokensReadTheHeadersAlone) {
+  ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
+  const Result before = folio("info --checkpoint " + run_);
+  ASSERT_EQ(before.code, 0) << before.err;
+  for (const std::string file : {run_ + "/model.safetensors", run_ + "/state.safetensors"}) {
+    SafetensorsFile f = load_safetensors(file);
+    for (NamedTensor& t : f.tensors) t.tensor.data()[0] = std::numeric_limits<float>::quiet_NaN();
+    save_safetensors(file, f.tensors, f.metadata);
+  }
+  const Result after = folio("info --checkpoint " + run_);
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(after.out, before.out);
+  const Result tokens = folio("tokens --checkpoint " + run_ + " --text First");
+  EXPECT_EQ(tokens.code, 0) << tokens.err;
+  const Result resume = folio(train(20, run_) + " --resume");
+  EXPECT_EQ(resume.code, 2);
+  testing::expect_contains(resume.err, {".safetensors", "nan"});
 }
 
 // --resume with the model's flags repeated at their values passes; a real change is

@@ -112,8 +112,10 @@ void save_state(const std::string& file, const TrainState& s) {
   save_safetensors(file, tensors, metadata);
 }
 
-TrainState load_state(const std::string& file) {
-  const SafetensorsFile f = load_safetensors(file);
+namespace {
+
+// Every field of the state that its header holds: all but the tensors.
+TrainState settings_of(const SafetensorsMetadata& f, const std::string& file) {
   check_folio_format(f, file, "-state");
   TrainState s;
   const Json step = metadata_json(f, "step", file);
@@ -126,20 +128,8 @@ TrainState load_state(const std::string& file) {
   s.data_rng = rng_from_json(metadata_json(f, "data_rng", file), "data_rng", file);
   s.dropout_rng = rng_from_json(metadata_json(f, "dropout_rng", file), "dropout_rng", file);
   s.config = train_config_from_json(metadata_json(f, "train_config", file), file);
-  // The optimizer's state: every tensor but the average, every key not the run's.
-  for (const auto& t : f.tensors)
-    if (t.name != "ema.weights") s.optimizer.tensors.push_back(t);
-  for (const auto& entry : f.metadata)
+  for (const auto& entry : f.metadata)  // the optimizer's counters: every key not the run's
     if (!run_key(entry.first)) s.optimizer.counters.push_back(entry);
-  Optimizer::check_state(s.config.optimizer, s.optimizer, file);
-  if (s.config.ema > 0) {
-    const Tensor* t = f.find("ema.weights");
-    if (!t || t->ndim() != 1)
-      fail("checkpoint", file, ": tensor ema.weights is missing or not 1-D (the run averages its weights: ema ",
-           s.config.ema, ")");
-    check_finite(*t, "ema.weights", file);
-    s.ema_weights.assign(t->data(), t->data() + t->numel());
-  }
   // Absent from runs saved before time budgets: their training time is not known, 0;
   // before sampling epochs, divergence guards: their defaults.
   for (const auto& [key, value] : f.metadata)
@@ -160,6 +150,28 @@ TrainState load_state(const std::string& file) {
   return s;
 }
 
+}  // namespace
+
+TrainState load_state(const std::string& file) {
+  const SafetensorsFile f = load_safetensors(file);
+  TrainState s = settings_of(f, file);
+  // The optimizer's state: every tensor but the average.
+  for (const auto& t : f.tensors)
+    if (t.name != "ema.weights") s.optimizer.tensors.push_back(t);
+  Optimizer::check_state(s.config.optimizer, s.optimizer, file);
+  if (s.config.ema > 0) {
+    const Tensor* t = f.find("ema.weights");
+    if (!t || t->ndim() != 1)
+      fail("checkpoint", file, ": tensor ema.weights is missing or not 1-D (the run averages its weights: ema ",
+           s.config.ema, ")");
+    check_finite(*t, "ema.weights", file);
+    s.ema_weights.assign(t->data(), t->data() + t->numel());
+  }
+  return s;
+}
+
+TrainState load_state_settings(const std::string& file) { return settings_of(load_safetensors_metadata(file), file); }
+
 TrainState recover_run(const RunDir& run) {
   TrainState state = load_state(run.state_file());
   run.recover(state.step);
@@ -171,6 +183,6 @@ void save_run(const RunDir& run, const nn::GPT& model, const Tokenizer& tokenize
   run.save(model, tokenizer, state.step, best, first, [&](const std::string& file) { save_state(file, state); });
 }
 
-TrainState saved_run(const std::string& dir) { return load_state(RunDir(dir).state_file()); }
+TrainState saved_run(const std::string& dir) { return load_state_settings(RunDir(dir).state_file()); }
 
 }  // namespace folio

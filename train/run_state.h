@@ -9,10 +9,13 @@
 //                       __metadata__ has the format, the step, the optimizer's
 //                       counters, then the run's fields and "train_config" (JSON)
 //   load_state          reads it back, every field checked (errors name the file)
+//   load_state_settings the same but for the optimizer's tensors and the weights'
+//                       average, from the header alone: what folio info shows and
+//                       --resume's options need (GPT-2 small's moments are ~1 GB)
 //   recover_run         --resume's first read: the state, after RunDir has finished
 //                       or dropped a save that was cut short (io/run_dir.h)
 //   save_run            one commit of a run directory: the weights and this state
-//   saved_run           the state saved in a run directory (its options, for --resume)
+//   saved_run           the settings saved in a run directory (its options, for --resume)
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +48,9 @@ struct TrainState {
 
 void save_state(const std::string& file, const TrainState& state);
 TrainState load_state(const std::string& file);
+// optimizer.tensors and ema_weights empty, and the optimizer's state not checked
+// against the config (load_state checks it).
+TrainState load_state_settings(const std::string& file);
 
 TrainState recover_run(const RunDir& run);
 // `best`: the weights to keep as best.safetensors, or null (RunDir::save).
