@@ -3,8 +3,9 @@
 // (data/chat_template.h: ChatML for a chat model, the plain text for a base model, which
 // it says). The history is kept within the context: when the next prompt and a reply
 // of --max-new-tokens would not fit in block_size, the oldest turns are dropped, with a
-// notice. /reset forgets the history (the --system message stays). Ctrl-C stops a reply,
-// not the program; Ctrl-D (end of input) exits.
+// notice; a turn that does not fit alone, or that the tokenizer cannot encode, is left
+// out with a notice, the history kept. /reset forgets the history (the --system message
+// stays). Ctrl-C stops a reply, not the program; Ctrl-D (end of input) exits.
 //
 // With standard input not a terminal (a script, a test), it reads one user turn a line
 // and prints each reply on one line, its own newlines written as "\n", and no prompts.
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/common.h"
@@ -55,9 +57,20 @@ class History {
         room_(std::max<int64_t>(1, block_size - std::min(reply_tokens, block_size / 2))) {}
   void reset() { turns_.clear(); }
   void add(const std::string& role, const std::string& content) { turns_.push_back({role, content}); }
+  void drop_last() { turns_.pop_back(); }
   // The prompt for a reply to the last user turn; drops the oldest turns (a user turn
   // and its reply at a time) while it is longer than the room a reply leaves, saying so.
+  // A turn that cannot be encoded, or that does not fit the context even alone (with the
+  // system message), throws before any older turn is dropped for it: the generator would
+  // keep the prompt's last block_size tokens, cutting the system message and the turn's
+  // start without a word.
   ChatPrompt prompt() {
+    std::vector<ChatMessage> alone;
+    if (system_) alone.push_back({"system", *system_});
+    alone.push_back(turns_.back());
+    if (const int64_t n = int64_t(chat_prompt_for(tokenizer_, alone).ids.size()); n > block_)
+      fail("chat", "the message takes ", n, " tokens with the template", system_ ? " and the system message" : "",
+           ", more than the model's context of ", block_, " tokens");
     for (;;) {
       const ChatPrompt p = chat_prompt_for(tokenizer_, messages());
       if (int64_t(p.ids.size()) <= room_ || turns_.size() <= 1) return p;
@@ -123,9 +136,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
       ChatPrompt p;
       try {
         p = history.prompt();
-      } catch (const Error& e) {
-        std::fprintf(stderr, "[chat] %s\n", e.what());
-        history.reset();
+      } catch (const Error& e) {  // the turn alone is refused: what was said before stays
+        std::fprintf(stderr, "%s%s: the turn is left out; the conversation before it is kept\n",
+                     std::string_view(e.what()).starts_with("[chat]") ? "" : "[chat] ", e.what());
+        history.drop_last();
         continue;
       }
       g_interrupted = 0;
@@ -164,7 +178,8 @@ const Command kChat = {
     "A chat model (fine-tuned on conversations: docs/chat.md) reads its own template,\n"
     "ChatML; a base model reads a plain \"User:\"/\"Assistant:\" text, and says so.\n"
     "The oldest turns are dropped, with a notice, when the conversation outgrows the\n"
-    "model's context. /reset forgets it (--system stays); Ctrl-C stops a reply;\n"
+    "model's context; a turn longer than the context alone is left out, with a notice.\n"
+    "/reset forgets the conversation (--system stays); Ctrl-C stops a reply;\n"
     "Ctrl-D exits. With standard input not a terminal: one turn a line in, one reply\n"
     "a line out (its newlines written as \\n).",
     declare, prepare};

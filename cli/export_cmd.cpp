@@ -70,6 +70,12 @@ std::function<int()> prepare_hf(const po::variables_map& vm) {
                         "(vocab.json, merges.txt), so HF and folio import --from-hf could not tokenize for it; "
                         "folio export (GGUF) writes the model with its tokenizer; a model trained with GPT-2's own "
                         "(--tokenizer DIR of its vocab.json and merges.txt) exports here"));
+    // Checked here with the others (exit 2), before write_hf, whose own check would fail
+    // the run after the checks.
+    if (c.tokenizer->chat_tokens())
+      why.push_back("a chat model (<|im_start|>, <|im_end|> and the template): GPT-2's directory has no place for "
+                    "them, and vocab.json would lack the model's last two rows; the GGUF export carries them, for a "
+                    "model llama.cpp's architectures can run (docs/export.md)");
     return why;
   });
   return [=] {

@@ -186,8 +186,8 @@ std::vector<std::string> write_hf(const nn::GPT& model, const Tokenizer& tokeniz
     config.emplace_back("eos_token_id", int64_t(*eot));
   }
   if (tokenizer.chat_tokens())  // vocab.json would lack the two rows the model has
-    fail("hf", "a chat model's <|im_start|> and <|im_end|> and its template are not written into HF's layout: export "
-               "it to GGUF (folio export RUN OUT.gguf), which carries them");
+    fail("hf", "a chat model's <|im_start|> and <|im_end|> and its template are not written into HF's layout; "
+               "the GGUF export carries them, for a model llama.cpp's architectures can run");
   const bool hf_tokenizer = std::string(tokenizer.kind()) == "bytebpe";
   std::pair<std::string, std::string> files;
   if (hf_tokenizer) files = bytebpe_files(tokenizer);  // before anything is written: it may refuse

@@ -108,6 +108,24 @@ for _ in 1 2 3 4; do echo "Copy: abcdefghijklmnopqrstuvwxyzabcdefgh"; done |
   "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/long-replies" 2>"$work/long.err"
 [ "$(wc -l <"$work/long-replies")" -eq 4 ] || { echo "FAILED: long turns: not 4 replies"; exit 1; }
 grep -q "dropped the oldest turn" "$work/long.err" || { echo "FAILED: no notice of dropped turns"; cat "$work/long.err"; exit 1; }
+# A turn the model cannot take (a character outside its vocabulary, or longer than its
+# context alone) is left out with a notice, and the conversation before it is kept: the
+# replies are those without that turn, and the third turn of 25 characters still drops
+# the first, as it does without it (two fit the room a reply of 12 tokens leaves in the
+# context of 128, three do not), which a conversation started over would not.
+turn="Copy: abcdefghijklmnopqrs"
+printf '%s\n%s\n%s\n' "$turn" "$turn" "$turn" |
+  "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/kept" 2>/dev/null
+for bad in 'Copy: <a|b>' "$(printf 'Copy: %0200d' 0)"; do
+  printf '%s\n%s\n%s\n%s\n' "$turn" "$turn" "$bad" "$turn" |
+    "$folio" chat --checkpoint "$work/chat" --greedy --max-new-tokens 12 >"$work/refused" 2>"$work/refused.err"
+  grep -q "the turn is left out; the conversation before it is kept" "$work/refused.err" ||
+    { echo "FAILED: no notice of the refused turn '${bad:0:20}'"; cat "$work/refused.err"; exit 1; }
+  grep -q "dropped the oldest turn" "$work/refused.err" ||
+    { echo "FAILED: the turn '${bad:0:20}' started the conversation over"; cat "$work/refused.err"; exit 1; }
+  cmp -s "$work/kept" "$work/refused" ||
+    { echo "FAILED: a refused turn '${bad:0:20}' changed the replies"; diff "$work/kept" "$work/refused"; exit 1; }
+done
 printf 'Hello\n' | "$folio" chat --checkpoint "$work/base" --greedy --max-new-tokens 5 >"$work/base-replies" 2>"$work/base.err"
 grep -q "is a base model, without a chat template" "$work/base.err" || { echo "FAILED: no word of the plain template"; exit 1; }
 [ "$(wc -l <"$work/base-replies")" -eq 1 ] || { echo "FAILED: base: not one reply"; exit 1; }

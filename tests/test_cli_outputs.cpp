@@ -141,6 +141,23 @@ TEST_F(CliOutputs, HfExportHoldsItsTokenizerOrIsRefused) {
   }
 }
 
+// A chat model in GPT-2's shape, with GPT-2's kind of tokenizer, has nothing else HF's
+// directory refuses: its chat tokens are a refusal like the others, exit 2 with
+// nothing written, and not a failure after the checks.
+TEST_F(CliOutputs, HfExportRefusesAChatModelAsBadInput) {
+  spit(dir_ / "tiny.tiktoken", tiktoken_file());
+  ASSERT_EQ(folio("train --data " + text() + run("bpe", 2) + " --tokenizer " + p("tiny.tiktoken") + kGpt2Shape).code, 0);
+  const std::string turn = R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ho"}]})";
+  spit(dir_ / "chat.jsonl", turn + "\n" + turn + "\n" + turn + "\n");
+  const Result chat = folio("train --init-from " + p("bpe") + " --data " + p("chat.jsonl") + run("chat", 2, false));
+  ASSERT_EQ(chat.code, 0) << chat.err;
+  const auto before = testing::snapshot(dir_.path);
+  const Result r = folio("export --format hf " + p("chat") + " " + p("hf"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_contains(r.err, {"maps to no HF GPT2LMHeadModel", "<|im_start|>"});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "");
+}
+
 // A SwiGLU model is refused for its activation, the option its user gave, and not for
 // a --ffn-hidden they never gave; a width they did give is GPT-2's n_inner.
 TEST_F(CliOutputs, HfRefusalsNameTheOptionsTheUserSet) {
