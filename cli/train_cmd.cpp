@@ -15,7 +15,7 @@
 #include "train/size_warmups.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
-#include "train/chat_data.h"  // same_data_path
+#include "train/chat_data.h"  // same_data_path, data_path_kind
 #include "train/trainer.h"
 #include "train/run_state.h"
 
@@ -183,7 +183,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
                          run.holds_run() ? ": its run stopped before its first save; start it again with --overwrite"
                                          : ": train into it without --resume"));
   TrainState saved_state;
-  std::string schedule_note;
+  std::string schedule_note, spike_note;
   std::vector<std::string> warnings;  // said once the run starts, after every check
   if (o.resume) saved_state = saved_run(o.out_dir);
   try {
@@ -194,6 +194,18 @@ std::function<int()> prepare(const po::variables_map& vm) {
     // cosine). A resumed run keeps its saved step limit unless --max-iters is given.
     if (!o.resume && given("max-time") && !given("max-iters") && o.train.max_time > 0) o.train.max_iters = 0;
     if (!o.resume && !given("warmup-iters")) o.train.warmup_iters = TrainConfig::default_warmup(o.train.max_iters);
+    // A conversations run's loss is the mean over a batch's answers, a few dozen targets:
+    // batches of different tasks differ by more than --spike-threshold's standard
+    // deviations without anything diverging, and going back to a checkpoint does not
+    // change them. Its loss spike test is off unless asked for; non-finite values and
+    // the evaluations still guard it.
+    if (!o.resume && !given("spike-threshold") && data_path_kind(o.train.data) == DataPathKind::conversations &&
+        o.train.spike_threshold > 0) {
+      o.train.spike_threshold = 0;
+      spike_note = "conversations: the loss spike test is off (a batch's loss averages a few dozen answer tokens, so "
+                   "batches differ by more than a spike's standard deviations without diverging); --spike-threshold "
+                   "N turns it on";
+    }
     if (o.train.max_iters == 0 && o.train.max_time == 0)
       throw UsageError("--max-iters 0 (no step limit) needs a time budget: --max-time SECONDS");
     if (!o.train.init_from.empty() && !o.resume) {
@@ -270,9 +282,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
       };
   }
   const bool dtype_auto = given("dtype") && vm["dtype"].as<std::string>() == "auto";
-  return [trainer, o, step = saved_state.step, schedule_note, threads_note, dtype_auto, warnings, vm] {
+  return [trainer, o, step = saved_state.step, schedule_note, threads_note, spike_note, dtype_auto, warnings, vm] {
     for (const std::string& w : warnings) warn(w);
     if (dtype_auto && !o.quiet && dist::is_root()) std::printf("%s\n", dtype_auto_line(o.train.dtype).c_str());
+    if (!spike_note.empty() && !o.quiet && dist::is_root()) std::printf("%s\n", spike_note.c_str());
     if (o.resume && !o.quiet && dist::is_root()) {
       std::printf("resuming %s from step %lld (of %s) on %s\n", o.out_dir.c_str(), (long long)step,
                   o.train.max_iters ? cat(o.train.max_iters).c_str() : cat(shown(o.train.max_time), " s").c_str(),

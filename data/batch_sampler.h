@@ -49,6 +49,7 @@ class BatchSampler {
     Rng::State rng{};      // random: the window starts' generator
     int64_t epoch = 0;     // epoch: which pass, and how many windows of it are drawn
     int64_t position = 0;
+    bool same(const State& o) const { return rng == o.rng && epoch == o.epoch && position == o.position; }
   };
 
   explicit BatchSampler(Sampling mode = Sampling::random, uint64_t seed = 0);

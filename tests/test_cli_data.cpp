@@ -99,6 +99,24 @@ std::string copy_conversations(int n, int reversed = -1) {
   return lines;
 }
 
+// A chat run's loss spike test is off unless --spike-threshold is given (a batch's loss
+// averages a few answers, and batches of different tasks spread wider than a spike);
+// the run says so, and saves it. A text run keeps the test, and a given threshold holds.
+TEST_F(CliData, AChatRunsLossSpikeTestIsOffUnlessGiven) {
+  const std::string chat = dir_ / "chat.jsonl";
+  testing::spit(chat, copy_conversations(20));
+  std::string loud = run("chat", 2);
+  loud.replace(loud.find(" --quiet"), 8, "");
+  const Result said = folio("train --data " + chat + loud);
+  ASSERT_EQ(said.code, 0) << said.err;
+  expect_contains(said.out, {"conversations: the loss spike test is off", "--spike-threshold N turns it on"});
+  expect_contains(folio("info --checkpoint " + (dir_ / "chat")).out, {" --spike-threshold 0 "});
+  ASSERT_EQ(folio("train --data " + chat + run("given", 2) + " --spike-threshold 6").code, 0);
+  expect_contains(folio("info --checkpoint " + (dir_ / "given")).out, {" --spike-threshold 6 "});
+  ASSERT_EQ(folio("train --data " + text() + run("text", 2)).code, 0);
+  expect_contains(folio("info --checkpoint " + (dir_ / "text")).out, {" --spike-threshold 6 "});
+}
+
 // A chat run's data is checked on --resume as a token directory's is: the same file
 // resumes, an edited one is refused naming it (exit 2, the run untouched). A state saved
 // before conversations had a fingerprint resumes with a warning, and its next save

@@ -193,6 +193,19 @@ TEST(Divergence, RollbackEndsNearAnUndisturbedRun) {
   EXPECT_NEAR(row.at("val_loss"), clean.at("val_loss"), 0.05);
 }
 
+// A batch of the data that makes the loss spike whatever the weights: a rollback goes
+// back in the weights, not in the data, so the run does not draw it again (drawn again,
+// it spiked again at every rollback, and the run stopped after --max-rollbacks).
+TEST(Divergence, ARollbackDoesNotDrawTheBadBatchAgain) {
+  TempDir d("diverge_bad_batch");
+  const Result r = run_folio(with(tiny(d, "run", 60), "--spike-window 8 --fault-inject bad-batch@44"), d.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_contains(r.err, {"at step 44: rolled back to step 40 (rollback 1 of --max-rollbacks 3)"});
+  EXPECT_EQ(r.err.find("rollback 2"), std::string::npos) << r.err;
+  EXPECT_EQ(expect_finite_run(d / "run"), 60);
+  EXPECT_EQ(last_row(d / "run").at("rollbacks"), 1);
+}
+
 // Before the first checkpoint, a rollback goes back to the run's start (kept in memory).
 TEST(Divergence, RollbackBeforeTheFirstCheckpointGoesBackToTheStart) {
   TempDir d("diverge_start");

@@ -16,6 +16,7 @@ const char* to_string(FaultKind k) {
     case FaultKind::nan_forward: return "nan-forward";
     case FaultKind::nan_backward: return "nan-backward";
     case FaultKind::huge_grad: return "huge-grad";
+    case FaultKind::bad_batch: return "bad-batch";
     case FaultKind::spike: break;
   }
   return "spike";
@@ -30,7 +31,7 @@ std::vector<Fault> parse_faults(std::string_view text) {
     const size_t colon = std::min(item.find(':'), at);
     const auto kind = parse_name(item.substr(0, colon), {FaultKind::nan_grad, FaultKind::inf_loss, FaultKind::spike,
                                                          FaultKind::nan_forward, FaultKind::nan_backward,
-                                                         FaultKind::huge_grad});
+                                                         FaultKind::huge_grad, FaultKind::bad_batch});
     const bool op_fault = kind == FaultKind::nan_forward || kind == FaultKind::nan_backward;
     const std::string_view op = colon < at ? item.substr(colon + 1, at - colon - 1) : "";
     const bool op_ok = op_fault ? !op.empty() && op.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == op.npos
@@ -40,7 +41,7 @@ std::vector<Fault> parse_faults(std::string_view text) {
     const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), step);
     if (!kind || !op_ok || number.empty() || ec != std::errc() || end != number.data() + number.size() || step < 0)
       fail("config", "fault_inject '", text, "': expected faults such as nan-grad@30,inf-loss@40,spike@50,"
-           "nan-forward:gelu@60 (a kind, nan-grad, huge-grad, inf-loss, spike, or nan-forward or nan-backward then : and an "
+           "nan-forward:gelu@60 (a kind, nan-grad, huge-grad, inf-loss, spike, bad-batch, or nan-forward or nan-backward then : and an "
            "op's name, then @ and a step >= 0), got '", item, "'");
     for (const Fault& f : faults)
       if (op_fault && f.step == step && !f.op.empty())
@@ -58,14 +59,15 @@ std::string faults_text(const std::vector<Fault>& faults) {
   return text;
 }
 
-void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, float window_mean, float& loss,
-                   std::span<float> grad) {
+void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, bool bad_batch_again,
+                   float window_mean, float& loss, std::span<float> grad) {
   for (const Fault& f : faults) {
+    if (f.kind == FaultKind::bad_batch && bad_batch_again) loss = 10 * (window_mean > 0 ? window_mean : loss);
     if (f.step != step || !first_time) continue;
     if (f.kind == FaultKind::nan_grad && !grad.empty()) grad[0] = std::numeric_limits<float>::quiet_NaN();
     if (f.kind == FaultKind::huge_grad && !grad.empty()) grad[0] = 1e30f;
     if (f.kind == FaultKind::inf_loss) loss = std::numeric_limits<float>::infinity();
-    if (f.kind == FaultKind::spike) loss = 10 * (window_mean > 0 ? window_mean : loss);
+    if (f.kind == FaultKind::spike || f.kind == FaultKind::bad_batch) loss = 10 * (window_mean > 0 ? window_mean : loss);
   }
 }
 

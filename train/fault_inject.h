@@ -8,14 +8,17 @@
 //                AdamW's second moment to inf, which a checkpoint must never hold
 //   inf-loss@K   the step's loss becomes +inf at step K (its gradients stay as they are)
 //   spike@K      the step's loss becomes 10x the mean of the guard's window at step K
+//   bad-batch@K  the same, from the batch step K draws: at step K, and at any step
+//                that draws that batch again (a batch of the data that makes the loss
+//                spike, whatever the weights)
 //   nan-forward:OP@K   the first op named OP (autograd/ops.h: gelu, matmul, linear, ...) in
 //                      step K's forward pass puts a NaN into its output
 //   nan-backward:OP@K  the first op named OP in step K's backward pass puts a NaN into
 //                      its first input's gradient
 // (the last two for --detect-anomaly, which must name that op; autograd/anomaly.h).
 // Faults are comma-separated ("nan-grad@30,spike@50"). Each fires the first time the run
-// reaches its step: not when a rollback makes the run take that step again, nor on a
-// resume past it.
+// reaches its step (bad-batch also when its batch is drawn again): not when a rollback
+// makes the run take that step again, nor on a resume past it.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -24,8 +27,9 @@
 
 namespace folio {
 
-enum class FaultKind { nan_grad, inf_loss, spike, nan_forward, nan_backward, huge_grad };
-const char* to_string(FaultKind k);  // "nan-grad", "inf-loss", "spike", "nan-forward", "nan-backward", "huge-grad"
+enum class FaultKind { nan_grad, inf_loss, spike, nan_forward, nan_backward, huge_grad, bad_batch };
+// "nan-grad", "inf-loss", "spike", "nan-forward", "nan-backward", "huge-grad", "bad-batch"
+const char* to_string(FaultKind k);
 
 struct Fault {
   FaultKind kind;
@@ -41,8 +45,9 @@ std::string faults_text(const std::vector<Fault>& faults);  // parse_faults' inp
 
 // The faults of `step` when the run reaches it for the first time: on the step's loss,
 // and on the flat gradient grad (P,). window_mean: the mean loss of the guard's window.
-void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, float window_mean, float& loss,
-                   std::span<float> grad);
+// bad_batch_again: the step drew the batch a bad-batch fault's step drew.
+void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, bool bad_batch_again,
+                   float window_mean, float& loss, std::span<float> grad);
 
 // The op fault (nan-forward, nan-backward) of `step`, armed when the run reaches it for
 // the first time; nullptr if there is none. disarm_op_fault() ends it after the step's

@@ -5,6 +5,7 @@
 // max_iters or when its training time reaches max_time (train/config.h).
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "data/batch_sampler.h"
@@ -153,6 +154,8 @@ class Trainer {
   int64_t best_step_ = -1;   // the step of best.safetensors (-1: not known, resumed)
   Losses last_{};            // the last evaluation
   double draw_seconds_ = 0;  // this run's time in drawing batches (reported at the end)
+  // Where the sampler was when a bad-batch fault's step drew its batch (fault_inject.h).
+  std::optional<BatchSampler::State> bad_batch_;
   std::unique_ptr<ChatBatches> chat_batches_;  // conversations: their batches and counts (null: text)
   std::string init_note_;  // said at the start: the --init-from model's vocabulary grew
   DivergenceGuard guard_;

@@ -78,8 +78,9 @@ void Trainer::roll_back(Progress& progress, const std::string& at) {
   std::copy(weights.begin(), weights.end(), flat.data());
   flat.mark_modified();
   optimizer_->load_state(st.optimizer, run_dir_.state_file());
-  sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
-  model_->dropout_rng().set_state(st.dropout_rng);
+  // The data and dropout go on from here: the batches drawn since the checkpoint are not
+  // drawn again. A spike that a batch made, not the weights, would come back with it
+  // at every rollback, whatever the learning rate.
   if (average_) average_->restore(st.ema_weights);
   step_ = no_eval_at_ = st.step;
   guard_.rolled_back(st.guards, opt_.train.rollback_lr_factor);
