@@ -67,7 +67,8 @@ void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_ti
     if (f.kind == FaultKind::nan_grad && !grad.empty()) grad[0] = std::numeric_limits<float>::quiet_NaN();
     if (f.kind == FaultKind::huge_grad && !grad.empty()) grad[0] = 1e30f;
     if (f.kind == FaultKind::inf_loss) loss = std::numeric_limits<float>::infinity();
-    if (f.kind == FaultKind::spike || f.kind == FaultKind::bad_batch) loss = 10 * (window_mean > 0 ? window_mean : loss);
+    if (f.kind == FaultKind::spike || f.kind == FaultKind::bad_batch)
+      loss = 10 * (window_mean > 0 ? window_mean : loss);
   }
 }
 

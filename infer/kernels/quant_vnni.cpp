@@ -62,7 +62,8 @@ struct Lanes<1> {
   using Float = __m256;   // (8)
   // Quad i of block b: 4 weights of each row, + 128 (unsigned).
   FOLIO_VNNI static Int weights(const BlockQ8x8* G, int64_t, int64_t b, int i) {
-    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(G[b].q[i])), _mm256_set1_epi8(char(0x80)));
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(G[b].q[i]));
+    return _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80)));
   }
   FOLIO_VNNI static Float scales(const BlockQ8x8* G, int64_t, int64_t b) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(G[b].scale)));
