@@ -36,7 +36,8 @@ void declare(po::options_description& opts) {
       ("queue", with_default<int64_t>(d.scheduler.queue), "requests that may wait for a slot; more get 503")
       ("max-tokens", with_default<int64_t>(d.limits.max_tokens), "the largest max_tokens a request may ask for")
       ("max-prompt-tokens", with_default<int64_t>(d.limits.max_prompt_tokens),
-       "the longest prompt, in tokens (the model sees its last block_size)")
+       "the longest prompt, in tokens (a completion's model sees its last block_size; a chat whose prompt "
+       "leaves no room for a reply in block_size gets 400 context_length_exceeded)")
       ("timeout", with_default<double>(d.limits.max_seconds), "seconds a request may decode before it is cut")
       ("max-body", with_default<int64_t>(int64_t(d.max_body)), "the largest request body, in bytes (413 beyond)")
       ("shutdown-grace", with_default<double>(d.shutdown_grace),
