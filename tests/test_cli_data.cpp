@@ -134,6 +134,23 @@ TEST_F(CliData, ResumeRefusesChangedConversations) {
   expect_contains(back.err, {"its conversations are not the ones this run trained on"});
 }
 
+// Conversations too few for a train and a validation split are refused naming the flag
+// that chooses the split, --val-fraction (there is no --train-fraction), and what to do.
+TEST_F(CliData, TooFewConversationsToSplitNameValFraction) {
+  const std::string one = dir_ / "one.jsonl", three = dir_ / "three.jsonl";
+  testing::spit(one, copy_conversations(1));
+  testing::spit(three, copy_conversations(3));
+  const Result alone = folio("train --data " + one + run("one", 2));
+  EXPECT_EQ(alone.code, 2) << alone.err;
+  expect_contains(alone.err, {one + ": 1 conversation cannot be split into train and validation: give 2 at least"});
+  const Result held = folio("train --data " + three + " --val-fraction 0.7" + run("three", 2));
+  EXPECT_EQ(held.code, 2) << held.err;
+  expect_contains(held.err, {three + ": 3 conversations split by --val-fraction 0.7 give 0 to train and 3 to validate",
+                             "give a --val-fraction nearer 0.5 (0.5 gives 1 and 2), or more conversations"});
+  for (const Result* r : {&alone, &held}) EXPECT_EQ(r->err.find("--train-fraction"), std::string::npos) << r->err;
+  EXPECT_FALSE(fs::exists(dir_ / "one") || fs::exists(dir_ / "three")) << "a refused run wrote its directory";
+}
+
 // What --resume and folio info take a run's --data to have been, from its path.
 TEST_F(CliData, DataPathKindTellsTheKindsApart) {
   const std::string text_file = dir_ / "t.txt", chat = dir_ / "c.jsonl", tokens = dir_ / "tokens";
