@@ -43,8 +43,7 @@ void declare(po::options_description& opts) {
 }
 
 SampleOptions sample_options(const po::variables_map& vm) {
-  SampleOptions so = sampling_flags(vm);
-  if (so.max_new_tokens < 1) throw UsageError(cat("--max-new-tokens must be >= 1, got ", so.max_new_tokens));
+  SampleOptions so = sampling_flags(vm, 1);  // a reply of no tokens is no reply
   so.validate();
   return so;
 }

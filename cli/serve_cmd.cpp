@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include "cli/common.h"
@@ -58,7 +59,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (vm.count("api-key") && vm.count("api-key-file")) throw UsageError("give --api-key or --api-key-file, not both");
   if (vm.count("api-key")) o.api_key = vm["api-key"].as<std::string>();
   if (vm.count("api-key-file")) {
-    o.api_key = read_file(vm["api-key-file"].as<std::string>());
+    const std::string path = vm["api-key-file"].as<std::string>();
+    try {
+      o.api_key = read_file(path);
+    } catch (const Error& e) {  // "[data] PATH: cannot open (...)": the option that named it instead
+      const std::string_view why = e.what();
+      throw UsageError(cat("--api-key-file ", why.starts_with("[data] ") ? why.substr(7) : why));
+    }
     while (!o.api_key.empty() && (o.api_key.back() == '\n' || o.api_key.back() == '\r')) o.api_key.pop_back();
     if (o.api_key.empty()) throw UsageError("--api-key-file holds an empty key");
   }
