@@ -43,8 +43,7 @@ void declare(po::options_description& opts) {
 }
 
 SampleOptions sample_options(const po::variables_map& vm) {
-  SampleOptions so = sampling_flags(vm);
-  if (so.max_new_tokens < 1) throw UsageError(cat("--max-new-tokens must be >= 1, got ", so.max_new_tokens));
+  SampleOptions so = sampling_flags(vm, 1);  // a reply of no tokens is no reply
   so.validate();
   return so;
 }
@@ -61,16 +60,16 @@ class History {
   // The prompt for a reply to the last user turn; drops the oldest turns (a user turn
   // and its reply at a time) while it is longer than the room a reply leaves, saying so.
   // A turn that cannot be encoded, or that does not fit the context even alone (with the
-  // system message), throws before any older turn is dropped for it: the generator would
-  // keep the prompt's last block_size tokens, cutting the system message and the turn's
-  // start without a word.
+  // system message; the rule serve and Python apply too: chat_context_overflow), throws
+  // before any older turn is dropped for it: the generator would keep the prompt's last
+  // block_size tokens, cutting the system message and the turn's start without a word.
   ChatPrompt prompt() {
     std::vector<ChatMessage> alone;
     if (system_) alone.push_back({"system", *system_});
     alone.push_back(turns_.back());
-    if (const int64_t n = int64_t(chat_prompt_for(tokenizer_, alone).ids.size()); n > block_)
-      fail("chat", "the message takes ", n, " tokens with the template", system_ ? " and the system message" : "",
-           ", more than the model's context of ", block_, " tokens");
+    const int64_t n = int64_t(chat_prompt_for(tokenizer_, alone).ids.size());
+    if (const std::optional<std::string> why = chat_context_overflow(n, block_))
+      fail("chat", "the turn", system_ ? " with the system message" : "", " does not fit: ", *why);
     for (;;) {
       const ChatPrompt p = chat_prompt_for(tokenizer_, messages());
       if (int64_t(p.ids.size()) <= room_ || turns_.size() <= 1) return p;
@@ -137,7 +136,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
       try {
         p = history.prompt();
       } catch (const Error& e) {  // the turn alone is refused: what was said before stays
-        std::fprintf(stderr, "%s%s: the turn is left out; the conversation before it is kept\n",
+        std::fprintf(stderr, "%s%s (the turn is left out; the conversation before it is kept)\n",
                      std::string_view(e.what()).starts_with("[chat]") ? "" : "[chat] ", e.what());
         history.drop_last();
         continue;

@@ -45,7 +45,9 @@ struct Command {
 bool parse(const Command& command, int argc, char** argv, po::variables_map& vm);
 // --max-new-tokens, --temperature (0: --greedy), --top-k, --top-p and --greedy, each checked
 // under its flag's name, as folio generate and folio chat read them (cli/generate_cmd.cpp).
-SampleOptions sampling_flags(const po::variables_map& vm);
+// --max-new-tokens must be >= fewest_new_tokens: 0 for generate (the prompt alone), 1 for
+// chat (a reply), so that -5 and 0 meet the same bound.
+SampleOptions sampling_flags(const po::variables_map& vm, int64_t fewest_new_tokens);
 
 // The long name of `options`' option a typo or two away from `name` (dashes or
 // underscores: --n_layer, n-layr), or "" when none is that near.

@@ -58,14 +58,15 @@ std::string timings_line(int64_t prompt_tokens, double prompt_s, int64_t decoded
 
 }  // namespace
 
-SampleOptions sampling_flags(const po::variables_map& vm) {
+SampleOptions sampling_flags(const po::variables_map& vm, int64_t fewest_new_tokens) {
   SampleOptions so;
   so.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
   so.temperature = vm["temperature"].as<float>();
   so.top_k = vm["top-k"].as<int64_t>();
   so.top_p = vm["top-p"].as<float>();
   so.greedy = vm["greedy"].as<bool>();
-  if (so.max_new_tokens < 0) throw UsageError(cat("--max-new-tokens must be >= 0, got ", so.max_new_tokens));
+  if (so.max_new_tokens < fewest_new_tokens)
+    throw UsageError(cat("--max-new-tokens must be >= ", fewest_new_tokens, ", got ", so.max_new_tokens));
   if (!(so.temperature >= 0.0f && std::isfinite(so.temperature)))
     throw UsageError(cat("--temperature must be >= 0 (0: the most likely token every time), got ", so.temperature));
   // Temperature 0 is the limit of sampling as it cools: always the most likely token,
@@ -81,7 +82,7 @@ namespace {
 // The sampling options, each checked under the flag's name (SampleOptions::validate
 // checks them again for the library's callers).
 SampleOptions sample_options(const po::variables_map& vm) {
-  SampleOptions so = sampling_flags(vm);
+  SampleOptions so = sampling_flags(vm, 0);
   so.kv_cache = !vm["no-kv-cache"].as<bool>();
   so.context_shift = vm["context-shift"].as<int64_t>();
   if (so.context_shift < 0)

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include "cli/common.h"
@@ -36,7 +37,8 @@ void declare(po::options_description& opts) {
       ("queue", with_default<int64_t>(d.scheduler.queue), "requests that may wait for a slot; more get 503")
       ("max-tokens", with_default<int64_t>(d.limits.max_tokens), "the largest max_tokens a request may ask for")
       ("max-prompt-tokens", with_default<int64_t>(d.limits.max_prompt_tokens),
-       "the longest prompt, in tokens (the model sees its last block_size)")
+       "the longest prompt, in tokens (a completion's model sees its last block_size; a chat whose prompt "
+       "leaves no room for a reply in block_size gets 400 context_length_exceeded)")
       ("timeout", with_default<double>(d.limits.max_seconds), "seconds a request may decode before it is cut")
       ("max-body", with_default<int64_t>(int64_t(d.max_body)), "the largest request body, in bytes (413 beyond)")
       ("shutdown-grace", with_default<double>(d.shutdown_grace),
@@ -57,7 +59,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (vm.count("api-key") && vm.count("api-key-file")) throw UsageError("give --api-key or --api-key-file, not both");
   if (vm.count("api-key")) o.api_key = vm["api-key"].as<std::string>();
   if (vm.count("api-key-file")) {
-    o.api_key = read_file(vm["api-key-file"].as<std::string>());
+    const std::string path = vm["api-key-file"].as<std::string>();
+    try {
+      o.api_key = read_file(path);
+    } catch (const Error& e) {  // "[data] PATH: cannot open (...)": the option that named it instead
+      const std::string_view why = e.what();
+      throw UsageError(cat("--api-key-file ", why.starts_with("[data] ") ? why.substr(7) : why));
+    }
     while (!o.api_key.empty() && (o.api_key.back() == '\n' || o.api_key.back() == '\r')) o.api_key.pop_back();
     if (o.api_key.empty()) throw UsageError("--api-key-file holds an empty key");
   }

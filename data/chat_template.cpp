@@ -143,4 +143,11 @@ ChatPrompt chat_prompt_for(const Tokenizer& tokenizer, std::span<const ChatMessa
   return p;
 }
 
+std::optional<std::string> chat_context_overflow(int64_t prompt_tokens, int64_t block_size) {
+  if (prompt_tokens < block_size) return std::nullopt;
+  return cat("This model's maximum context length is ", block_size, " tokens. However, your messages resulted in ",
+             prompt_tokens, " tokens (the chat template included), and the reply needs at least 1 more. Please "
+             "reduce the length of the messages.");
+}
+
 }  // namespace folio

@@ -22,6 +22,7 @@
 //   render_chat                   messages -> ids (+ per-token loss weights)
 //   plain_chat_prompt             the plain template's text
 //   chat_prompt_for               either template, for a model's next reply
+//   chat_context_overflow         whether that prompt fits the model's context, or why not
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -85,5 +86,17 @@ struct ChatPrompt {
   bool plain = false;  // the base model's plain template
 };
 ChatPrompt chat_prompt_for(const Tokenizer& tokenizer, std::span<const ChatMessage> messages);
+
+// The one rule folio chat, /v1/chat/completions and model.chat apply before a model reads
+// a conversation: its prompt (the template included) and the reply's first token must fit
+// in the model's context of block_size tokens, as llama-server requires (its prompt must
+// be shorter than the context). The generator keeps a prompt's last block_size tokens, so
+// a conversation that does not fit would lose its system message and the template's start
+// without a word: it is refused instead. A longer reply is not counted against the context
+// (OpenAI counts max_tokens): folio's generation slides its window past block_size, as a
+// plain completion's does, and a client's default max_tokens would refuse every chat.
+// nullopt when it fits; otherwise why not, in OpenAI's words for context_length_exceeded
+// (which clients recognize).
+std::optional<std::string> chat_context_overflow(int64_t prompt_tokens, int64_t block_size);
 
 }  // namespace folio

@@ -108,9 +108,14 @@ ChatData render_conversations(const Tokenizer& tokenizer, std::span<const std::v
                               std::span<const int64_t> lines, double train_fraction, const std::string& path) {
   const size_t n = conversations.size();
   const auto n_train = size_t(double(n) * train_fraction);
+  // The flag is --val-fraction, the share held out: 1 - train_fraction.
+  if (n < 2)
+    fail("data", path, ": ", n, " conversation", n == 1 ? "" : "s", " cannot be split into train and validation: "
+         "give 2 at least (one a line), one to train on and one to validate with");
   if (n_train < 1 || n_train >= n)
-    fail("data", path, ": ", n, " conversations split at --train-fraction ", train_fraction, " give ", n_train,
-         " to train and ", n - std::min(n, n_train), " to validate: each split needs one at least");
+    fail("data", path, ": ", n, " conversations split by --val-fraction ", 1.0 - train_fraction, " give ", n_train,
+         " to train and ", n - std::min(n, n_train), " to validate: each split needs one at least; give a "
+         "--val-fraction nearer 0.5 (0.5 gives ", n / 2, " and ", n - n / 2, "), or more conversations");
   ChatData d;
   d.path = path;
   d.train = render_rows(tokenizer, conversations.first(n_train), lines.first(n_train), path);

@@ -25,9 +25,11 @@ ChatMessage parse_message(const Json& m, size_t index, const JsonLine& at) {
   if (out.content.empty()) at.fail("message ", index, " (", out.role, "): content is empty");
   if (const Json* w = m.find("weight")) {
     if (out.role != "assistant") at.fail("message ", index, " (", out.role, "): only an assistant message has a weight");
-    if (!w->is_int() || (w->as_int() != 0 && w->as_int() != 1))
+    // A number equal to 0 or 1: JSON does not tell 1.0 from 1, and writers (Python's
+    // json with a float) give either.
+    if (!w->is_number() || (w->as_double() != 0.0 && w->as_double() != 1.0))
       at.fail("message ", index, ": weight must be 0 or 1, got ", w->dump());
-    out.trained = w->as_int() == 1;
+    out.trained = w->as_double() == 1.0;
   }
   return out;
 }

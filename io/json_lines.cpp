@@ -22,8 +22,11 @@ Json parse_object_line(std::string_view text, const JsonLine& at, const char* wh
 
 void for_each_line(const std::string& path, const std::function<bool(std::string_view, const JsonLine&)>& each) {
   const std::string text = read_file(path);
+  // A UTF-8 byte order mark that opens the file (as Windows editors and Python's
+  // utf-8-sig write it) is not part of the first line; elsewhere it is the error it was.
+  const std::string_view bom = "\xEF\xBB\xBF";
   int64_t line = 0;
-  for (size_t at = 0; at < text.size();) {
+  for (size_t at = std::string_view(text).starts_with(bom) ? bom.size() : 0; at < text.size();) {
     size_t end = text.find('\n', at);
     if (end == std::string::npos) end = text.size();
     std::string_view one(text.data() + at, end - at);

@@ -29,7 +29,8 @@ struct JsonLine {
 Json parse_object_line(std::string_view text, const JsonLine& at, const char* what);
 
 // Calls `each` with every line of the file at `path` that is not blank (a '\r' before
-// its '\n' dropped), in order, until `each` returns false.
+// its '\n' dropped, and a UTF-8 byte order mark at the file's start), in order, until
+// `each` returns false.
 void for_each_line(const std::string& path, const std::function<bool(std::string_view, const JsonLine&)>& each);
 
 }  // namespace folio

@@ -113,6 +113,10 @@ void chat_request(const Loaded& l, const py::object& messages, Request& r) {
   }
   if (m.empty()) throw Error("[chat] messages is empty");
   ChatPrompt p = chat_prompt_for(*l.ck.tokenizer, m);
+  // Refused, not cut from the front: the rule folio chat and /v1/chat/completions apply.
+  const int64_t block_size = l.ck.model->config().block_size;
+  if (const std::optional<std::string> why = chat_context_overflow(int64_t(p.ids.size()), block_size))
+    throw Error(cat("[chat] ", *why));
   r.prompt = std::move(p.ids), r.end_token = p.end_token, r.stops = std::move(p.stops);
 }
 
@@ -186,7 +190,10 @@ void bind_generate(py::class_<Loaded, LoadedPtr>& model) {
       "base model, ending at a blank line (docs/chat.md). /v1/chat/completions and folio chat render the same\n"
       "tokens.\n\nArgs:\n    messages: a list of {\"role\": \"system\"|\"user\"|\"assistant\", \"content\": str}.\n"
       "    max_new_tokens, temperature, top_k, top_p, greedy, seed: as in generate().\n\n"
-      "Returns:\n    str: the reply.");
+      "Returns:\n    str: the reply.\n\n"
+      "Raises:\n    ValueError: a conversation whose prompt (the template included) leaves no room for the\n"
+      "        reply's first token in the model's context (block_size), as /v1/chat/completions refuses it\n"
+      "        (context_length_exceeded): it is not cut from the front, which would lose the system message.");
 }
 
 }  // namespace folio::python

@@ -59,7 +59,8 @@ std::string chat_prompt(const std::vector<std::pair<std::string, std::string>>& 
   return plain_chat_prompt(chat_messages(messages));
 }
 
-CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                        int64_t context) {
   Body j(body);
   const json* m = j.get("messages");
   if (!m) bad("messages", "is required");
@@ -102,6 +103,9 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
   if (const json* v = j.get("logprobs"); v && !(v->is_boolean() && !v->get<bool>())) bad("logprobs", "is not supported");
   j.finish();
   r.sample.validate();
+  // Checked last, so a field at fault is named first, as it would be for a prompt that fits.
+  if (const std::optional<std::string> why = chat_context_overflow(int64_t(r.prompt.size()), context))
+    throw ApiError(400, *why, "messages", "invalid_request_error", "context_length_exceeded");
   return r;
 }
 

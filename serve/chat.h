@@ -16,6 +16,7 @@
 // What it holds:
 //   chat_prompt             messages -> the template's text
 //   parse_chat_completion   body -> CompletionRequest (prompt, the blank-line stop), or 400
+//                           (context_length_exceeded when it does not fit the model's context)
 //   chat_completion_json    the whole response: choices[0].message
 //   chat_chunk              one streamed chunk: choices[0].delta
 #include <string>
@@ -36,7 +37,11 @@ std::string chat_prompt(const std::vector<std::pair<std::string, std::string>>& 
 
 // messages (required: 1 or more {role, content}, content a string or text parts),
 // max_tokens or max_completion_tokens, and the sampling fields completions take.
-CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits);
+// `context` is the model's block_size: a conversation whose prompt leaves no room in it
+// for the reply (chat_context_overflow) is refused with 400 context_length_exceeded, as
+// OpenAI refuses it, rather than cut from the front.
+CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                        int64_t context);
 
 std::string chat_completion_json(const std::string& id, int64_t created, const std::string& model,
                                  const std::string& content, const std::string& finish_reason, const Usage& usage);

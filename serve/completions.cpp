@@ -17,7 +17,8 @@ void Server::Routes::completions(const httplib::Request& req, httplib::Response&
   bool streaming = false;
   try {
     if (stopping) throw ApiError(503, "the server is stopping");
-    CompletionRequest r = chat ? parse_chat_completion(req.body, *model.tokenizer, options.limits)
+    CompletionRequest r = chat ? parse_chat_completion(req.body, *model.tokenizer, options.limits,
+                                                       model.model->config().block_size)
                                : parse_completion(req.body, *model.tokenizer, options.limits);
     check_model(r.model);
     streaming = r.stream;

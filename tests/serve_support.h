@@ -56,8 +56,11 @@ void expect_refused(const std::vector<BadRequest>& cases, Parse parse) {
   }
 }
 
-inline ModelCheckpoint small_model(nn::Positions pos = nn::Positions::learned) {
-  nn::GPTConfig c{.vocab_size = tokenizer()->vocab_size(), .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 16};
+// block_size 16 by default; a chat test takes more, as a conversation through the plain
+// template ("User:\n...\n\nAssistant:\n") must fit the context with room for the reply.
+inline ModelCheckpoint small_model(nn::Positions pos = nn::Positions::learned, int64_t block_size = 16) {
+  nn::GPTConfig c{.vocab_size = tokenizer()->vocab_size(), .block_size = block_size, .n_layer = 2, .n_head = 2,
+                  .n_embd = 16};
   c.pos = pos;
   ModelCheckpoint ck{std::make_unique<nn::GPT>(c), tokenizer(), 3, "test"};
   ck.model->eval();

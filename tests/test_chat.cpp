@@ -312,7 +312,7 @@ TEST(ChatTemplate, ChatCompletionsUseTheModelsTemplate) {
   const auto t = chars("abcdefghijklmnopqrstuvwxyz\n ");
   const serve::CompletionRequest r = serve::parse_chat_completion(
       R"({"messages": [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}]})", *t,
-      serve::ApiLimits{});
+      serve::ApiLimits{}, 64);
   EXPECT_EQ(r.prompt, render_chat(*t, std::vector<ChatMessage>{{"system", "be brief"}, {"user", "hi"}}, true).ids);
   EXPECT_EQ(r.end_token, t->chat_tokens()->end);
   EXPECT_TRUE(r.stop.empty());

@@ -152,6 +152,50 @@ TEST_F(CliData, ResumeRefusesChangedConversations) {
   expect_contains(back.err, {"its conversations are not the ones this run trained on"});
 }
 
+// Conversations too few for a train and a validation split are refused naming the flag
+// that chooses the split, --val-fraction (there is no --train-fraction), and what to do.
+TEST_F(CliData, TooFewConversationsToSplitNameValFraction) {
+  const std::string one = dir_ / "one.jsonl", three = dir_ / "three.jsonl";
+  testing::spit(one, copy_conversations(1));
+  testing::spit(three, copy_conversations(3));
+  const Result alone = folio("train --data " + one + run("one", 2));
+  EXPECT_EQ(alone.code, 2) << alone.err;
+  expect_contains(alone.err, {one + ": 1 conversation cannot be split into train and validation: give 2 at least"});
+  const Result held = folio("train --data " + three + " --val-fraction 0.7" + run("three", 2));
+  EXPECT_EQ(held.code, 2) << held.err;
+  expect_contains(held.err, {three + ": 3 conversations split by --val-fraction 0.7 give 0 to train and 3 to validate",
+                             "give a --val-fraction nearer 0.5 (0.5 gives 1 and 2), or more conversations"});
+  for (const Result* r : {&alone, &held}) EXPECT_EQ(r->err.find("--train-fraction"), std::string::npos) << r->err;
+  EXPECT_FALSE(fs::exists(dir_ / "one") || fs::exists(dir_ / "three")) << "a refused run wrote its directory";
+}
+
+// A conversation file as other tools write it: a UTF-8 byte order mark at its start (a
+// Windows editor, Python's utf-8-sig) and a weight of 1.0 (JSON's 1) are read; a mark
+// inside the file, and a weight of 0.5, are still refused naming their line.
+TEST_F(CliData, ConversationsWithAByteOrderMarkAndFloatWeightsAreRead) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string weighted = R"({"messages":[{"role":"assistant","content":"8","weight":0.0},)"
+                               R"({"role":"assistant","content":"9","weight":1.0}]})"
+                               "\n";  // 28 tokens: within the context of 32
+  const std::string good = dir_ / "good.jsonl";
+  testing::spit(good, bom + weighted + copy_conversations(10));
+  const Result read = folio("train --data " + good + run("good", 2));
+  EXPECT_EQ(read.code, 0) << read.err;
+  const std::string half = dir_ / "half.jsonl";
+  std::string halved = weighted;
+  halved.replace(halved.find("1.0"), 3, "0.5");
+  testing::spit(half, copy_conversations(3) + halved);
+  const Result refused = folio("train --data " + half + run("half", 2));
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  expect_contains(refused.err, {half + ":4: message 1: weight must be 0 or 1, got 0.5"});
+  const std::string inside = dir_ / "inside.jsonl";
+  testing::spit(inside, copy_conversations(3) + bom + weighted);
+  const Result mark = folio("train --data " + inside + run("inside", 2));
+  EXPECT_EQ(mark.code, 2) << mark.err;
+  expect_contains(mark.err, {inside + ":4: not one JSON value"});
+  EXPECT_FALSE(fs::exists(dir_ / "half") || fs::exists(dir_ / "inside")) << "a refused run wrote its directory";
+}
+
 // What --resume and folio info take a run's --data to have been, from its path.
 TEST_F(CliData, DataPathKindTellsTheKindsApart) {
   const std::string text_file = dir_ / "t.txt", chat = dir_ / "c.jsonl", tokens = dir_ / "tokens";

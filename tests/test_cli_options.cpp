@@ -103,12 +103,18 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"eval --checkpoint " + trained_run() + " --max-windows -1", "--max-windows must be >= 0, got -1\n"},
            {"eval --checkpoint " + trained_run() + " --task t.jsonl --limit -2", "--limit must be >= 0, got -2\n"},
            {"serve --checkpoint " + trained_run() + " --queue -1", "--queue must be >= 0, got -1\n"},
-           {"serve --checkpoint " + trained_run() + " --shutdown-grace -0.5", "--shutdown-grace must be >= 0, got -0.5\n"}}) {
+           {"serve --checkpoint " + trained_run() + " --shutdown-grace -0.5", "--shutdown-grace must be >= 0, got -0.5\n"},
+           // chat needs a reply, generate may write the prompt alone: one bound each, whatever the value.
+           {"chat --checkpoint " + trained_run() + " --max-new-tokens -5", "--max-new-tokens must be >= 1, got -5\n"},
+           {"chat --checkpoint " + trained_run() + " --max-new-tokens 0", "--max-new-tokens must be >= 1, got 0\n"},
+           {"generate --checkpoint " + trained_run() + " --max-new-tokens -1", "--max-new-tokens must be >= 0, got -1\n"},
+           {"serve --checkpoint " + trained_run() + " --api-key-file nokey", "--api-key-file nokey: cannot open ("}}) {
     const Result r = folio(args + (args.starts_with("train") ? " --out " + (dir_ / "x") : ""));
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(fragment), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.err.find("[config]"), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.err.find("[generate]"), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find("[data]"), std::string::npos) << args << ": " << r.err;
   }
 }
 

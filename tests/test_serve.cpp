@@ -109,7 +109,7 @@ TEST(ParseRequests, EachRouteTakesItsDocumentedFieldsAndRefusesAnyOther) {
   using Parse = std::function<void(const std::string&)>;
   const Tokenizer& t = *tokenizer();
   const Parse completion = [&](const std::string& b) { serve::parse_completion(b, t, limits); };
-  const Parse chat = [&](const std::string& b) { serve::parse_chat_completion(b, t, limits); };
+  const Parse chat = [&](const std::string& b) { serve::parse_chat_completion(b, t, limits, 64); };
   const Parse attention = [&](const std::string& b) { serve::parse_attention(b, t, 16); };
   const std::vector<std::pair<std::string, Parse>> routes = {
       {R"("prompt": "ab", "max_tokens": 5, "best_of": 1, "echo": false, )" + sampling, completion},

@@ -21,7 +21,7 @@ TEST(ParseChatCompletion, AnUnknownCharacterIsPlacedInItsOwnMessage) {
   try {
     serve::parse_chat_completion(
         R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "ab\u0001"}]})",
-        *tokenizer(), limits);
+        *tokenizer(), limits, 64);
     ADD_FAILURE() << "accepted a character the model lacks";
   } catch (const ApiError& e) {
     testing::expect_contains(e.what(), {"message 1 (user)", "at position 2"});
@@ -56,32 +56,58 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
       {R"({"messages": [{"role": "user", "content": "a"}], "prompt": "b"})", 400, "prompt",
        "Unrecognized request argument supplied: prompt"},
   };
-  expect_refused(cases, [&](const std::string& body) { serve::parse_chat_completion(body, *tokenizer(), limits); });
+  expect_refused(cases, [&](const std::string& body) { serve::parse_chat_completion(body, *tokenizer(), limits, 64); });
   const auto r = serve::parse_chat_completion(
       R"({"model": "m", "messages": [{"role": "system", "content": "be"}, {"role": "user",
           "content": [{"type": "text", "text": "ab"}, {"type": "text", "text": "c"}]}],
           "max_completion_tokens": 7, "seed": 5, "stop": "x", "stream": true, "logprobs": false, "user": "u"})",
-      *tokenizer(), limits);
+      *tokenizer(), limits, 64);
   EXPECT_EQ(r.prompt, tokenizer()->encode("System:\nbe\n\nUser:\nabc\n\nAssistant:\n"));
   EXPECT_EQ(r.sample.max_new_tokens, 7);
   EXPECT_TRUE(r.has_seed && r.seed == 5 && r.stream);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "\n\n"}));
-  EXPECT_EQ(serve::parse_chat_completion(R"({"messages": [{"role": "user", "content": "a"}]})", *tokenizer(), limits)
-                .sample.max_new_tokens,
+  const std::string bare = R"({"messages": [{"role": "user", "content": "a"}]})";
+  EXPECT_EQ(serve::parse_chat_completion(bare, *tokenizer(), limits, 64).sample.max_new_tokens,
             100);  // no max_tokens: as many as the server allows, up to the turn's end
+}
+
+// A conversation whose prompt leaves the reply no room in the context is refused as
+// OpenAI refuses it (400, code context_length_exceeded), not cut to its last block_size
+// tokens, which would lose the system message and the template's start. The boundary:
+// the prompt and one reply token fit.
+TEST(ParseChatCompletion, AConversationLongerThanTheContextIsRefusedNotCut) {
+  const serve::ApiLimits limits{.max_tokens = 100};
+  const int64_t template_tokens = int64_t(tokenizer()->encode("User:\n\n\nAssistant:\n").size());
+  const auto body = [](size_t chars) {
+    return json{{"messages", {{{"role", "user"}, {"content", std::string(chars, 'a')}}}}}.dump();
+  };
+  const int64_t context = 40, fits = context - 1 - template_tokens;
+  EXPECT_EQ(int64_t(serve::parse_chat_completion(body(size_t(fits)), *tokenizer(), limits, context).prompt.size()),
+            context - 1);
+  try {
+    serve::parse_chat_completion(body(size_t(fits + 1)), *tokenizer(), limits, context);
+    ADD_FAILURE() << "a prompt of the whole context, with no room for the reply, was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "messages");
+    testing::expect_contains(e.what(), {"maximum context length is 40 tokens", "resulted in 40 tokens"});
+    const json j = json::parse(serve::error_json(e))["error"];
+    EXPECT_EQ(j["code"], "context_length_exceeded") << j;
+    EXPECT_EQ(j["type"], "invalid_request_error") << j;
+  }
 }
 
 // The reply is the model's continuation of the template up to its first blank line:
 // for seeds whose free continuation has one, the chat reply is the text before it.
 TEST(Scheduler, ChatRepliesEndAtABlankLine) {
-  const ModelCheckpoint ck = small_model();
+  const ModelCheckpoint ck = small_model(nn::Positions::learned, 48);
   serve::Scheduler s(ck, {.slots = 2});
   const serve::ApiLimits limits{.max_tokens = 100};
   int ended = 0;
   for (uint64_t seed = 1; seed <= 400 && ended < 3; ++seed) {
     const std::string body = cat(R"({"messages": [{"role": "user", "content": "abc"}], "temperature": 2, "seed": )",
                                  seed, "}");
-    serve::CompletionRequest chat = serve::parse_chat_completion(body, *tokenizer(), limits);
+    serve::CompletionRequest chat = serve::parse_chat_completion(body, *tokenizer(), limits, 48);
     serve::CompletionRequest free_run = chat;
     free_run.stop.clear();
     const std::string text = finish(*s.submit(free_run));
@@ -95,6 +121,7 @@ TEST(Scheduler, ChatRepliesEndAtABlankLine) {
   EXPECT_EQ(ended, 3) << "too few seeds reached a blank line to test the turn's end";
 }
 TEST_F(ServeRoutes, ChatCompletionsWholeAndStreamed) {
+  ck = small_model(nn::Positions::learned, 48);  // room for the template and a reply
   start({});
   auto c = client();
   const std::string ask = R"({"messages": [{"role": "user", "content": "abc"}], "max_tokens": 30, "seed": 4)";
@@ -141,6 +168,41 @@ TEST_F(ServeRoutes, ChatCompletionsWholeAndStreamed) {
   expect_error_object(c.Post("/v1/chat/completions", "{nope", "application/json"), 400, "not valid JSON");
 }
 
+// Over the route: a conversation too long for the context is a 400 in OpenAI's error
+// object, whole or streamed, and the server serves on; a plain completion of the same
+// text is still answered, the model reading its last block_size tokens.
+TEST_F(ServeRoutes, ALongConversationIs400ContextLengthExceeded) {
+  ck = small_model(nn::Positions::learned, 48);
+  start({});
+  auto c = client();
+  const std::string long_text(400, 'a');
+  const json messages = {{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", long_text}}};
+  const json ask = {{"messages", messages}, {"max_tokens", 5}};
+  const int64_t prompt_tokens = int64_t(tokenizer()->encode("System:\nbe brief\n\nUser:\n" + long_text +
+                                                            "\n\nAssistant:\n").size());
+  for (const bool stream : {false, true}) {
+    json body = ask;
+    body["stream"] = stream;
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["code"], "context_length_exceeded") << e;
+    EXPECT_EQ(e["param"], "messages") << e;
+    EXPECT_EQ(e["type"], "invalid_request_error") << e;
+    testing::expect_contains(e["message"].get<std::string>(),
+                             {"maximum context length is 48 tokens", cat("resulted in ", prompt_tokens, " tokens")});
+  }
+  auto r = c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "abc"}], "max_tokens": 5})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = c.Post("/v1/completions", json{{"prompt", long_text}, {"max_tokens", 5}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["usage"]["prompt_tokens"], 400);
+}
+
 // Chat goes through the same key, body limit and queue as completions.
 TEST_F(ServeRoutes, ChatSharesKeysAndLimits) {
   serve::ServerOptions o;
@@ -148,6 +210,7 @@ TEST_F(ServeRoutes, ChatSharesKeysAndLimits) {
   o.max_body = 1000;
   o.limits.max_tokens = 1000000;  // and hold_a_slot's request takes them all
   o.scheduler.slots = 1, o.scheduler.queue = 0;
+  ck = small_model(nn::Positions::learned, 48);
   start(o);
   auto c = client();
   const std::string body = R"({"messages": [{"role": "user", "content": "abc"}], "max_tokens": 5})";

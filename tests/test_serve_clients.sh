@@ -18,7 +18,9 @@ trap cleanup EXIT
 fail() { echo "FAILED: $*" >&2; [ -f "$work/serve.log" ] && cat "$work/serve.log" >&2; exit 1; }
 
 head -c 20000 "$here/data/tinyshakespeare.txt" >"$work/corpus.txt"
-"$folio" train --data "$work/corpus.txt" --out "$work/run" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 \
+# A context of 64: the client's chat (a system and a user message through the plain
+# template, about 50 tokens) must fit it with room for the reply, or it is refused.
+"$folio" train --data "$work/corpus.txt" --out "$work/run" --n-layer 1 --n-head 2 --n-embd 16 --block-size 64 \
   --batch-size 4 --max-iters 10 --eval-interval 10 --eval-iters 2 --quiet --threads 1
 echo "k3y-$RANDOM" >"$work/key"
 key=$(cat "$work/key")

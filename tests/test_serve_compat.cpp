@@ -54,6 +54,7 @@ TEST_F(ServeRoutes, AnotherMethodOnARouteIs405WithAllow) {
 }
 
 TEST_F(ServeRoutes, AnUnknownModelIs404ModelNotFound) {
+  ck = small_model(nn::Positions::learned, 48);  // room for a chat's template and reply
   start({});
   auto c = client();
   for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {

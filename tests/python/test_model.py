@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import folio
-from conftest import ROOT, folio as folio_cmd
+from conftest import ROOT, TINY, folio as folio_cmd
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import folio_numpy  # noqa: E402  (scripts/folio_numpy.py: the model in numpy alone)
@@ -102,3 +102,30 @@ def test_config_values_have_their_own_types(run):
     assert gpt.config["seed"] == 7
     with pytest.raises(ValueError, match="ffn_hidden must be a whole number, got 48.5"):
         folio.nn.GPT(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=16, ffn_hidden=48.5)
+
+
+def test_chat_refuses_a_conversation_longer_than_the_context(tmp_path, corpus):
+    # As /v1/chat/completions and folio chat do: a conversation whose prompt (the template
+    # included) leaves the reply no room in the context is refused, not cut to its last
+    # block_size tokens, which would lose the system message and the template's start.
+    # A plain generate still reads a long prompt's last block_size tokens.
+    block = 40
+    out = tmp_path / "wide"
+    args = list(TINY)
+    args[args.index("--block-size") + 1] = str(block)
+    folio_cmd("train", "--data", corpus, "--out", out, *args)
+    model = folio.load(str(out))
+    template = len(model.tokenizer.encode("System:\nbe brief\n\nUser:\n\n\nAssistant:\n"))
+
+    def chat(chars):
+        return model.chat([{"role": "system", "content": "be brief"}, {"role": "user", "content": "a" * chars}],
+                          max_new_tokens=3, greedy=True)
+
+    fits = block - 1 - template  # the prompt and the reply's first token fill the context
+    assert isinstance(chat(fits), str)
+    with pytest.raises(ValueError, match=f"maximum context length is {block} tokens. However, your messages "
+                                         f"resulted in {block} tokens"):
+        chat(fits + 1)
+    with pytest.raises(ValueError, match=f"resulted in {400 + template} tokens"):
+        chat(400)
+    assert isinstance(model.generate("a" * 400, max_new_tokens=3), str)
