@@ -289,13 +289,14 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   if (from_stdin) {
     start_token_out_dir(o.out_dir);
     list = find_documents({spool_stdin(o.out_dir)}, {}, warn);
-    list.documents[0].name = "-";
+    // Empty or binary input is skipped as a file would be: no document to rename.
+    if (!list.documents.empty()) list.documents[0].name = "-";
   } else {
     list = find_documents(o.inputs, o.include, warn);
   }
   const std::vector<Document>& docs = list.documents;
   if (docs.empty())
-    fail("tokenize", from_stdin ? "standard input is empty" : "no document to tokenize: every input is empty, binary or unreadable");
+    fail("tokenize", from_stdin ? "standard input has no text: it is empty, or binary (a NUL byte in its first 8 KB)" : "no document to tokenize: every input is empty, binary or unreadable");
   // Each document's split: by its name, or, for a single one or too few for a split by
   // name (17 documents at 0.1 can all hash into train), each by position: its last
   // val_fraction of characters.

@@ -277,6 +277,14 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   const Result norm = folio("plot " + run_dir() + " --y grad_norm --overwrite --out " + plot);
   ASSERT_EQ(norm.code, 0) << norm.err;
   EXPECT_NE(testing::slurp(plot).find("grad_norm against step"), std::string::npos);
+  // Inside the run's directory, its bare log.csv is the run, named after the directory;
+  // a run name that is not there is refused by that name.
+  const Result here = testing::run_folio(testing::words("plot log.csv --overwrite --out " + plot), dir_, 300, {}, run_dir());
+  ASSERT_EQ(here.code, 0) << here.err;
+  EXPECT_NE(testing::slurp(plot).find(">run: best val"), std::string::npos);
+  const Result typo = testing::run_folio(testing::words("plot nope --out " + plot), dir_, 300, {}, run_dir());
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("nope: cannot open"), std::string::npos) << typo.err;
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"attention --checkpoint " + run_dir() + " --prompt 'To be' --layer 1", "--layer"},
            {"attention --checkpoint " + run_dir() + " --prompt ''", "--prompt is empty"},

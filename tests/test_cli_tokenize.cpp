@@ -173,5 +173,15 @@ TEST_F(CliTokenize, DoubleStarMatchesAnyDepth) {
   EXPECT_EQ(splits.find("train")->find("documents")->as_int() + splits.find("val")->find("documents")->as_int(), expected);
 }
 
+// Standard input with no document in it (empty, as the test's /dev/null is, or binary)
+// is an error saying so, not a crash.
+TEST_F(CliTokenize, EmptyStandardInputIsAnErrorNotACrash) {
+  const Result r = folio("tokenize - --tokenizer char --out " + (dir_ / "tok"));
+  EXPECT_TRUE(r.exit.exited) << "killed by signal " << r.exit.signal;
+  EXPECT_NE(r.code, 0);
+  expect_contains(r.err, {"standard input has no text: it is empty"});
+  EXPECT_FALSE(fs::exists(dir_.path / "tok" / "manifest.json"));
+}
+
 }  // namespace
 }  // namespace folio
