@@ -11,9 +11,16 @@
 
 namespace folio::python {
 
+std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
 namespace {
 
-std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")); }
+// What an __index__ or __float__ raised: TypeError is "not a number of that kind" (an
+// array of floats asked for an index); anything else is the caller's to see.
+void clear_type_error() {
+  if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+  PyErr_Clear();
+}
 
 [[noreturn]] void out_of_range(const char* what, int64_t i, int64_t id, int64_t vocab) {
   throw Error(cat(what, "[", i, "] is ", id, ", outside the vocabulary [0, ", vocab, ")"));
@@ -45,6 +52,41 @@ std::string text_argument(const py::handle& obj, const char* what) {
   return std::string(utf8, size_t(size));
 }
 
+std::string path_argument(const py::handle& obj, const char* what) {
+  if (!py::isinstance<py::str>(obj) && !py::isinstance<py::bytes>(obj) && !py::hasattr(obj, "__fspath__"))
+    throw WrongType(cat(what, " must be a str or an os.PathLike (pathlib.Path), got ", type_name(obj)));
+  // fsencode: the file system's bytes, so a name read through surrogateescape reaches
+  // the same file.
+  const py::bytes bytes = py::module_::import("os").attr("fsencode")(obj);
+  return std::string(bytes);
+}
+
+bool is_bool(const py::handle& obj) {
+  return PyBool_Check(obj.ptr()) || py::isinstance(obj, py::module_::import("numpy").attr("bool_"));
+}
+
+std::optional<py::int_> integer_value(const py::handle& obj) {
+  if (PyLong_Check(obj.ptr())) return py::reinterpret_borrow<py::int_>(obj);
+  if (is_bool(obj) || !PyIndex_Check(obj.ptr())) return std::nullopt;
+  PyObject* i = PyNumber_Index(obj.ptr());
+  if (!i) {
+    clear_type_error();
+    return std::nullopt;
+  }
+  return py::reinterpret_steal<py::int_>(i);
+}
+
+std::optional<double> real_value(const py::handle& obj) {
+  const PyNumberMethods* n = Py_TYPE(obj.ptr())->tp_as_number;
+  if (!PyFloat_Check(obj.ptr()) && !PyIndex_Check(obj.ptr()) && !(n && n->nb_float)) return std::nullopt;
+  const double v = PyFloat_AsDouble(obj.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    clear_type_error();
+    return std::nullopt;
+  }
+  return v;
+}
+
 py::dict config_dict(const nn::GPTConfig& c) {
   py::dict d = py::module_::import("json").attr("loads")(to_json(c).dump());
   d["seed"] = py::int_(c.seed);
@@ -57,9 +99,15 @@ py::str utf8_text(const std::string& bytes) {
   return py::reinterpret_steal<py::str>(s);
 }
 
-Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim) {
+Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim, bool allow_empty) {
   // Lists become int64 arrays; an array comes as it is (asarray copies nothing).
   const py::array arr = py::module_::import("numpy").attr("asarray")(obj);
+  // Before the dtype's check: numpy makes [] a float64 array.
+  if (arr.size() == 0 && allow_empty && arr.ndim() == ndim) {
+    Ids none;
+    for (py::ssize_t d = 0; d < arr.ndim(); ++d) none.shape.push_back(arr.shape(d));
+    return none;
+  }
   if (arr.size() == 0) throw Error(cat(what, " is empty (shape ", shape_text(arr), "): give at least one token id"));
   const char kind = arr.dtype().kind();
   if (kind != 'i' && kind != 'u')
@@ -90,8 +138,8 @@ Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim) 
   return ids;
 }
 
-std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what) {
-  return ids_array(obj, vocab, what, 1).values;
+std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what, bool allow_empty) {
+  return ids_array(obj, vocab, what, 1, allow_empty).values;
 }
 
 }  // namespace folio::python

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,19 +55,38 @@ py::dict config_dict(const nn::GPTConfig& c);
 
 // A Python object's text as UTF-8 (a str), or TypeError naming `what`.
 std::string text_argument(const py::handle& obj, const char* what);
+// A path as its bytes on the file system: a str, bytes or any os.PathLike (pathlib.Path),
+// as open() takes it; TypeError naming `what` otherwise.
+std::string path_argument(const py::handle& obj, const char* what);
+
+// Numbers as Python itself reads them. numpy's and PyTorch's scalars (np.int64,
+// np.float32) are not int or float, but an integer one has __index__ and a real one
+// __float__, which is what operator.index() and float() use; a str has neither, so text
+// is never taken for a number.
+// True/False, numpy's included (np.bool_ is no int to Python, though it has __index__).
+bool is_bool(const py::handle& obj);
+// An int, or what has __index__ (a 0-d integer array too); not np.bool_. A Python bool
+// is an int here: callers to whom a bool means something else ask is_bool() first.
+std::optional<py::int_> integer_value(const py::handle& obj);
+// An int, a float, or what has __float__ or __index__, as float() gives it.
+std::optional<double> real_value(const py::handle& obj);
+// An object's type for messages: "int", "list", "int64" (numpy's).
+std::string type_name(const py::handle& obj);
 // Bytes as a str; a byte that is not part of a UTF-8 character becomes U+FFFD (a token
 // may hold part of one).
 py::str utf8_text(const std::string& bytes);
 // Token ids from a list of ints or an integer array of `ndim` dimensions, each in
 // [0, vocab), named `what` in errors: TypeError for values that are not integers,
-// ValueError for a wrong shape, no ids, or an id outside the vocabulary. Any integer
-// dtype and layout is taken (int64, unsigned, strided views).
+// ValueError for a wrong shape, an id outside the vocabulary, or no ids unless
+// `allow_empty` (decode([]) is "", as encode("") is []; a prompt needs a token). Any
+// integer dtype and layout is taken (int64, unsigned, strided views).
 struct Ids {
   std::vector<int32_t> values;  // row-major: a copy, so the caller's array may change meanwhile
   std::vector<int64_t> shape;   // (T) or (B, T)
 };
-Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim);
-std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what);  // 1-D
+Ids ids_array(const py::handle& obj, int64_t vocab, const char* what, int ndim, bool allow_empty = false);
+std::vector<int32_t> ids_argument(const py::handle& obj, int64_t vocab, const char* what,  // 1-D
+                                  bool allow_empty = false);
 
 void bind_model(py::module_& m);
 void bind_generate(py::class_<Loaded, LoadedPtr>& model);

@@ -20,7 +20,8 @@ struct TokenizerRef {
   std::shared_ptr<const Tokenizer> t;
 };
 
-LoadedPtr load(const std::string& path) {
+LoadedPtr load(const py::handle& path_obj) {
+  const std::string path = path_argument(path_obj, "[load] path");  // a str or a pathlib.Path
   auto loaded = std::make_shared<Loaded>();
   py::gil_scoped_release nogil;
   try {
@@ -134,7 +135,8 @@ void bind_tokenizer(py::module_& m) {
       .def(
           "decode",
           [](const TokenizerRef& r, const py::handle& ids) {
-            return utf8_text(r.t->decode(ids_argument(ids, r.t->vocab_size(), "[decode] ids")));
+            // No ids are no text, as encode("") is [] (a prompt, unlike this, needs a token).
+            return utf8_text(r.t->decode(ids_argument(ids, r.t->vocab_size(), "[decode] ids", /*allow_empty=*/true)));
           },
           py::arg("ids"),
           "The text of token ids.\n\nArgs:\n    ids: a list of ints or a 1-D integer array, each below vocab_size.\n\n"
@@ -191,7 +193,7 @@ void bind_model(py::module_& m) {
   bind_generate(model);
   m.def("load", &load, py::arg("path"),
         "Loads a model from a run directory (its model.safetensors) or a .safetensors checkpoint.\n\n"
-        "Args:\n    path: a run directory, or a checkpoint file (RUN/best.safetensors).\n\n"
+        "Args:\n    path: a run directory, or a checkpoint file (RUN/best.safetensors): a str or an os.PathLike.\n\n"
         "Returns:\n    Model. A missing file raises FileNotFoundError; a damaged one, ValueError.");
 }
 

@@ -19,10 +19,10 @@ using nn::Module;
 
 // An initialisation seed from Python: an int in [0, 2**64).
 uint64_t seed_argument(const py::handle& seed, const char* what) {
-  if (!py::isinstance<py::int_>(seed) || py::isinstance<py::bool_>(seed))
-    throw WrongType(cat(what, " seed must be an int, got ", std::string(py::str(py::type::of(seed).attr("__name__")))));
+  const std::optional<py::int_> integer = is_bool(seed) ? std::nullopt : integer_value(seed);  // np.int64 too
+  if (!integer) throw WrongType(cat(what, " seed must be an int, got ", type_name(seed)));
   try {
-    return seed.cast<uint64_t>();
+    return integer->cast<uint64_t>();
   } catch (const py::cast_error&) {
     throw Error(cat(what, " seed must be in [0, 2**64), got ", std::string(py::str(seed))));
   }
@@ -64,11 +64,18 @@ nn::GPTConfig gpt_config(const py::kwargs& options, uint64_t seed) {
       throw Error(cat("[GPT] unknown option '", key, "'", near.empty() ? "" : cat(" (did you mean ", near, "?)"),
                       "; the options are ", known));
     }
+    // numpy's scalars as the Python numbers they stand for, which json writes (it
+    // refuses np.int64); a str stays text, and NaN stays refused below.
+    py::object plain = py::reinterpret_borrow<py::object>(value);
+    if (is_bool(value)) plain = py::bool_(PyObject_IsTrue(value.ptr()) == 1);
+    else if (const std::optional<py::int_> i = integer_value(value)) plain = *i;
+    else if (const std::optional<double> x = real_value(value)) plain = py::float_(*x);
     std::string text;
     try {
-      text = py::str(json.attr("dumps")(value, py::arg("allow_nan") = false));
+      text = py::str(json.attr("dumps")(plain, py::arg("allow_nan") = false));
     } catch (const py::error_already_set& e) {  // json: TypeError for a set, ValueError for NaN
-      const std::string detail = cat("[GPT] ", key, " must be a finite number, a str or a bool, got ", std::string(py::repr(value)));
+      const std::string detail = cat("[GPT] ", key, " must be a finite number, a str or a bool, got ",
+                                     std::string(py::repr(value)), " (", type_name(value), ")");
       if (e.matches(PyExc_TypeError)) throw WrongType(detail);
       throw Error(detail);
     }

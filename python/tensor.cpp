@@ -36,8 +36,10 @@ Tensor from_array(const py::handle& obj, bool requires_grad) {
 // The other operand of an operator: a Tensor, or a number as a tensor of x's shape.
 Tensor operand(const Tensor& x, const py::handle& other) {
   if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
-  if (py::isinstance<py::float_>(other) || py::isinstance<py::int_>(other))
-    return Tensor::full(x.shape(), other.cast<float>());
+  // A number, numpy's scalars too (np.float32(2)); an array is no number here, even of
+  // one element, but an array to broadcast.
+  if (!py::isinstance<py::array>(other))
+    if (const std::optional<double> v = real_value(other)) return Tensor::full(x.shape(), float(*v));
   return from_array(other, false);
 }
 
@@ -76,8 +78,9 @@ Shape shape_of_args(const py::args& dims, const char* op) {
   Shape s;
   s.ndim = int(list.size());
   for (int d = 0; d < s.ndim; ++d) {
-    if (!py::isinstance<py::int_>(list[d])) throw WrongType(cat("[", op, "] dimensions are integers, got ", std::string(py::repr(list[d]))));
-    s[d] = list[d].cast<int64_t>();
+    const std::optional<py::int_> size = integer_value(list[d]);  // np.int64 too
+    if (!size) throw WrongType(cat("[", op, "] dimensions are integers, got ", std::string(py::repr(list[d]))));
+    s[d] = size->cast<int64_t>();
     if (s[d] < 0) throw Error(cat("[", op, "] dimension ", s[d], " is negative"));
   }
   return s;

@@ -30,16 +30,20 @@ std::vector<std::string> flag_words(const std::string& key, const py::handle& va
   }
   const bool is_switch = !d->takes_value;
   if (value.is_none()) return {};
-  if (py::isinstance<py::bool_>(value)) {
-    if (is_switch) return value.cast<bool>() ? std::vector<std::string>{"--" + flag} : std::vector<std::string>{};
-    return {"--" + flag, value.cast<bool>() ? "true" : "false"};
+  if (is_bool(value)) {
+    const bool on = PyObject_IsTrue(value.ptr()) == 1;
+    if (is_switch) return on ? std::vector<std::string>{"--" + flag} : std::vector<std::string>{};
+    return {"--" + flag, on ? "true" : "false"};
   }
   if (is_switch) throw Error(cat("[train] ", key, " is True or False, got ", std::string(py::repr(value))));
-  // repr() of a float is the shortest text that reads back as the same double.
-  if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)) return {"--" + flag, py::repr(value)};
+  // numpy's scalars too (np.int64(32) is 32): an integer as its digits, a real number
+  // as repr() of its double, the shortest text that reads back as that very double.
+  if (const std::optional<py::int_> i = integer_value(value)) return {"--" + flag, py::repr(*i)};
+  if (const std::optional<double> x = real_value(value)) return {"--" + flag, py::repr(py::float_(*x))};
   if (py::isinstance<py::str>(value)) return {"--" + flag, value.cast<std::string>()};
   if (py::hasattr(value, "__fspath__")) return {"--" + flag, py::str(value.attr("__fspath__")())};
-  throw Error(cat("[train] ", key, " must be a number, a str or a bool, got ", std::string(py::repr(value))));
+  throw Error(cat("[train] ", key, " must be a number, a str or a bool, got ", std::string(py::repr(value)), " (",
+                  type_name(value), ")"));
 }
 
 // The figures as a dict, NaN where a run has none (bits per byte of token files).
