@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "autograd/parallel.h"
 #include "front/train_command.h"
 #include "python/bindings.h"
 #include "train/progress.h"
@@ -62,7 +63,16 @@ int train(const py::dict& options, const py::object& on_step, const py::object& 
     const std::vector<std::string> w = flag_words(py::str(key), value, flags);
     words.insert(words.end(), w.begin(), w.end());
   }
-  const std::function<int()> job = front::prepare_train(words);
+  // A refused run leaves this thread's thread count as it was: the command applies
+  // --threads (its default 0 too) while it checks the other options.
+  const int threads_before = num_threads();
+  std::function<int()> job;
+  try {
+    job = front::prepare_train(words);
+  } catch (...) {
+    set_num_threads(threads_before);
+    throw;
+  }
   // The callbacks run on this thread with the GIL taken; what they raise ends the run
   // (its last save stays) and reaches the caller.
   // They hold handles, not references: the hooks are copied and dropped without the

@@ -34,13 +34,9 @@ def test_train_takes_numpy_numbers(run, corpus, tmp_path):
     folio.train(tmp_path / "np", corpus, **numpy_options())
     # The same flags as the command's run: the same checkpoint, byte for byte.
     assert (tmp_path / "np" / "model.safetensors").read_bytes() == (run / "model.safetensors").read_bytes()
-    # A float32 reaches --lr's own check, not a refusal of its type. (A refused run has
-    # set this thread's thread count to the command's default: conftest's 1 again.)
-    try:
-        with pytest.raises(ValueError, match="--lr"):
-            folio.train(tmp_path / "lr", corpus, lr=np.float32(-1.0), max_iters=1)
-    finally:
-        folio.set_threads(1)
+    # A float32 reaches --lr's own check, not a refusal of its type.
+    with pytest.raises(ValueError, match="--lr"):
+        folio.train(tmp_path / "lr", corpus, lr=np.float32(-1.0), max_iters=1)
     with pytest.raises(ValueError, match=r"n_layer must be a number, a str or a bool, got \[2\] \(list\)"):
         folio.train(tmp_path / "list", corpus, n_layer=[2])
     assert not (tmp_path / "lr").exists() and not (tmp_path / "list").exists()

@@ -113,6 +113,18 @@ def test_threads_outside_the_commands_range_raise(run):
         folio.set_threads(1)
 
 
+def test_a_refused_train_leaves_the_thread_count(tmp_path):
+    # The command applies --threads (its default 0: every core) while it checks the other
+    # options: a refused run must not leave that behind.
+    folio.set_threads(1)
+    try:
+        with pytest.raises(ValueError, match="lr"):
+            folio.train(str(tmp_path / "r"), str(ROOT / "data/tinyshakespeare.txt"), lr=-1, quiet=True)
+        assert folio.threads() == 1
+    finally:
+        folio.set_threads(1)
+
+
 def test_help_documents_every_argument():
     doc = folio.Model.generate.__doc__
     for arg in ("prompt", "max_new_tokens", "temperature", "top_k", "top_p", "greedy", "seed", "stop"):
