@@ -29,7 +29,8 @@ struct UsageError : Error {
 
 // One subcommand. `declare` adds its options; `prepare` checks them and loads what the
 // run needs, and returns the run. main() turns any error out of prepare into exit
-// code 2 (nothing has been written yet) and any error out of the run into 1.
+// code 2 (nothing has been written yet) and any error out of the run into 1, but a
+// UsageError (input found bad only by reading it; the run cleans up first) into 2.
 struct Command {
   const char* name;
   const char* summary;  // one line, for folio --help

@@ -31,8 +31,10 @@ void print_usage() {
   dist::abort(code);
 }
 
-// Exit codes: 2 for anything wrong before the run starts (options, input files), with
-// nothing written; 1 for a failure during the run.
+// Exit codes: 2 for anything wrong with what the user gave (options, input files): out
+// of prepare, before anything is written, or a UsageError out of the run, for input
+// found bad only by reading it (the command cleans up what it wrote); 1 for a failure
+// during the run.
 int run(const Command& command, int argc, char** argv) {
   std::function<int()> job;
   try {
@@ -46,6 +48,8 @@ int run(const Command& command, int argc, char** argv) {
   }
   try {
     return job();
+  } catch (const UsageError& e) {
+    fail_with(command, e.what(), 2);
   } catch (const std::exception& e) {
     fail_with(command, e.what(), 1);
   }

@@ -15,6 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// SentencePiece's fewest pieces with byte fallback: 256 byte pieces, <unk>, <s> and
+// </s>, and at least one of the text's characters.
+constexpr int64_t kFewestSpmPieces = 256 + 3 + 1;
+
 void declare(po::options_description& opts) {
   opts.add_options()("input", po::value<std::vector<std::string>>()->composing(),
                      "files and directories to read (recursively), or - for standard input; also given bare")
@@ -107,6 +111,24 @@ class ProgressLine {
   Clock::time_point phase_start_ = Clock::now(), shown_{};
 };
 
+// The sizes --vocab-size may take whatever the text (SentencePiece checks the rest as it
+// trains: the text's characters, and how many pieces it can make of them).
+void check_vocab_size(const TokenizerSpec& spec) {
+  const int64_t v = spec.vocab_size;
+  if (v == 0) return;  // the method's default
+  if (v < 0) throw UsageError(cat("--vocab-size must be >= 0, got ", v));
+  if (spec.name == "char")
+    throw UsageError(cat("--vocab-size goes with bpe or unigram: a char vocabulary is the text's characters, got ", v));
+  if (!is_tokenizer_method(spec.name))
+    throw UsageError(cat("--vocab-size goes with a method (bpe, unigram), not with the tokenizer file ", spec.name,
+                         ", whose size is its own"));
+  if (v < kFewestSpmPieces)
+    throw UsageError(cat("--vocab-size ", v, " is too small for ", spec.name, ": it needs at least ", kFewestSpmPieces,
+                         " (256 byte pieces, 3 control tokens and a piece for each of the text's characters)"));
+  if (v > TokenizerSpec::kMaxVocab)
+    throw UsageError(cat("--vocab-size ", v, " is above the most folio takes, ", TokenizerSpec::kMaxVocab));
+}
+
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   TokenizeOptions o;
@@ -116,7 +138,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (!vm.count("out")) throw UsageError("--out DIR is needed: where to write the token shards");
   o.out_dir = vm["out"].as<std::string>();
   o.tokenizer = {vm["tokenizer"].as<std::string>(), vm["vocab-size"].as<int64_t>()};
-  if (o.tokenizer.vocab_size < 0) throw UsageError(cat("--vocab-size must be >= 0, got ", o.tokenizer.vocab_size));
+  check_vocab_size(o.tokenizer);
   std::string tokenizer_from;
   if (vm.count("tokenizer-from")) {
     tokenizer_from = vm["tokenizer-from"].as<std::string>();
@@ -129,6 +151,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (!(o.val_fraction > 0 && o.val_fraction < 1))
     throw UsageError(cat("--val-fraction must be in (0, 1), got ", o.val_fraction));
   o.shard_tokens = vm["shard-tokens"].as<int64_t>();
+  if (o.shard_tokens < 1 || o.shard_tokens > INT32_MAX)
+    throw UsageError(cat("--shard-tokens must be in [1, ", INT32_MAX, "] (a shard's header counts in int32), got ",
+                         o.shard_tokens));
   const int64_t sample_mb = vm["sample-mb"].as<int64_t>();
   if (sample_mb < 1) throw UsageError(cat("--sample-mb must be >= 1, got ", sample_mb));
   o.sample_bytes = sample_mb << 20;
@@ -146,10 +171,19 @@ std::function<int()> prepare(const po::variables_map& vm) {
     if (o.tokenizer_from) run.command += cat(" --tokenizer-from ", tokenizer_from);
     else run.command += cat(" --tokenizer ", o.tokenizer.name);
     if (o.tokenizer.vocab_size) run.command += cat(" --vocab-size ", o.tokenizer.vocab_size);
-    const TokenManifest m = tokenize_corpus(run, std::ref(line), [&](const std::string& w) {
+    TokenManifest m;
+    try {
+      m = tokenize_corpus(run, std::ref(line), [&](const std::string& w) {
+        line.end();
+        warn(w);
+      });
+    } catch (const TokenizeInputError& e) {  // the input, found bad by reading it: exit 2
       line.end();
-      warn(w);
-    });
+      throw UsageError(e.what());
+    } catch (...) {
+      line.end();
+      throw;
+    }
     line.end();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const int64_t bytes = m.train.bytes + m.val.bytes;

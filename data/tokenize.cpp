@@ -9,9 +9,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -175,20 +177,21 @@ std::vector<int32_t> encode_in_blocks(const Tokenizer& tokenizer, std::string_vi
 // num_threads() also reads, asked here directly, since data/ includes only base/.
 int threads() { return omp_get_max_threads(); }
 
-// Runs `work(i)` for i < n on folio's threads; the first error is rethrown here.
+// Runs `work(i)` for i < n on folio's threads; the first error (by i) is rethrown
+// here as it was thrown (a TokenizeInputError stays one).
 template <class F>
 void parallel_for(size_t n, F work) {
-  std::vector<std::string> errors(n);
+  std::vector<std::exception_ptr> errors(n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads())
   for (size_t i = 0; i < n; ++i) {
     try {
       work(i);
-    } catch (const std::exception& e) {
-      errors[i] = e.what();
+    } catch (...) {
+      errors[i] = std::current_exception();
     }
   }
-  for (const std::string& e : errors)
-    if (!e.empty()) throw Error(e);
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 // Reads the parts' text in rounds of about `round_bytes`, and hands each round's
@@ -272,10 +275,10 @@ std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const
   return make_tokenizer(spec, sample);
 }
 
-}  // namespace
-
-TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void(const TokenizeProgress&)>& progress,
-                              const std::function<void(const std::string&)>& warn) {
+// tokenize_corpus's work; `stdin_copy` and `started` say what it wrote, for the cleanup.
+TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<void(const TokenizeProgress&)>& progress,
+                               const std::function<void(const std::string&)>& warn, std::string& stdin_copy,
+                               bool& started) {
   if (!(o.val_fraction > 0.0 && o.val_fraction < 1.0))
     fail("tokenize", "--val-fraction must be in (0, 1), got ", o.val_fraction);
   if (o.shard_tokens < 1 || o.shard_tokens > INT32_MAX)
@@ -287,8 +290,8 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
 
   DocumentList list;
   if (from_stdin) {
-    start_token_out_dir(o.out_dir);
-    list = find_documents({spool_stdin(o.out_dir)}, {}, warn);
+    stdin_copy = spool_stdin(o.out_dir);
+    list = find_documents({stdin_copy}, {}, warn);
     // Empty or binary input is skipped as a file would be: no document to rename.
     if (!list.documents.empty()) list.documents[0].name = "-";
   } else {
@@ -328,12 +331,13 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
                "--val-fraction ", o.val_fraction, ": each document's last ", o.val_fraction,
                " of characters validates instead"));
   }
-  if (!from_stdin) start_token_out_dir(o.out_dir);
-
   const std::unique_ptr<Tokenizer> tokenizer = make_corpus_tokenizer(o, docs, parts, progress);
   // SentencePiece's trainer peaks at ~25 times its sample and frees it all; glibc would
   // keep those pages for the rest of the run.
   ::malloc_trim(0);
+  // The input is good: from here on the directory is written, an earlier one's files go.
+  started = true;
+  start_token_out_dir(o.out_dir);
   const std::optional<int32_t> eot = tokenizer->end_of_text();
   if (!eot) warn(cat("the tokenizer (", tokenizer->describe(), ") has no end-of-text token: documents follow each other unseparated"));
 
@@ -365,7 +369,7 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
       try {
         c.ids = encode_in_blocks(*tokenizer, c.text);
       } catch (const Error& e) {  // a checkpoint's char vocabulary may lack a character
-        fail("tokenize", docs[parts[c.part].doc].path, ": ", e.what());
+        throw TokenizeInputError(cat("[tokenize] ", docs[parts[c.part].doc].path, ": ", e.what()));
       }
     });
     for (Chunk& c : chunks) {
@@ -391,6 +395,34 @@ TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void
   write_file_atomic((fs::path(o.out_dir) / kManifestFile).string(), m.to_json());
   finish_token_out_dir(o.out_dir);
   return m;
+}
+
+}  // namespace
+
+TokenManifest tokenize_corpus(const TokenizeOptions& o, const std::function<void(const TokenizeProgress&)>& progress,
+                              const std::function<void(const std::string&)>& warn) {
+  // Nothing is written until the input is known good (below: start_token_out_dir), but
+  // standard input's copy; an error leaves out_dir as it was (abandon_token_out_dir).
+  std::error_code ec;
+  const bool existed = fs::exists(o.out_dir, ec);
+  std::string stdin_copy;
+  bool started = false;
+  try {
+    return tokenize_checked(o, progress, [&](const std::string& w) { warn(name_stdin(w, stdin_copy)); }, stdin_copy,
+                            started);
+  } catch (const TokenizeInputError& e) {
+    abandon_token_out_dir(o.out_dir, existed, started);
+    throw TokenizeInputError(name_stdin(e.what(), stdin_copy));
+  } catch (const Error& e) {
+    abandon_token_out_dir(o.out_dir, existed, started);
+    // Before writing, an error is about the input (a file, or a --vocab-size its text
+    // cannot give); after, a failure of the run (a full disk).
+    if (!started) throw TokenizeInputError(name_stdin(e.what(), stdin_copy));
+    throw Error(name_stdin(e.what(), stdin_copy));
+  } catch (...) {
+    abandon_token_out_dir(o.out_dir, existed, started);
+    throw;
+  }
 }
 
 }  // namespace folio

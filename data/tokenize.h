@@ -17,13 +17,14 @@
 //   4. write manifest.json last, atomically (data/token_manifest.h).
 // Bytes that are not UTF-8 are replaced by U+FFFD (counted in the manifest). Until the
 // manifest is written a marker file says the directory is incomplete, so an
-// interrupted or failed run leaves nothing that folio train accepts.
+// interrupted run leaves nothing that folio train accepts; a failed one cleans up.
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/token_manifest.h"
 #include "data/tokenizer.h"
 #include "data/tokenize_out_dir.h"
@@ -51,8 +52,19 @@ struct TokenizeProgress {
   int64_t bytes_done = 0, bytes_total = 0;
 };
 
-// Errors throw "[tokenize] ..." (or "[tokenizer] ...") and leave out_dir without a
-// manifest. `progress` hears each round; `warn` each skipped or replaced file.
+// The user's input at fault, found while tokenizing: an input without text or too short
+// to split, a --vocab-size the text cannot give (SentencePiece says so only when it
+// trains), a character a --tokenizer-from vocabulary lacks. folio tokenize exits 2.
+struct TokenizeInputError : Error {
+  using Error::Error;
+};
+
+// Errors throw "[tokenize] ..." (or "[tokenizer] ..."): a TokenizeInputError for the
+// input, an Error for a failure of the run (a full disk). Either way out_dir is left as
+// it was, but for an earlier token directory --overwrite replaces, gone once the input
+// was found good, and a killed run leaves the marker (folio train refuses the
+// directory; the next run redoes it). Standard input is named so, never its copy.
+// `progress` hears each round; `warn` each skipped or replaced file.
 TokenManifest tokenize_corpus(const TokenizeOptions& options, const std::function<void(const TokenizeProgress&)>& progress,
                               const std::function<void(const std::string&)>& warn);
 

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <filesystem>
 #include <vector>
 
@@ -87,6 +88,9 @@ void start_token_out_dir(const std::string& dir) {
 }
 
 std::string spool_stdin(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("tokenize", "--out ", dir, ": cannot create (", ec.message(), ")");
   const std::string path = (fs::path(dir) / kStdinFile).string();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("tokenize", path, ": cannot create (", std::strerror(errno), ")");
@@ -106,10 +110,29 @@ std::string spool_stdin(const std::string& dir) {
   return path;
 }
 
+std::string name_stdin(std::string text, const std::string& copy) {
+  if (copy.empty()) return text;
+  constexpr std::string_view kName = "standard input";
+  for (size_t at = text.find(copy); at != std::string::npos; at = text.find(copy, at + kName.size()))
+    text.replace(at, copy.size(), kName);
+  return text;
+}
+
 void finish_token_out_dir(const std::string& dir) {
   std::error_code ec;
   fs::remove(fs::path(dir) / kStdinFile, ec);
   fs::remove(fs::path(dir) / kIncompleteMarker, ec);
+}
+
+void abandon_token_out_dir(const std::string& dir, bool existed_before, bool started) {
+  std::error_code ec;
+  fs::remove(fs::path(dir) / kStdinFile, ec);
+  if (started) {
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (is_shard_name(entry.path().filename().string())) fs::remove(entry.path(), ec);
+    fs::remove(fs::path(dir) / kIncompleteMarker, ec);
+  }
+  if (!existed_before) fs::remove(dir, ec);  // only when empty: remove() leaves a directory with entries
 }
 
 }  // namespace folio

@@ -22,11 +22,22 @@ void check_token_out_dir(const std::string& dir, bool overwrite);
 // (so no old manifest can describe new shards), then the old shards.
 void start_token_out_dir(const std::string& dir);
 
-// Standard input, copied into `dir` (it is one document, and its size must be known
-// to split it); returns the copy's path.
+// Standard input, copied into `dir` (created if new; it is one document, and its size
+// must be known to split it); returns the copy's path. Done before the input is checked,
+// without the marker: a killed copy leaves only the copy, which the next run replaces.
 std::string spool_stdin(const std::string& dir);
+
+// `text` with every mention of standard input's copy (`copy`, "" for none) as "standard
+// input": the copy is folio's, and the user never named it.
+std::string name_stdin(std::string text, const std::string& copy);
 
 // After the manifest is written: the copy of standard input and the marker go.
 void finish_token_out_dir(const std::string& dir);
+
+// After a failed run (an error, not a kill, which leaves the marker for the next run to
+// redo): the copy of standard input goes, and if the run had started writing
+// (start_token_out_dir) its shards and the marker; `dir` itself goes if it did not exist
+// before the run and is empty now. Nothing else in `dir` is touched.
+void abandon_token_out_dir(const std::string& dir, bool existed_before, bool started);
 
 }  // namespace folio

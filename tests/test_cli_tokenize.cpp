@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -84,8 +85,9 @@ TEST_F(CliTokenize, CharModelFineTunesOnATokenDirectory) {
   testing::spit(dir_.path / "snow.txt", std::string(3000, 'a') + "\xE2\x98\x83");
   const Result snow = folio("tokenize " + (dir_ / "snow.txt") + " --tokenizer-from " + (dir_ / "base") + " --out " +
                             (dir_ / "snow"));
-  EXPECT_EQ(snow.code, 1);
+  EXPECT_EQ(snow.code, 2) << "the input is at fault, not the run";
   expect_contains(snow.err, {"snow.txt", "U+2603", "not in the model's vocabulary"});
+  EXPECT_FALSE(fs::exists(dir_.path / "snow")) << "a failed run leaves nothing";
   const Result both = folio("tokenize " + text() + " --tokenizer char --tokenizer-from " + (dir_ / "base") + " --out " +
                             (dir_ / "both"));
   EXPECT_EQ(both.code, 2);
@@ -174,13 +176,58 @@ TEST_F(CliTokenize, DoubleStarMatchesAnyDepth) {
 }
 
 // Standard input with no document in it (empty, as the test's /dev/null is, or binary)
-// is an error saying so, not a crash.
+// is bad input saying so, not a crash, and leaves no copy of it behind.
 TEST_F(CliTokenize, EmptyStandardInputIsAnErrorNotACrash) {
   const Result r = folio("tokenize - --tokenizer char --out " + (dir_ / "tok"));
   EXPECT_TRUE(r.exit.exited) << "killed by signal " << r.exit.signal;
-  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(r.code, 2) << r.err;
   expect_contains(r.err, {"standard input has no text: it is empty"});
-  EXPECT_FALSE(fs::exists(dir_.path / "tok" / "manifest.json"));
+  EXPECT_FALSE(fs::exists(dir_.path / "tok")) << "--out did not exist before: not after either";
+}
+
+// Bad input exits 2 naming the option or file, and leaves --out as it was: absent if
+// it was, an earlier token directory intact even with --overwrite. Some is known from
+// the options (prepare), some only by reading the text or training on it (the run).
+TEST_F(CliTokenize, BadInputExitsTwoAndLeavesTheOutputAsItWas) {
+  testing::spit(dir_.path / "one.txt", "a");
+  fs::create_directories(dir_.path / "empties");
+  testing::spit(dir_.path / "empties" / "a.txt", "");
+  testing::spit(dir_.path / "empties" / "b.txt", "");
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / "old")).code, 0);
+  const testing::Snapshot old = testing::snapshot(dir_.path / "old");
+  const std::pair<std::string, std::vector<std::string>> cases[] = {
+      {text() + " --shard-tokens 0", {"--shard-tokens must be in [1, "}},
+      {text() + " --vocab-size 100", {"--vocab-size 100 is too small for bpe", "at least 260"}},
+      {text() + " --vocab-size 100000", {"--vocab-size 100000 is more than bpe can make of this text"}},
+      {dir_ / "one.txt", {dir_ / "one.txt", "1 characters are too few to split"}},
+      {dir_ / "empties", {dir_ / "empties", "no readable, non-empty text file"}},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Result r = folio("tokenize " + args + " --out " + (dir_ / "new"));
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    for (const std::string& e : expected) expect_contains(r.err, {e});
+    EXPECT_FALSE(fs::exists(dir_.path / "new")) << args;
+    const Result over = folio("tokenize " + args + " --overwrite --out " + (dir_ / "old"));
+    EXPECT_EQ(over.code, 2) << args << "\n" << over.err;
+    EXPECT_EQ(testing::diff(old, testing::snapshot(dir_.path / "old")), "") << args;
+  }
+}
+
+// Bad standard input is named "standard input", never the copy folio keeps of it, and
+// the copy goes with the failed run. (The test's children read /dev/null: a shell
+// feeds this one a file.)
+TEST_F(CliTokenize, BadStandardInputIsNamedSoAndLeavesNoCopy) {
+  testing::spit(dir_.path / "one.txt", "a");
+  const std::string err = dir_ / "stdin_err.txt";
+  const int status = std::system((std::string("'") + FOLIO_BINARY + "' tokenize - --tokenizer char --out '" +
+                                  (dir_ / "tok") + "' < '" + (dir_ / "one.txt") + "' 2> '" + err + "' > /dev/null")
+                                     .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string message = testing::slurp(err);
+  expect_contains(message, {"standard input: 1 characters are too few to split"});
+  EXPECT_EQ(message.find(".stdin.txt"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(dir_.path / "tok")) << "no marker, no copy of standard input, no directory";
 }
 
 }  // namespace
