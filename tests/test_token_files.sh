@@ -10,7 +10,8 @@
 #     straight steps end (epoch sampling), and a re-tokenized directory is refused
 #     on --resume;
 #  4. two MPI ranks on a token directory give a single process's weights;
-#  5. a tokenize that fails leaves a directory folio train refuses.
+#  5. a tokenize refused for its input (exit 2) leaves nothing, and a directory an
+#     interrupted one leaves (its marker) is refused by folio train.
 #   test_token_files.sh FOLIO_BINARY        (exit 77: no numpy or python3-sentencepiece)
 set -euo pipefail
 folio=$1
@@ -155,11 +156,15 @@ else
   echo "skipped: no mpirun"
 fi
 
-echo "== 5. a failed tokenize leaves a directory train refuses"
-if "$folio" tokenize "$work/docs" --out "$work/broken" --tokenizer bpe --vocab-size 60000 >/dev/null 2>"$work/broken.err"; then
-  fail "60000 pieces from 60 KB of text were accepted"
-fi
-if "$folio" train --data "$work/broken" --out "$work/run-broken" --quiet 2>"$work/broken-train.err"; then
+echo "== 5. a tokenize refused for its input leaves nothing; an unfinished directory is refused"
+status=0
+"$folio" tokenize "$work/docs" --out "$work/broken" --tokenizer bpe --vocab-size 60000 >/dev/null 2>"$work/broken.err" || status=$?
+[ "$status" = 2 ] || { cat "$work/broken.err"; fail "60000 pieces from 60 KB of text: exit $status, not 2 (bad input)"; }
+[ ! -e "$work/broken" ] || fail "the refused tokenize left $work/broken behind"
+# A killed tokenize leaves its marker on purpose: a copy of a finished directory with it.
+cp -r "$work/tok" "$work/unfinished"
+touch "$work/unfinished/.tokenize-incomplete"
+if "$folio" train --data "$work/unfinished" --out "$work/run-broken" --quiet 2>"$work/broken-train.err"; then
   fail "trained on an unfinished token directory"
 fi
 grep -q "did not finish" "$work/broken-train.err" || { cat "$work/broken-train.err"; fail "unclear error"; }
