@@ -1,9 +1,7 @@
 #include "data/tokenize.h"
 
-#include <fcntl.h>
 #include <malloc.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,15 +17,13 @@
 #include "base/error.h"
 #include "data/documents.h"
 #include "data/hash.h"
-#include "data/token_shard.h"
+#include "data/tokenize_files.h"
 #include "data/vocab.h"
 
 namespace folio {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int64_t kChunkBytes = int64_t(8) << 20;  // text encoded at once by one thread
 
 enum Split { kTrain = 0, kVal = 1 };
 
@@ -46,91 +42,6 @@ struct Chunk {
   std::vector<int32_t> ids;
   int64_t chars = 0, replaced = 0;
   std::string error;
-};
-
-// Reads bytes [begin, end) of `path` in chunks that end at a newline when one is near
-// (so a subword tokenizer sees whole lines), else at a character boundary.
-class PartReader {
- public:
-  PartReader(const std::string& path, int64_t begin, int64_t end) : path_(path), at_(begin), end_(end) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail("tokenize", path, ": cannot read (", std::strerror(errno), ")");
-  }
-  ~PartReader() { ::close(fd_); }
-  PartReader(const PartReader&) = delete;
-  PartReader& operator=(const PartReader&) = delete;
-  bool done() const { return at_ >= end_ && carry_.empty(); }
-
-  std::string next() {
-    std::string text = std::move(carry_);
-    carry_.clear();
-    const int64_t want = std::min<int64_t>(kChunkBytes - int64_t(text.size()), end_ - at_);
-    const size_t had = text.size();
-    text.resize(had + size_t(std::max<int64_t>(want, 0)));
-    for (int64_t got_all = 0; got_all < want;) {
-      const ssize_t got = ::pread(fd_, text.data() + had + got_all, size_t(want - got_all), at_ + got_all);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) fail("tokenize", path_, ": ", got < 0 ? std::strerror(errno) : "shorter than it was", " while read");
-      got_all += got;
-    }
-    at_ += std::max<int64_t>(want, 0);
-    if (at_ < end_) {  // more follows: keep up to the last newline of the second half
-      size_t keep = text.rfind('\n');
-      if (keep != std::string::npos && keep >= text.size() / 2) {
-        ++keep;
-      } else {  // no line end near: keep up to the last character's first byte
-        keep = text.size();
-        while (keep > 0 && (static_cast<unsigned char>(text[keep - 1]) & 0xC0) == 0x80) --keep;
-        keep = keep > 1 ? keep - 1 : text.size();
-      }
-      carry_ = text.substr(keep);
-      text.resize(keep);
-    }
-    return text;
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  int64_t at_, end_;
-  std::string carry_;
-};
-
-// Appends ids to a split's shards, starting a new one every `shard_tokens`.
-class SplitWriter {
- public:
-  SplitWriter(std::string dir, const char* name, int width, int64_t shard_tokens, SplitEntry& entry)
-      : dir_(std::move(dir)), name_(name), width_(width), shard_tokens_(shard_tokens), entry_(entry) {}
-  void append(std::span<const int32_t> ids) {
-    while (!ids.empty()) {
-      if (!shard_) open_next();
-      const size_t take = std::min(ids.size(), size_t(shard_tokens_ - shard_->tokens()));
-      shard_->append(ids.first(take));
-      ids = ids.subspan(take);
-      entry_.tokens += int64_t(take);
-      if (shard_->tokens() == shard_tokens_) close();
-    }
-  }
-  void close() {
-    if (!shard_) return;
-    entry_.shards.push_back({file_, shard_->tokens(), shard_->finish()});
-    shard_.reset();
-  }
-
- private:
-  void open_next() {
-    char name[64];
-    std::snprintf(name, sizeof name, "%s_%06zu.bin", name_, entry_.shards.size());
-    file_ = name;
-    shard_ = std::make_unique<ShardWriter>((fs::path(dir_) / file_).string(), width_);
-  }
-  std::string dir_;
-  const char* name_;
-  int width_;
-  int64_t shard_tokens_;
-  SplitEntry& entry_;
-  std::unique_ptr<ShardWriter> shard_;
-  std::string file_;
 };
 
 // The byte where character number `chars` of the file starts (its end if fewer).

@@ -221,6 +221,7 @@ std::vector<int32_t> parse_attention(const std::string& body, const Tokenizer& t
   const json* t = j.get("tokens");
   const json* p = j.get("prompt");
   j.finish();
+  if (t && p) bad("tokens", "and prompt both say what to read: give one of them");
   if (t) {
     if (!t->is_array()) bad("tokens", cat("must be an array of token ids, got ", t->type_name()));
     if (t->empty() || int64_t(t->size()) > block_size)

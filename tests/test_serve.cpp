@@ -133,6 +133,14 @@ TEST(ParseRequests, EachRouteTakesItsDocumentedFieldsAndRefusesAnyOther) {
   }
 }
 
+// /v1/attention reads a prompt or token ids, not both: with both it used the ids and
+// dropped the prompt without a word.
+TEST(ParseRequests, AttentionTakesAPromptOrTokensNotBoth) {
+  const testing::BytesWithStart bytes;
+  expect_refused({{R"({"prompt": "ab", "tokens": [1, 2]})", 400, "tokens", "and prompt both say what to read"}},
+                 [&](const std::string& body) { serve::parse_attention(body, bytes, 16); });
+}
+
 // /tokenize encodes a prompt: after the model's prompt start (an imported llama GGUF's
 // BOS) unless "add_special" is false, as llama-server's field asks; "with_pieces" is
 // read, and both must be booleans.
