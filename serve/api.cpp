@@ -130,6 +130,8 @@ CompletionRequest parse_completion(const std::string& body, const Tokenizer& tok
 
 namespace fields {
 
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 void parse_sampling(Body& j, CompletionRequest& r, const Tokenizer& tokenizer) {
   r.sample.temperature = 1.0f;
   if (const json* v = j.get("temperature")) {
@@ -202,7 +204,7 @@ std::string tokenize_json(const TokenizeRequest& r, const Tokenizer& tokenizer) 
     }
     tokens.push_back({{"id", id}, {"piece", piece}});
   }
-  return (r.with_pieces ? json{{"tokens", tokens}} : json{{"tokens", tokens}, {"pieces", pieces}}).dump();
+  return dump(r.with_pieces ? json{{"tokens", tokens}} : json{{"tokens", tokens}, {"pieces", pieces}});
 }
 
 std::vector<int32_t> parse_detokenize(const std::string& body, const Tokenizer& tokenizer) {
@@ -245,7 +247,7 @@ std::string completion_json(const std::string& id, int64_t created, const std::s
                    {{"prompt_tokens", usage.prompt_tokens},
                     {"completion_tokens", usage.completion_tokens},
                     {"total_tokens", usage.prompt_tokens + usage.completion_tokens}}}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump(j);
 }
 
 std::string completion_chunk(const std::string& id, int64_t created, const std::string& model,
@@ -263,7 +265,7 @@ std::string completion_chunk(const std::string& id, int64_t created, const std::
     j["usage"] = {{"prompt_tokens", usage->prompt_tokens},
                   {"completion_tokens", usage->completion_tokens},
                   {"total_tokens", usage->prompt_tokens + usage->completion_tokens}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump(j);
 }
 
 std::string error_json(const ApiError& e) {
@@ -277,13 +279,12 @@ std::string error_json(const ApiError& e) {
       default: type = "invalid_request_error";
     }
   }
-  // dump's replace mode: a message quoting a bad byte stays valid UTF-8
   const json j = {{"error",
                    {{"message", e.what()},
                     {"type", type},
                     {"param", e.param.empty() ? json(nullptr) : json(e.param)},
                     {"code", e.code.empty() ? json(e.status) : json(e.code)}}}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump(j);
 }
 
 }  // namespace folio::serve

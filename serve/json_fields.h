@@ -56,4 +56,8 @@ bool boolean(const json& j, const char* name);
 // caller's, as chat also accepts max_completion_tokens).
 void parse_sampling(Body& body, CompletionRequest& r, const Tokenizer& tokenizer);
 
+// A response's JSON text: invalid UTF-8 (a token's part of a character, a message
+// quoting a bad byte) becomes U+FFFD instead of throwing.
+std::string dump(const json& j);
+
 }  // namespace folio::serve::fields

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "serve/connection_gate.h"
+#include "serve/json_fields.h"
 #include "serve/server.h"
 
 namespace folio::serve {
@@ -18,7 +19,7 @@ using json = nlohmann::json;
 
 void reply(httplib::Response& res, int status, const std::string& body);
 void reply_error(httplib::Response& res, const ApiError& e);
-std::string dump(const json& j);
+using fields::dump;  // a response's JSON text (json_fields.h)
 
 struct Server::Routes {
   Routes(const ModelCheckpoint& m, ServerOptions o);

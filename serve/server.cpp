@@ -22,8 +22,6 @@ void reply_error(httplib::Response& res, const ApiError& e) {
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 namespace {
 
 using std::chrono::milliseconds;
