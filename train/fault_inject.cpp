@@ -59,11 +59,11 @@ std::string faults_text(const std::vector<Fault>& faults) {
   return text;
 }
 
-void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, bool bad_batch_again,
+void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, bool bad_batch_drawn,
                    float window_mean, float& loss, std::span<float> grad) {
   for (const Fault& f : faults) {
-    if (f.kind == FaultKind::bad_batch && bad_batch_again) loss = 10 * (window_mean > 0 ? window_mean : loss);
-    if (f.step != step || !first_time) continue;
+    const bool fires = f.kind == FaultKind::bad_batch ? bad_batch_drawn : f.step == step && first_time;
+    if (!fires) continue;
     if (f.kind == FaultKind::nan_grad && !grad.empty()) grad[0] = std::numeric_limits<float>::quiet_NaN();
     if (f.kind == FaultKind::huge_grad && !grad.empty()) grad[0] = 1e30f;
     if (f.kind == FaultKind::inf_loss) loss = std::numeric_limits<float>::infinity();

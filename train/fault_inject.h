@@ -45,8 +45,9 @@ std::string faults_text(const std::vector<Fault>& faults);  // parse_faults' inp
 
 // The faults of `step` when the run reaches it for the first time: on the step's loss,
 // and on the flat gradient grad (P,). window_mean: the mean loss of the guard's window.
-// bad_batch_again: the step drew the batch a bad-batch fault's step drew.
-void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, bool bad_batch_again,
+// bad_batch_drawn: the step drew the batch a bad-batch fault marked (at its step, or
+// again later), which is when that fault fires.
+void inject_faults(const std::vector<Fault>& faults, int64_t step, bool first_time, bool bad_batch_drawn,
                    float window_mean, float& loss, std::span<float> grad);
 
 // The op fault (nan-forward, nan-backward) of `step`, armed when the run reaches it for

@@ -283,9 +283,9 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   const int64_t T = window_length(step_, opt_.model.block_size, tc.seq_warmup);
   const Fault* armed = arm_op_fault(opt_.faults, step_, first_time);
   const BatchSampler::State drawn_from = sampler_.state();
-  const bool bad_batch_again = bad_batch_ && bad_batch_->same(drawn_from);
   for (const Fault& f : opt_.faults)
     if (f.kind == FaultKind::bad_batch && f.step == step_ && first_time) bad_batch_ = drawn_from;
+  const bool bad_batch_drawn = bad_batch_ && bad_batch_->same(drawn_from);
   int64_t positions = 0;  // the step's B x T, summed over its micro-batches (a chat batch's T varies)
   for (int64_t k = 0; k < tc.grad_accum; ++k) {
     // Every rank draws the same windows and reads its own rows of them.
@@ -306,7 +306,7 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
   float loss = float(parts[0]);
   const Tensor& flat = model_->flat_parameters();
   if (!opt_.faults.empty())  // the window's mean is a loop over it: not on every step of every run
-    inject_faults(opt_.faults, step_, first_time, bad_batch_again, guard_.mean_loss(), loss,
+    inject_faults(opt_.faults, step_, first_time, bad_batch_drawn, guard_.mean_loss(), loss,
                   {flat.grad_data(), size_t(flat.numel())});
   // The guards: every rank has the same loss (summed) and gradient, so the same verdict.
   const float norm = std::isfinite(loss) ? clip_grad_norm(params, tc.grad_clip) : 0.0f;
