@@ -76,6 +76,16 @@ std::optional<py::int_> integer_value(const py::handle& obj) {
   return py::reinterpret_steal<py::int_>(i);
 }
 
+uint64_t seed_argument(const py::handle& seed, const char* what) {
+  const std::optional<py::int_> integer = is_bool(seed) ? std::nullopt : integer_value(seed);
+  if (!integer) throw WrongType(cat(what, " seed must be an int, got ", type_name(seed)));
+  try {
+    return integer->cast<uint64_t>();
+  } catch (const py::cast_error&) {
+    throw Error(cat(what, " seed must be in [0, 2**64), got ", std::string(py::str(seed))));
+  }
+}
+
 std::optional<double> real_value(const py::handle& obj) {
   const PyNumberMethods* n = Py_TYPE(obj.ptr())->tp_as_number;
   if (!PyFloat_Check(obj.ptr()) && !PyIndex_Check(obj.ptr()) && !(n && n->nb_float)) return std::nullopt;

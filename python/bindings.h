@@ -68,6 +68,9 @@ bool is_bool(const py::handle& obj);
 // An int, or what has __index__ (a 0-d integer array too); not np.bool_. A Python bool
 // is an int here: callers to whom a bool means something else ask is_bool() first.
 std::optional<py::int_> integer_value(const py::handle& obj);
+// A seed (of weights, of sampling): an int in [0, 2**64), np.int64 too; not a bool.
+// TypeError or ValueError whose message begins with `what`.
+uint64_t seed_argument(const py::handle& seed, const char* what);
 // An int, a float, or what has __float__ or __index__, as float() gives it.
 std::optional<double> real_value(const py::handle& obj);
 // An object's type for messages: "int", "list", "int64" (numpy's).

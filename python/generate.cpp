@@ -31,12 +31,7 @@ Request request(const Loaded& l, const py::object& prompt, int64_t max_new_token
   // checked as the library checks it, in the same names.
   if (so.temperature == 0.0f) so.greedy = true, so.temperature = 1.0f;
   so.validate();
-  const std::optional<py::int_> integer = integer_value(seed);  // np.int64 too
-  if (!integer) throw WrongType(cat("[generate] seed must be an int, got ", type_name(seed)));
-  const py::int_ s = *integer;
-  if (s < py::int_(0) || s > py::int_(py::module_::import("builtins").attr("pow")(2, 64)) - py::int_(1))
-    throw Error(cat("[generate] seed must be in [0, 2**64), got ", std::string(py::str(seed))));
-  r.seed = s.cast<uint64_t>();
+  r.seed = seed_argument(seed, "[generate]");
   if (py::isinstance<py::str>(stop)) r.stops.push_back(text_argument(stop, "[generate] stop"));
   else if (!stop.is_none()) {
     // Any iterable of str (a list, a tuple); a number is no list of stops.

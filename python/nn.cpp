@@ -17,17 +17,6 @@ namespace {
 
 using nn::Module;
 
-// An initialisation seed from Python: an int in [0, 2**64).
-uint64_t seed_argument(const py::handle& seed, const char* what) {
-  const std::optional<py::int_> integer = is_bool(seed) ? std::nullopt : integer_value(seed);  // np.int64 too
-  if (!integer) throw WrongType(cat(what, " seed must be an int, got ", type_name(seed)));
-  try {
-    return integer->cast<uint64_t>();
-  } catch (const py::cast_error&) {
-    throw Error(cat(what, " seed must be in [0, 2**64), got ", std::string(py::str(seed))));
-  }
-}
-
 void require(bool ok, const char* what, const std::string& detail) {
   if (!ok) throw Error(cat(what, " ", detail));
 }

@@ -52,6 +52,10 @@ def test_generate_takes_numpy_and_index_seeds(run):
         model.generate("A", seed=1.5)
     with pytest.raises(TypeError, match="seed must be an int, got str"):
         model.generate("A", seed="1")
+    with pytest.raises(TypeError, match="seed must be an int, got bool"):
+        model.generate("A", seed=True)  # as folio.nn.GPT(seed=True): a flag is no seed
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 2\*\*64\), got -1"):
+        model.generate("A", seed=-1)
 
 
 def test_gpt_takes_numpy_numbers():
