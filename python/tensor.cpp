@@ -111,6 +111,10 @@ py::object tensor_view(const Tensor& t, bool writable) {
 
 void bind_tensor(py::module_& m) {
   py::class_<Tensor> t(m, "Tensor", "A float32 tensor of folio's autograd: folio.tensor(array) makes one.");
+  // Above numpy's: np.float32(1) - t and array + t call the tensor's reflected operator,
+  // which records the op, instead of numpy's, which would read t as an array and return
+  // one, cut from the graph (torch's tensors set the same).
+  t.attr("__array_priority__") = 1000;
   t.def_property_readonly("shape", [](const Tensor& x) {
      std::vector<int64_t> s;
      for (int d = 0; d < x.ndim(); ++d) s.push_back(x.size(d));

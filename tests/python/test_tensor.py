@@ -89,6 +89,19 @@ def test_tensor_is_numpy_friendly():
         folio.tensor(np.zeros((1, 1, 1, 1, 1)))
 
 
+def test_numpy_on_the_left_stays_in_the_graph():
+    # numpy's scalars and arrays hand the operator over, as they do to torch's tensors:
+    # np.float32(1) - x is a folio.Tensor the gradient flows through, not a detached array.
+    x = folio.tensor([1.0, 2.0], requires_grad=True)
+    for value in (np.float32(3), np.float64(3), np.array([3.0, 3.0], dtype=np.float32)):
+        y = value - x
+        assert isinstance(y, folio.Tensor), type(y)
+        np.testing.assert_array_equal(y.numpy(), [2.0, 1.0])
+    ((np.float32(2) * x) / np.float32(4) + np.ones(2)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.5])
+    np.testing.assert_array_equal(np.asarray(x), [1.0, 2.0])  # still an array where one is asked for
+
+
 # "Your journey starts with one step" embedded in 3 dimensions, and what the seed
 # tutorials print for it (4 decimals): tests/test_seeds.cpp's vectors.
 INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10],
