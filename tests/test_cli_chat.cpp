@@ -1,0 +1,65 @@
+// A chat model's commands through the binary, as a user meets them: folio eval on
+// conversations refuses the text evaluation's options it cannot honour, folio chat
+// refuses a --system message that would leave every turn refused, and a character the
+// model lacks is named in its message, at its place there. Each refusal is exit 2 with
+// nothing written.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support.h"
+
+namespace folio {
+namespace {
+
+using testing::expect_contains;
+using testing::Result;
+using testing::slurp;
+using testing::spit;
+
+// `n` conversations that copy two digits (about 30 tokens each with a char vocabulary,
+// which a chat model trained on them from scratch has: no '_').
+std::string copy_chats(int n) {
+  std::string lines;
+  for (int i = 0; i < n; ++i)
+    lines += cat(R"({"messages":[{"role":"user","content":"Copy )", 10 + i, R"("},{"role":"assistant","content":")",
+                 10 + i, "\"}]}\n");
+  return lines;
+}
+
+class CliChat : public testing::CliCorpusTest {
+ protected:
+  void SetUp() override {
+    CliCorpusTest::SetUp();
+    spit(chats(), copy_chats(20));
+    const Result r = folio("train --data " + chats() + run("chat", 2) + " --block-size 64");
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  std::string chats() const { return dir_ / "chats.jsonl"; }
+  std::string model() const { return dir_ / "chat"; }
+  // Refused with exit 2, its message holding every fragment, nothing written.
+  void expect_refused(const std::string& args, std::initializer_list<std::string> fragments) const {
+    const testing::Snapshot before = testing::snapshot(dir_.path);
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    expect_contains(r.err, fragments);
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
+  }
+};
+
+// The loss over conversations runs every conversation of the split through the f32
+// forward pass: --weights and --max-windows, which a text's evaluation takes, would
+// change nothing, so the figure would be shown as what it is not.
+TEST_F(CliChat, EvalOnConversationsRefusesTheTextsOptions) {
+  const std::string eval = "eval --checkpoint " + model() + " --threads 2";
+  const Result plain = folio(eval + " --json");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  expect_contains(plain.out, {"\"conversations\":2"});
+  EXPECT_EQ(folio(eval + " --weights f32 --max-windows 0").code, 0);
+  expect_refused(eval + " --weights int8", {"--weights int8 applies to a text's loss", chats()});
+  expect_refused(eval + " --weights bf16 --data " + chats(), {"--weights bf16"});
+  expect_refused(eval + " --max-windows 1", {"--max-windows counts a text's windows", chats()});
+}
+
+}  // namespace
+}  // namespace folio
