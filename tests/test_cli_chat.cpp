@@ -61,5 +61,18 @@ TEST_F(CliChat, EvalOnConversationsRefusesTheTextsOptions) {
   expect_refused(eval + " --max-windows 1", {"--max-windows counts a text's windows", chats()});
 }
 
+// A model trained from scratch on conversations without a system message can still
+// render one: its tokenizer learnt the three roles' lines (a char vocabulary lacked the
+// 'm' of "system", and every system message was refused, naming a character it lacked).
+TEST_F(CliChat, AModelFromScratchRendersARoleItsDataLacks) {
+  const Result chat = folio("chat --checkpoint " + model() + " --threads 2 --system 'Copy 1'");
+  EXPECT_EQ(chat.code, 0) << chat.err;
+  spit(dir_ / "system.jsonl", copy_chats(2) + R"({"messages":[{"role":"system","content":"Copy 1"},)"
+                                             R"({"role":"user","content":"Copy 1"},{"role":"assistant","content":"1"}]})"
+                                             "\n");
+  const Result eval = folio("eval --checkpoint " + model() + " --split all --data " + (dir_ / "system.jsonl"));
+  EXPECT_EQ(eval.code, 0) << eval.err;
+}
+
 }  // namespace
 }  // namespace folio
