@@ -61,6 +61,15 @@ TEST_F(CliChat, EvalOnConversationsRefusesTheTextsOptions) {
   expect_refused(eval + " --max-windows 1", {"--max-windows counts a text's windows", chats()});
 }
 
+// A --system message begins every prompt: one the model cannot encode, or that leaves no
+// room for a turn in the context, is refused before the conversation starts (it was
+// taken, and then every turn refused, blamed on the turn, with exit 0).
+TEST_F(CliChat, ChatRefusesASystemMessageNoTurnCouldFollow) {
+  const std::string chat = "chat --checkpoint " + model() + " --threads 2 --system ";
+  expect_refused(chat + std::string(70, '1'), {"--system leaves no room for a turn", "context of 64 (block_size)"});
+  expect_refused(chat + "Copy_1", {"--system cannot be encoded", "character '_' (U+005F) at position 4"});
+}
+
 // A model trained from scratch on conversations without a system message can still
 // render one: its tokenizer learnt the three roles' lines (a char vocabulary lacked the
 // 'm' of "system", and every system message was refused, naming a character it lacked).
