@@ -64,6 +64,11 @@ class History {
   // before any older turn is dropped for it: the generator would keep the prompt's last
   // block_size tokens, cutting the system message and the turn's start without a word.
   ChatPrompt prompt() {
+    try {  // a character the model lacks, named at its place in the turn as typed
+      tokenizer_.encode(turns_.back().content);
+    } catch (const Error& e) {
+      fail("chat", "the turn cannot be encoded: ", e.what());
+    }
     std::vector<ChatMessage> alone;
     if (system_) alone.push_back({"system", *system_});
     alone.push_back(turns_.back());

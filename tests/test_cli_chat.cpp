@@ -83,5 +83,28 @@ TEST_F(CliChat, AModelFromScratchRendersARoleItsDataLacks) {
   EXPECT_EQ(eval.code, 0) << eval.err;
 }
 
+// A character the model lacks is named in its message, at its place in the message as
+// written (position 6 of "Copy 1_"), not in the template's text around it, which put it
+// 5 characters later ("user\n" first).
+TEST_F(CliChat, AnUnknownCharacterIsNamedInItsMessage) {
+  spit(dir_ / "odd.jsonl", copy_chats(2) + R"({"messages":[{"role":"user","content":"Copy 1_"},)"
+                                          R"({"role":"assistant","content":"1"}]})" "\n");
+  expect_refused("eval --checkpoint " + model() + " --split all --data " + (dir_ / "odd.jsonl"),
+                 {"odd.jsonl:3: [chat] message 0 (user): [tokenizer] character '_' (U+005F) at position 6 "});
+  // A base model whose vocabulary is digits: what it cannot encode is the template's
+  // own line, the role's name, which the message says.
+  std::string digits;
+  for (int i = 0; i < 400; ++i) digits += "0123456789\n";
+  spit(dir_ / "digits.txt", digits);
+  ASSERT_EQ(folio("train --data " + (dir_ / "digits.txt") + run("digits", 1)).code, 0);
+  spit(dir_ / "numbers.jsonl", std::string(R"({"messages":[{"role":"user","content":"12"},)"
+                                           R"({"role":"assistant","content":"21"}]})" "\n") + "\n" +
+                                   R"({"messages":[{"role":"user","content":"34"},)"
+                                   R"({"role":"assistant","content":"43"}]})" "\n");
+  expect_refused("train --init-from " + (dir_ / "digits") + " --data " + (dir_ / "numbers.jsonl") + run("tuned", 1, false),
+                 {"numbers.jsonl:1: [chat] message 0: the template's line \"user\" cannot be encoded: [tokenizer] "
+                  "character 'u' (U+0075) at position 0"});
+}
+
 }  // namespace
 }  // namespace folio
