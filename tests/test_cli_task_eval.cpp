@@ -83,6 +83,16 @@ TEST_F(CliTaskEval, ReportsAccuracyAndWritesSamplesOnlyWhereAsked) {
   EXPECT_EQ(slurp(samples), "mine");
   EXPECT_EQ(folio(eval(task, " --log-samples " + samples + " --overwrite")).code, 0);
   EXPECT_NE(slurp(samples), "mine");
+
+  // --overwrite replaces an earlier log, never a file the command reads: the task file
+  // (named another way) or the checkpoint.
+  for (const std::string& input : {dir_ / "./task.jsonl", dir_ / "run/model.safetensors"}) {
+    const std::string kept = slurp(input);
+    const Result refused = folio(eval(task, " --log-samples " + input + " --overwrite"));
+    EXPECT_EQ(refused.code, 2) << input << "\n" << refused.err;
+    expect_contains(refused.err, {"--log-samples " + input + " is the ", "which the samples would replace"});
+    EXPECT_EQ(slurp(input), kept) << input;
+  }
 }
 
 TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
