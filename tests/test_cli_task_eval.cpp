@@ -102,6 +102,8 @@ TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
   expect_bad(R"({"prompt": "a", "target": "b"})" "\n", 1, "a generative item without \"answer\"");
   expect_bad(R"({"text": "a"})" "\n", 1, "not a task item");
   expect_bad(R"({"prompt": "", "answer": "b"})" "\n", 1, "the prompt is empty");
+  expect_bad(R"({"question": "a", "answer": "b\n#### 1"})" "\n" R"({"question": "a", "answer": "So.\n#### $,."})" "\n",
+             2, "the answer \"So.\\n#### $,.\" is empty once normalised");
   expect_bad(R"({"prompt": "a", "answer": "caf\u00e9"})" "\n" R"({"prompt": "caf\u00e9", "answer": "b"})" "\n", 2,
              "the prompt: [tokenizer]");
   expect_bad(R"({"context": "a", "choices": ["b", "c"], "answer": 2})" "\n", 1, "answer 2 is out of range");
