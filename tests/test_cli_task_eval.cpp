@@ -2,6 +2,9 @@
 // with exit 2, naming the file and the line, with nothing written. The scores themselves
 // are held against an independent numpy scorer in test_task_eval.sh.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 
 #include "io/json.h"
 #include "support.h"
@@ -14,6 +17,7 @@ using testing::Args;
 using testing::Result;
 using testing::slurp;
 using testing::spit;
+namespace fs = std::filesystem;
 
 class CliTaskEval : public testing::CliCorpusTest {
  protected:
@@ -93,6 +97,17 @@ TEST_F(CliTaskEval, ReportsAccuracyAndWritesSamplesOnlyWhereAsked) {
     expect_contains(refused.err, {"--log-samples " + input + " is the ", "which the samples would replace"});
     EXPECT_EQ(slurp(input), kept) << input;
   }
+  // Nor a symbolic link or a FIFO (as /dev/stdout is one, to a pipe or a terminal): the
+  // file written whole and renamed would replace the link, or the FIFO, with a file.
+  fs::create_symlink(samples, dir_ / "link.jsonl");
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  for (const std::string& special : {dir_ / "link.jsonl", dir_ / "fifo"}) {
+    const Result refused = folio(eval(task, " --log-samples " + special + " --overwrite"));
+    EXPECT_EQ(refused.code, 2) << special << "\n" << refused.err;
+    expect_contains(refused.err, {"--log-samples " + special + ": is a ", "give a regular file's path"});
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir_ / "link.jsonl")));
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(dir_ / "fifo")));
 }
 
 TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
