@@ -64,6 +64,11 @@ class History {
   // before any older turn is dropped for it: the generator would keep the prompt's last
   // block_size tokens, cutting the system message and the turn's start without a word.
   ChatPrompt prompt() {
+    try {  // a character the model lacks, named at its place in the turn as typed
+      tokenizer_.encode(turns_.back().content);
+    } catch (const Error& e) {
+      fail("chat", "the turn cannot be encoded: ", e.what());
+    }
     std::vector<ChatMessage> alone;
     if (system_) alone.push_back({"system", *system_});
     alone.push_back(turns_.back());
@@ -93,6 +98,24 @@ class History {
   std::vector<ChatMessage> turns_;
 };
 
+// The --system message begins every prompt: one the tokenizer cannot encode, or that
+// leaves no room in the context for a turn (an empty one) and a reply's first token,
+// would have every turn refused. Refused once, before the conversation starts.
+void check_system(const ModelCheckpoint& ck, const std::string& system) {
+  try {
+    ck.tokenizer->encode(system);
+  } catch (const Error& e) {
+    throw UsageError(cat("--system cannot be encoded by ", ck.path, "'s tokenizer: ", e.what()));
+  }
+  const ChatMessage shortest[] = {{"system", system}, {"user", ""}};
+  const int64_t n = int64_t(chat_prompt_for(*ck.tokenizer, shortest).ids.size());
+  const int64_t block_size = ck.model->config().block_size;
+  if (chat_context_overflow(n, block_size))
+    throw UsageError(cat("--system leaves no room for a turn: with the template it takes ", n, " tokens of ", ck.path,
+                         "'s context of ", block_size, " (block_size), which a turn and the reply's first token "
+                         "must share; give a shorter one"));
+}
+
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   const SampleOptions so = sample_options(vm);
@@ -103,6 +126,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   ck->model->eval();
   if (std::string(ck->tokenizer->kind()) == "ids")
     throw UsageError(cat(ck->path, " was trained on token ids without a tokenizer: it cannot read a conversation"));
+  if (system) check_system(*ck, *system);
   return [=] {
     const bool terminal = isatty(STDIN_FILENO);
     const Tokenizer& tokenizer = *ck->tokenizer;

@@ -9,6 +9,7 @@
 #include "data/conversations.h"
 #include "io/conversation_file.h"
 #include "io/json.h"
+#include "nn/weights.h"
 
 namespace folio::cli {
 
@@ -17,6 +18,15 @@ std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_
   const std::string split = vm["split"].as<std::string>();
   if (split != "val" && split != "train" && split != "all")
     throw UsageError(cat("--split must be val, train or all, got '", split, "'"));
+  // The text evaluation's windows and stored weights have no meaning here: every
+  // conversation of the split is a row of the f32 forward pass. Refused rather than
+  // ignored, so a figure is never shown as what it is not.
+  if (vm.count("max-windows") && vm["max-windows"].as<int64_t>() != 0)
+    throw UsageError(cat("--max-windows counts a text's windows; ", path, " is conversations, each scored whole "
+                         "(--split chooses which)"));
+  if (vm.count("weights") && nn::parse_weights(vm["weights"].as<std::string>()) != nn::Weights::f32)
+    throw UsageError(cat("--weights ", vm["weights"].as<std::string>(), " applies to a text's loss; the loss over ",
+                         path, "'s conversations is computed with the model's f32 weights"));
   if (!ck->tokenizer->chat_tokens())
     throw UsageError(cat(ck->path, " is a base model, without the chat template's tokens: the loss over a "
                          "conversation's assistant tokens is a chat model's (fine-tune it on ", path, " first)"));

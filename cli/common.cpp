@@ -106,6 +106,11 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
   const bool overwrite = vm.count("overwrite") && vm["overwrite"].as<bool>();
   if (files_inside.empty()) {  // one file, written next to itself and renamed (write_file_atomic)
     if (fs::is_directory(path, ec)) throw UsageError(cat(named, ": is a directory, not a file"));
+    // The output is written beside the path and renamed over it: over a symbolic link or
+    // a device (/dev/stdout, itself a link) that would put a file in the link's place.
+    if (const fs::file_status s = fs::symlink_status(path, ec); fs::exists(s) && !fs::is_regular_file(s))
+      throw UsageError(cat(named, ": is ", fs::is_symlink(s) ? "a symbolic link" : "a device, FIFO or socket",
+                           ", which writing the file whole would replace: give a regular file's path"));
     const fs::path parent = fs::absolute(path, ec).parent_path();
     if (!fs::is_directory(parent, ec))
       throw UsageError(cat(named, ": ", parent.string(), " is not an existing directory"));

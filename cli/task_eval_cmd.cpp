@@ -10,6 +10,7 @@
 #include "cli/task_runs.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
+#include "train/chat_data.h"  // same_data_path
 
 namespace folio::cli {
 namespace {
@@ -112,7 +113,16 @@ std::function<int()> prepare_task_eval(const po::variables_map& vm) {
 
   run->ck = load_model(checkpoint_option(vm));
   run->ck.model->set_precision(dtype);
-  for (const std::string& path : vm["task"].as<std::vector<std::string>>()) {
+  const std::vector<std::string> tasks = vm["task"].as<std::vector<std::string>>();
+  // --overwrite replaces an earlier log, never a file this command reads.
+  for (const std::string& input : tasks)
+    if (!samples.empty() && same_data_path(samples, input))
+      throw UsageError(cat("--log-samples ", samples, " is the --task file ", input,
+                           ", which the samples would replace: give another path"));
+  if (!samples.empty() && same_data_path(samples, run->ck.path))
+    throw UsageError(cat("--log-samples ", samples, " is the checkpoint ", run->ck.path,
+                         ", which the samples would replace: give another path"));
+  for (const std::string& path : tasks) {
     try {
       run->runs.push_back(prepare_task(path, *run->ck.model, *run->ck.tokenizer, opt));
     } catch (const Error& e) {

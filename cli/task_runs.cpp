@@ -18,6 +18,11 @@ TaskRun prepare_task(const std::string& path, const nn::GPT& model, const Tokeni
   run.name = std::filesystem::path(path).stem().string();
   const int64_t T = model.config().block_size;
   for (const GenerativeItem& item : run.task.generative) {
+    // An answer normalised to nothing ("#### " alone) would match an empty reply.
+    if (normalised_answer(item.answer).empty())
+      throw Error(cat(path, ":", item.line, ": the answer ", json_quote(item.answer),
+                      " is empty once normalised (what follows its last \"####\", without commas, dollar signs or "
+                      "a final period): an empty reply would match it"));
     try {
       run.prompts.push_back(prompt_tokens(tokenizer, item.prompt));
     } catch (const Error& e) {

@@ -259,6 +259,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   // Built first: its checks of the text and the checkpoint come before anything else.
   auto trainer = std::make_shared<Trainer>(o);
+  if (o.task_evals.prepare) {  // the task files' items, for this model's tokenizer and window
+    try {
+      o.task_evals.prepare(trainer->model(), *trainer->data().tokenizer);
+    } catch (const Error& e) {
+      throw UsageError(cat("--eval-task ", e.what()));
+    }
+  }
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
     warnings.push_back(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
   if (!trainer->data_warning().empty()) warnings.push_back(trainer->data_warning());

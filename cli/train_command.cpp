@@ -19,7 +19,8 @@ cli::po::options_description declared() {
 std::vector<TrainFlag> train_flags() {
   const cli::po::options_description options = declared();
   std::vector<TrainFlag> flags;
-  for (const auto& o : options.options()) flags.push_back({o->long_name(), o->semantic()->max_tokens() > 0});
+  for (const auto& o : options.options())
+    flags.push_back({o->long_name(), o->semantic()->max_tokens() > 0, o->semantic()->is_composing()});
   return flags;
 }
 

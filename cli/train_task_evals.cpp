@@ -95,12 +95,15 @@ TaskEvals eval_task_option(const po::variables_map& vm, int64_t eval_interval) {
                            "', which another task or the log already has (or holds a comma): rename the file"));
     evals.names.push_back(name);
   }
-  // Tokenized at the first evaluation, when the model and its tokenizer exist.
+  // Tokenized once the model and its tokenizer exist, before the run starts.
   auto runs = std::make_shared<std::vector<TaskRun>>();
-  evals.score = [runs, paths](nn::GPT& model, const Tokenizer& tokenizer) {
+  evals.prepare = [runs, paths](const nn::GPT& model, const Tokenizer& tokenizer) {
+    runs->clear();
+    for (const std::string& path : paths) runs->push_back(prepare_task(path, model, tokenizer, TaskOptions{}));
+  };
+  evals.score = [runs, prepare = evals.prepare](nn::GPT& model, const Tokenizer& tokenizer) {
     const TaskOptions opt;
-    if (runs->empty())
-      for (const std::string& path : paths) runs->push_back(prepare_task(path, model, tokenizer, opt));
+    if (runs->empty()) prepare(model, tokenizer);
     std::vector<double> scores;
     for (const TaskRun& run : *runs) scores.push_back(run_task(run, model, tokenizer, opt).headline());
     return scores;

@@ -66,6 +66,22 @@ void check_role(const std::string& role, bool plain) {
   fail("chat", "role must be system, user or assistant, got \"", role.substr(0, 40), "\"");
 }
 
+// Text the tokenizer cannot encode is named where it was typed: its message, and the
+// character's place in that content, not in the template's text around it (the "user\n"
+// before it would shift every position). Called once the rendered text has failed:
+// throws for the first of `messages` (the first numbered `first`) whose content alone
+// cannot be encoded, and returns if each can (the template's own text is at fault: a
+// role's name, with a character the vocabulary of a model --init-from lacks).
+void name_unencodable_message(const Tokenizer& tokenizer, std::span<const ChatMessage> messages, size_t first) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    try {
+      tokenizer.encode(messages[i].content);
+    } catch (const Error& e) {
+      fail("chat", "message ", first + i, " (", messages[i].role.substr(0, 40), "): ", e.what());
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> with_chat_tokens(const Tokenizer& base) {
@@ -98,12 +114,19 @@ RenderedChat render_chat(const Tokenizer& tokenizer, std::span<const ChatMessage
     out.ids.push_back(id);
     out.weights.push_back(w);
   };
-  for (const ChatMessage& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     check_role(m.role, false);
     const bool weighted = m.role == "assistant" && m.trained;
     put(ct->start, 0);
     const std::string header = m.role + "\n";
-    const std::vector<int32_t> ids = tokenizer.encode(header + m.content);
+    std::vector<int32_t> ids;
+    try {
+      ids = tokenizer.encode(header + m.content);
+    } catch (const Error& e) {
+      name_unencodable_message(tokenizer, std::span(&m, 1), i);
+      fail("chat", "message ", i, ": the template's line \"", m.role, "\" cannot be encoded: ", e.what());
+    }
     size_t bytes = 0;  // where each token ends in header + content
     for (const int32_t id : ids) {
       bytes += tokenizer.token_bytes(id).size();
@@ -136,7 +159,13 @@ ChatPrompt chat_prompt_for(const Tokenizer& tokenizer, std::span<const ChatMessa
     p.end_token = ct->end;
     return p;
   }
-  p.ids = tokenizer.encode(plain_chat_prompt(messages));
+  const std::string text = plain_chat_prompt(messages);
+  try {
+    p.ids = tokenizer.encode(text);
+  } catch (const Error&) {
+    name_unencodable_message(tokenizer, messages, 0);
+    throw;
+  }
   if (const std::optional<int32_t> bos = tokenizer.prompt_start()) p.ids.insert(p.ids.begin(), *bos);
   p.stops = {kPlainTurnEnd};
   p.plain = true;

@@ -124,7 +124,7 @@ ChatData render_conversations(const Tokenizer& tokenizer, std::span<const std::v
 }
 
 std::string conversations_text(std::span<const std::vector<ChatMessage>> conversations) {
-  std::string text;
+  std::string text = "system\nuser\nassistant\n";
   for (const std::vector<ChatMessage>& c : conversations)
     for (const ChatMessage& m : c) text += cat(m.role, "\n", m.content, "\n");
   return text;

@@ -93,7 +93,9 @@ ChatData render_conversations(const Tokenizer& tokenizer, std::span<const std::v
                               std::span<const int64_t> lines, double train_fraction, const std::string& path);
 
 // The text a new run's tokenizer learns from: the conversations' messages with their
-// role lines, as the template will write them (the control tokens aside).
+// role lines, as the template will write them (the control tokens aside), after the
+// three roles' lines once, so that the model can render a role its data lacks (a
+// system message given to folio chat, serve or model.chat).
 std::string conversations_text(std::span<const std::vector<ChatMessage>> conversations);
 
 // Fills a batch of B rows, row b with conversation pick() (called B times, in order

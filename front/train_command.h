@@ -15,6 +15,7 @@ namespace folio::front {
 struct TrainFlag {
   std::string name;
   bool takes_value;
+  bool repeatable;  // each occurrence adds a value (--eval-task A --eval-task B)
 };
 
 // Every option of folio train, in --help's order.

@@ -104,6 +104,10 @@ std::string generate(const LoadedPtr& l, Request req) {
 // Model.chat's prompt: the messages through the model's template (data/chat_template.h).
 void chat_request(const Loaded& l, const py::object& messages, Request& r) {
   std::vector<ChatMessage> m;
+  // One message, or a text, iterates as its keys or characters: named for what it is.
+  if (py::isinstance<py::dict>(messages) || py::isinstance<py::str>(messages) || !py::isinstance<py::iterable>(messages))
+    throw WrongType(cat("[chat] messages must be a list of {\"role\": ..., \"content\": ...} dicts, got ",
+                        type_name(messages)));
   for (const py::handle& one : messages) {
     if (!py::isinstance<py::dict>(one)) throw Error("[chat] each message must be a dict {\"role\": ..., \"content\": ...}");
     const py::dict d = py::reinterpret_borrow<py::dict>(one);

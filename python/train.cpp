@@ -17,7 +17,8 @@ namespace folio::python {
 namespace {
 
 // The flag's words for a keyword argument: {"--n-layer", "2"}, {"--no-bias"} for True,
-// none for False or None. Unknown names and values of no flag's type are ValueErrors.
+// none for False or None, {"--eval-task", "a", "--eval-task", "b"} for a repeatable
+// option's list. Unknown names and values of no flag's type are ValueErrors.
 std::vector<std::string> flag_words(const std::string& key, const py::handle& value,
                                     const std::vector<front::TrainFlag>& flags) {
   std::string flag = key;
@@ -37,6 +38,21 @@ std::vector<std::string> flag_words(const std::string& key, const py::handle& va
     return {"--" + flag, on ? "true" : "false"};
   }
   if (is_switch) throw Error(cat("[train] ", key, " is True or False, got ", std::string(py::repr(value))));
+  // A repeatable option (eval_task) takes a list or tuple: the flag once for each item,
+  // as the command reads --eval-task A --eval-task B. Any other option takes one value.
+  if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    if (!d->repeatable)
+      throw Error(cat("[train] ", key, " must be a number, a str or a bool, got ", std::string(py::repr(value)), " (",
+                      type_name(value), "): only a repeatable option (eval_task) takes a list"));
+    std::vector<std::string> words;
+    for (const py::handle& item : value) {
+      if (py::isinstance<py::list>(item) || py::isinstance<py::tuple>(item) || item.is_none() || is_bool(item))
+        throw Error(cat("[train] ", key, "'s items must be a str or a path, got ", std::string(py::repr(item))));
+      const std::vector<std::string> one = flag_words(key, item, flags);
+      words.insert(words.end(), one.begin(), one.end());
+    }
+    return words;
+  }
   // numpy's scalars too (np.int64(32) is 32): an integer as its digits, a real number
   // as repr() of its double, the shortest text that reads back as that very double.
   if (const std::optional<py::int_> i = integer_value(value)) return {"--" + flag, py::repr(*i)};

@@ -123,6 +123,9 @@ for bad in 'Copy: <a|b>' "$(printf 'Copy: %0200d' 0)"; do
     { echo "FAILED: no notice of the refused turn '${bad:0:20}'"; cat "$work/refused.err"; exit 1; }
   grep -q "dropped the oldest turn" "$work/refused.err" ||
     { echo "FAILED: the turn '${bad:0:20}' started the conversation over"; cat "$work/refused.err"; exit 1; }
+  # The character is placed in the turn as typed, not in the template around it.
+  [ "${bad:6:1}" != "<" ] || grep -qF "the turn cannot be encoded: [tokenizer] character '<' (U+003C) at position 6 " \
+    "$work/refused.err" || { echo "FAILED: the refused '<' is not placed in its turn"; cat "$work/refused.err"; exit 1; }
   cmp -s "$work/kept" "$work/refused" ||
     { echo "FAILED: a refused turn '${bad:0:20}' changed the replies"; diff "$work/kept" "$work/refused"; exit 1; }
 done

@@ -114,6 +114,12 @@ TEST_F(CliTaskColumns, BadTaskOptionsAreRefusedBeforeTheRun) {
   refused(tasks({"choice.jsonl", "other/choice.jsonl"}), {"its log.csv column would be 'choice'"});
   spit(dir_ / "val_loss.jsonl", slurp(dir_ / "choice.jsonl"));
   refused(tasks({"val_loss.jsonl"}), {"its log.csv column would be 'val_loss'"});
+  // What only the run's model can tell, its tokenizer and window, is checked before
+  // the run too (it was found at step 0's evaluation: exit 1, a run directory left).
+  spit(dir_ / "accent.jsonl", R"({"context": "To be", "choices": ["caf\u00e9", "a"], "answer": 0})" "\n");
+  refused(tasks({"choice.jsonl", "accent.jsonl"}), {"--eval-task ", "accent.jsonl:1: choice 0: ", "U+00E9"});
+  spit(dir_ / "long.jsonl", R"({"context": "To be", "choices": [")" + std::string(40, 'e') + R"(", "a"], "answer": 0})" "\n");
+  refused(tasks({"long.jsonl"}), {"long.jsonl:1: choice 0: the choice is 41 tokens, more than the model's window of 32"});
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // with exit 2, naming the file and the line, with nothing written. The scores themselves
 // are held against an independent numpy scorer in test_task_eval.sh.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 
 #include "io/json.h"
 #include "support.h"
@@ -14,6 +17,7 @@ using testing::Args;
 using testing::Result;
 using testing::slurp;
 using testing::spit;
+namespace fs = std::filesystem;
 
 class CliTaskEval : public testing::CliCorpusTest {
  protected:
@@ -83,6 +87,27 @@ TEST_F(CliTaskEval, ReportsAccuracyAndWritesSamplesOnlyWhereAsked) {
   EXPECT_EQ(slurp(samples), "mine");
   EXPECT_EQ(folio(eval(task, " --log-samples " + samples + " --overwrite")).code, 0);
   EXPECT_NE(slurp(samples), "mine");
+
+  // --overwrite replaces an earlier log, never a file the command reads: the task file
+  // (named another way) or the checkpoint.
+  for (const std::string& input : {dir_ / "./task.jsonl", dir_ / "run/model.safetensors"}) {
+    const std::string kept = slurp(input);
+    const Result refused = folio(eval(task, " --log-samples " + input + " --overwrite"));
+    EXPECT_EQ(refused.code, 2) << input << "\n" << refused.err;
+    expect_contains(refused.err, {"--log-samples " + input + " is the ", "which the samples would replace"});
+    EXPECT_EQ(slurp(input), kept) << input;
+  }
+  // Nor a symbolic link or a FIFO (as /dev/stdout is one, to a pipe or a terminal): the
+  // file written whole and renamed would replace the link, or the FIFO, with a file.
+  fs::create_symlink(samples, dir_ / "link.jsonl");
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  for (const std::string& special : {dir_ / "link.jsonl", dir_ / "fifo"}) {
+    const Result refused = folio(eval(task, " --log-samples " + special + " --overwrite"));
+    EXPECT_EQ(refused.code, 2) << special << "\n" << refused.err;
+    expect_contains(refused.err, {"--log-samples " + special + ": is a ", "give a regular file's path"});
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir_ / "link.jsonl")));
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(dir_ / "fifo")));
 }
 
 TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
@@ -92,6 +117,8 @@ TEST_F(CliTaskEval, RefusesEveryBadLineNamingFileAndLine) {
   expect_bad(R"({"prompt": "a", "target": "b"})" "\n", 1, "a generative item without \"answer\"");
   expect_bad(R"({"text": "a"})" "\n", 1, "not a task item");
   expect_bad(R"({"prompt": "", "answer": "b"})" "\n", 1, "the prompt is empty");
+  expect_bad(R"({"question": "a", "answer": "b\n#### 1"})" "\n" R"({"question": "a", "answer": "So.\n#### $,."})" "\n",
+             2, "the answer \"So.\\n#### $,.\" is empty once normalised");
   expect_bad(R"({"prompt": "a", "answer": "caf\u00e9"})" "\n" R"({"prompt": "caf\u00e9", "answer": "b"})" "\n", 2,
              "the prompt: [tokenizer]");
   expect_bad(R"({"context": "a", "choices": ["b", "c"], "answer": 2})" "\n", 1, "answer 2 is out of range");

@@ -19,6 +19,10 @@ namespace folio {
 struct TaskEvals {
   std::vector<std::string> names;  // log.csv columns, one per task, in order
   int64_t interval = 0;            // score at evaluations at multiples of it (0: every evaluation)
+  // Tokenizes every item for the run's model and tokenizer, before the run starts: an
+  // item they cannot take (a character the vocabulary lacks, a choice longer than the
+  // window) throws then, with nothing written, not at the first evaluation.
+  std::function<void(const nn::GPT& model, const Tokenizer& tokenizer)> prepare;
   // The figure of each task (names' order) for the model as it is now.
   std::function<std::vector<double>(nn::GPT& model, const Tokenizer& tokenizer)> score;
 

@@ -74,7 +74,8 @@ def train(out, data, *, on_step=None, on_eval=None, **options):
             val_loss, lr, tokens_per_sec, elapsed_s, val_bpc, train_s, val_bpb.
         **options: folio train's options by name, dashes as underscores: n_layer=2, lr=3e-3,
             max_iters=500, resume=True, quiet=True, config="configs/shakespeare-char.ini", ...
-            (`folio train --help` lists them). True gives a switch, False or None leaves it out.
+            (`folio train --help` lists them). True gives a switch, False or None leaves it out;
+            a repeatable option takes a list: eval_task=["arc.jsonl", "gsm8k.jsonl"].
             An unknown option or a bad value raises ValueError naming it.
 
     Returns:

@@ -104,6 +104,19 @@ def test_config_values_have_their_own_types(run):
         folio.nn.GPT(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=16, ffn_hidden=48.5)
 
 
+def test_chat_names_what_is_wrong_with_its_messages(run):
+    model = folio.load(str(run))
+    # One message, or a text, is not a conversation (it iterated as keys or characters,
+    # and was refused as "each message must be a dict").
+    for wrong, kind in (({"role": "user", "content": "hi"}, "dict"), ("hi", "str"), (3, "int")):
+        with pytest.raises(TypeError, match=f"messages must be a list of .* dicts, got {kind}"):
+            model.chat(wrong)
+    # A character the model lacks is placed in its message, not in the plain template's
+    # text around it ("System:\nbe brief\n\nUser:\n" before it put it at position 24).
+    with pytest.raises(ValueError, match=r"^\[chat\] message 1 \(user\): \[tokenizer\] character .* at position 2 "):
+        model.chat([{"role": "system", "content": "be brief"}, {"role": "user", "content": "ab\x01"}])
+
+
 def test_chat_refuses_a_conversation_longer_than_the_context(tmp_path, corpus):
     # As /v1/chat/completions and folio chat do: a conversation whose prompt (the template
     # included) leaves the reply no room in the context is refused, not cut to its last

@@ -37,11 +37,25 @@ def test_bad_options_raise_value_error(corpus, tmp_path):
         folio.train(tmp_path / "b", corpus, lr=-1.0, max_iters=1)
     with pytest.raises(ValueError, match="quiet is True or False"):
         folio.train(tmp_path / "c", corpus, quiet="yes")
-    with pytest.raises(ValueError, match="must be a number, a str or a bool"):
+    with pytest.raises(ValueError, match=r"must be a number, a str or a bool, got \[2\] \(list\): only a repeatable"):
         folio.train(tmp_path / "d", corpus, n_layer=[2])
+    with pytest.raises(ValueError, match="eval_task's items must be a str or a path, got None"):
+        folio.train(tmp_path / "f", corpus, eval_task=["a.jsonl", None])
     with pytest.raises(ValueError, match=r"^\[train\] the argument \('two'\) for option '--n-layer' is invalid"):
         folio.train(tmp_path / "e", corpus, n_layer="two")
     assert not (tmp_path / "b").exists()
+
+
+def test_a_repeatable_option_takes_a_list(corpus, tmp_path):
+    # folio train --eval-task A --eval-task B: a column in log.csv for each file.
+    for name, item in (("choice", '{"context": "To be", "choices": ["or", "not"], "answer": 0}'),
+                       ("gen", '{"prompt": "To be", "answer": "x"}')):
+        (tmp_path / f"{name}.jsonl").write_text(item + "\n")
+    tasks = [tmp_path / "choice.jsonl", str(tmp_path / "gen.jsonl")]
+    run = folio.train(tmp_path / "run", corpus, **options(max_iters=10, eval_task=tasks))
+    assert {"choice", "gen"} <= set(run.log[-1])
+    one = folio.train(tmp_path / "one", corpus, **options(max_iters=10, eval_task=(str(tasks[1]),)))
+    assert "gen" in one.log[-1] and "choice" not in one.log[-1]
 
 
 def test_ctrl_c_saves_a_run_that_resumes(run, corpus, tmp_path):
