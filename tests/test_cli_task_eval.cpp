@@ -175,7 +175,9 @@ TEST_F(CliTaskEval, GenerativeTasksScoreExactMatchAndSeveralFilesRunInOneCommand
   EXPECT_EQ(p.find("n")->as_int(), 2);
   const bool plantable = outputs[0].find_first_not_of(" \n") != std::string::npos &&
                          outputs[0].find_first_of(",$") == std::string::npos;
-  if (plantable) EXPECT_EQ(p.find("exact_match")->as_double(), 0.5) << outputs[0];
+  if (plantable) {
+    EXPECT_EQ(p.find("exact_match")->as_double(), 0.5) << outputs[0];
+  }
   EXPECT_TRUE(p.find("exact_match_stderr")->is_number());
   EXPECT_EQ(p.find("acc"), nullptr);
   EXPECT_EQ(c.find("task")->as_string(), "choice");
