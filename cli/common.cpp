@@ -130,6 +130,13 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
   check_takes_files(named, p, p != wanted);
 }
 
+void check_not_input(const std::string& named, const std::string& output, const std::string& input) {
+  std::error_code ec;  // either missing: not the same file
+  if (std::filesystem::equivalent(output, input, ec))
+    throw UsageError(cat(named, ": would replace ", input, ", which this command reads (--overwrite replaces "
+                         "an earlier output, never the input): give another path"));
+}
+
 void write_output(const std::string& path, const std::string& text, const std::string& what) {
   if (path.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -89,6 +89,10 @@ void add_overwrite(po::options_description& options);
 // (made if missing) and these are the files the command writes in it.
 void check_output(const po::variables_map& vm, const std::string& named, const std::string& path,
                   const std::vector<std::string>& files_inside = {});
+// An output that is a file the command reads (export RUN RUN/model.safetensors, import
+// DIR --from-hf DIR) is refused, --overwrite or not: writing it would destroy the input
+// the command was asked to convert. `named` as for check_output.
+void check_not_input(const std::string& named, const std::string& output, const std::string& input);
 
 // "folio: warning: <line>" on stderr (rank 0 only): a setting that works but makes
 // little sense.

@@ -113,6 +113,31 @@ TEST_F(CliOutputs, AnOutputThatCannotBeWrittenIsExitTwo) {
   }
 }
 
+// --overwrite replaces an earlier output, never the file the command reads: an export
+// onto its own checkpoint, an HF export into its own run, an import onto the files it
+// imports are each refused (exit 2, naming the input) with nothing changed.
+TEST_F(CliOutputs, OverwriteNeverReplacesTheInput) {
+  spit(dir_ / "tiny.tiktoken", tiktoken_file());
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2) + " --activation gelu --no-bias --pos rope").code, 0);
+  ASSERT_EQ(folio("train --data " + text() + run("bpe", 2) + " --tokenizer " + p("tiny.tiktoken") + kGpt2Shape).code, 0);
+  ASSERT_EQ(folio("export --format hf " + p("bpe") + " " + p("hf")).code, 0);
+  fs::create_directories(dir_ / "g");
+  ASSERT_EQ(folio("export " + p("run") + " " + p("g/model.safetensors")).code, 0);  // a GGUF, oddly named
+  const auto refused = [&](const std::string& args, const std::string& input) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio(args + " --overwrite");
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    expect_contains(r.err, {"would replace " + input, "which this command reads"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
+  };
+  refused("export " + p("run") + " " + p("run/model.safetensors"), p("run/model.safetensors"));
+  refused("export " + p("run/best.safetensors") + " " + p("bpe/../run/best.safetensors"), p("run/best.safetensors"));
+  refused("export --format hf " + p("bpe") + " " + p("bpe"), p("bpe/model.safetensors"));
+  refused("import " + p("hf") + " --from-hf " + p("hf"), p("hf/model.safetensors"));
+  refused("import " + p("g") + " --from " + p("g/model.safetensors"), p("g/model.safetensors"));
+  EXPECT_EQ(folio("generate --checkpoint " + p("bpe") + " --max-new-tokens 3").code, 0);
+}
+
 // HF's directory with GPT-2's byte-level BPE: written, refused a second time,
 // replaced with --overwrite, and imported back. Any other tokenizer is refused: the
 // directory would hold weights nothing could tokenize for.
