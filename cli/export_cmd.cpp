@@ -61,7 +61,8 @@ std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
   const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
   const std::vector<std::string> files = {"config.json", "model.safetensors", "vocab.json", "merges.txt"};
-  for (const std::string& f : files) check_not_input(out, (std::filesystem::path(out) / f).string(), model_file(checkpoint));
+  for (const std::string& f : files)
+    check_not_input(out, (std::filesystem::path(out) / f).string(), model_file(checkpoint));
   check_output(vm, out, out, files);
   const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel", [](const ModelCheckpoint& c) {
     auto why = hf_refusals(c.model->config());

@@ -107,7 +107,8 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
     if (!v) continue;
     const int64_t n = integer(*v, name, 1, limits.max_tokens);
     if (asked && *asked != n)
-      bad(name, cat("is ", n, " but max_completion_tokens is ", *asked, ": give one of them (max_tokens is its older name)"));
+      bad(name, cat("is ", n, " but max_completion_tokens is ", *asked,
+                    ": give one of them (max_tokens is its older name)"));
     asked = n;
   }
   r.sample.max_new_tokens = asked.value_or(limits.max_tokens);  // OpenAI's default: as long as allowed

@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "base/error.h"
@@ -43,7 +45,8 @@ GateOptions gate_options(const ServerOptions& o) {
   g.max_waiting = o.max_waiting;
   // Threads run whole requests only: every slot and queued request may hold one while
   // it streams or waits, and the rest answer everything else.
-  g.threads = o.http_threads > 0 ? o.http_threads : int(o.scheduler.slots + o.scheduler.queue + 32);
+  g.threads = o.http_threads > 0 ? o.http_threads
+                                  : int(std::min<int64_t>(o.scheduler.slots + o.scheduler.queue + 32, INT_MAX));
   return g;
 }
 
