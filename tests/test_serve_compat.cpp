@@ -205,11 +205,11 @@ TEST(ServeModelCard, TheRunsNameAndTheFirstLineOfItsText) {
   EXPECT_EQ(card.prompt, "\n");
 }
 
-// Slots or queue places the machine cannot hold are refused at start (exit 2, naming
-// the option), not an abort when the threads run out nor the OOM killer at the first
-// request. The address space is capped (ulimit -v) so that running out comes early and
+// Slots or queue places the machine cannot hold, and an empty --host, are refused at
+// start (exit 2, naming the option), not an abort when the threads run out, the OOM
+// killer after the banner, or a listener elsewhere than the banner says. The address space is capped (ulimit -v) so that running out comes early and
 // costs nothing outside the test: each thread reserves its stack, each slot its state.
-TEST(ServeStart, SlotsAndQueuesBeyondTheMachineAreExitTwo) {
+TEST(ServeStart, OptionsItCannotHonourAreExitTwoAtStart) {
   if (built_with_asan()) GTEST_SKIP() << "ASan reserves more address space than the cap";
   TempDir dir("serve_start");
   const ModelCheckpoint ck = small_model();
@@ -231,6 +231,11 @@ TEST(ServeStart, SlotsAndQueuesBeyondTheMachineAreExitTwo) {
   const auto [alone, alone_err] = serve("--slots 1000 --no-batching --queue 0", 1000000);
   EXPECT_EQ(alone, 2) << alone_err;
   expect_contains(alone_err, {"cannot start 1000 decoding threads", "fewer --slots"});
+  // An empty --host (an unset variable) is no address: httplib listened on ::1 while the
+  // banner said http://:PORT/.
+  const auto [host, host_err] = serve("--host ''", 4000000);
+  EXPECT_EQ(host, 2) << host_err;
+  expect_contains(host_err, {"--host is empty"});
 }
 
 }  // namespace
