@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "data/base64.h"
@@ -111,6 +112,30 @@ TEST_F(CliOutputs, AnOutputThatCannotBeWrittenIsExitTwo) {
     EXPECT_EQ(r.code, 2) << out << "\n" << r.err;
     expect_contains(r.err, {out});
   }
+}
+
+// An output path that is no file (a FIFO here, as /dev/null is a device) is refused,
+// --overwrite or not: the output is renamed over what is there, which would replace the
+// FIFO, or /dev/null for everyone on the machine, with a file.
+TEST_F(CliOutputs, OverwriteNeverReplacesWhatIsNotAFile) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2) + " --activation gelu --no-bias --pos rope").code, 0);
+  ASSERT_EQ(::mkfifo(p("fifo").c_str(), 0644), 0);
+  fs::create_symlink(p("fifo"), p("link"));
+  fs::create_directories(dir_ / "hf");
+  ASSERT_EQ(::mkfifo(p("hf/config.json").c_str(), 0644), 0);
+  for (const std::string& args :
+       {"export " + p("run") + " " + p("fifo"), "export " + p("run") + " " + p("link"),
+        "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("fifo"), "plot " + p("run") + " --out " + p("link"),
+        "export --format hf " + p("run") + " " + p("hf"), "export " + p("run") + " " + p("fifo") + " --overwrite",
+        "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("link") + " --overwrite",
+        "export --format hf " + p("run") + " " + p("hf") + " --overwrite"}) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    expect_contains(r.err, {" is a FIFO, not a file", "give the path of a file"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
+  }
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(p("fifo"))) && fs::is_symlink(fs::symlink_status(p("link"))));
 }
 
 // --overwrite replaces an earlier output, never the file the command reads: an export
