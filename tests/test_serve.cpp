@@ -95,6 +95,11 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
   EXPECT_EQ(r.sample.top_k, 3);
   EXPECT_TRUE(r.has_seed && r.seed == 5 && r.stream);
   EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  // Without max_tokens, OpenAI's 16, but never past the server's --max-tokens: a client
+  // that leaves the field out gets no more than one that sets it may ask for.
+  EXPECT_EQ(serve::parse_completion(R"({"prompt": "a"})", *tokenizer(), limits).sample.max_new_tokens, 16);
+  const serve::ApiLimits five{.max_tokens = 5, .max_prompt_tokens = 50};
+  EXPECT_EQ(serve::parse_completion(R"({"prompt": "a"})", *tokenizer(), five).sample.max_new_tokens, 5);
 }
 
 // Every route that reads a body takes the fields docs/serve.md gives it, and refuses
