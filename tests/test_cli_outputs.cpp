@@ -178,6 +178,10 @@ TEST_F(CliOutputs, HfExportHoldsItsTokenizerOrIsRefused) {
   ASSERT_EQ(over.code, 0) << over.err;
   const Result back = folio("import " + p("back") + " --from-hf " + p("hf"));
   EXPECT_EQ(back.code, 0) << back.err;
+  // The directory where a run goes: named as HF's, with the import that reads it.
+  const Result gen = folio("generate --checkpoint " + p("hf") + " --max-new-tokens 2");
+  EXPECT_EQ(gen.code, 2) << gen.err;
+  expect_contains(gen.err, {p("hf") + "/model.safetensors", "folio import RUN --from-hf DIR"});
 
   ASSERT_EQ(folio("train --data " + text() + run("spm", 2) + " --tokenizer bpe --vocab-size 400" + kGpt2Shape).code, 0);
   ASSERT_EQ(folio("train --data " + text() + run("chars", 2) + kGpt2Shape).code, 0);
