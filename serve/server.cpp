@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -136,11 +137,16 @@ void Server::Routes::install() {
     AccessLog::begin();
     if (options.api_key.empty() || !needs_key(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
-    const std::string_view prefix = "Bearer ";
-    if (auth.size() < prefix.size() || auth.compare(0, prefix.size(), prefix) != 0 ||
-        !same_key(std::string_view(auth).substr(prefix.size()), options.api_key)) {
+    // The scheme is case-insensitive (RFC 9110): "bearer KEY" is the right key too.
+    const std::string_view prefix = "bearer ";
+    const bool bearer = auth.size() >= prefix.size() &&
+                        std::equal(prefix.begin(), prefix.end(), auth.begin(),
+                                   [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+    if (!bearer || !same_key(std::string_view(auth).substr(prefix.size()), options.api_key)) {
       reply_error(res, ApiError(401, auth.empty() ? "no API key: send the header Authorization: Bearer KEY"
-                                                  : "wrong API key"));
+                                 : bearer         ? "wrong API key"
+                                                  : "the Authorization header is not Bearer KEY: send the key as "
+                                                    "Authorization: Bearer KEY"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;

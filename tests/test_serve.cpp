@@ -337,7 +337,10 @@ TEST_F(ServeRoutes, KeysLimitsAndAFullQueue) {
   expect_error_object(c.Post("/v1/completions", body, "application/json"), 401, "no API key");
   expect_error_object(c.Post("/v1/completions", {{"Authorization", "Bearer s3creT"}}, body, "application/json"), 401,
                       "wrong API key");
-  expect_error_object(c.Get("/v1/models", {{"Authorization", "Basic s3cret"}}), 401, "wrong API key");
+  expect_error_object(c.Get("/v1/models", {{"Authorization", "Basic s3cret"}}), 401, "is not Bearer KEY");
+  // The scheme is case-insensitive, as HTTP's are.
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "bearer s3cret"}})->status, 200);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "BEARER s3cret"}})->status, 200);
   EXPECT_EQ(c.Get("/health")->status, 200);  // open: a load balancer's probe has no key
   const httplib::Headers auth = {{"Authorization", "Bearer s3cret"}};
   auto r = c.Post("/v1/completions", auth, body, "application/json");
