@@ -126,8 +126,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
       prompt.insert(prompt.begin(), *bos);
     }
   } catch (const Error& e) {  // named as the user gave it: a file's text is not on the command line
-    throw UsageError(cat(vm.count("prompt-file") ? "--prompt-file " + vm["prompt-file"].as<std::string>() : "the prompt",
-                         ": ", e.what()));
+    const std::string source =
+        vm.count("prompt-file") ? "--prompt-file " + vm["prompt-file"].as<std::string>() : "the prompt";
+    throw UsageError(cat(source, ": ", e.what()));
   }
   if (from_document_start) text.clear();
   const bool timings = vm["timings"].as<bool>();

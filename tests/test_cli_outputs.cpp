@@ -125,7 +125,8 @@ TEST_F(CliOutputs, OverwriteNeverReplacesWhatIsNotAFile) {
   ASSERT_EQ(::mkfifo(p("hf/config.json").c_str(), 0644), 0);
   for (const std::string& args :
        {"export " + p("run") + " " + p("fifo"), "export " + p("run") + " " + p("link"),
-        "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("fifo"), "plot " + p("run") + " --out " + p("link"),
+        "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("fifo"),
+        "plot " + p("run") + " --out " + p("link"),
         "export --format hf " + p("run") + " " + p("hf"), "export " + p("run") + " " + p("fifo") + " --overwrite",
         "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("link") + " --overwrite",
         "export --format hf " + p("run") + " " + p("hf") + " --overwrite"}) {

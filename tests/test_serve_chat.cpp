@@ -73,7 +73,8 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
   EXPECT_EQ(r.sample.max_new_tokens, 7);
   EXPECT_TRUE(r.has_seed && r.seed == 5 && r.stream);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "\n\n"}));
-  const std::string both = R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 9, "max_completion_tokens": 9})";
+  const std::string both =
+      R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 9, "max_completion_tokens": 9})";
   EXPECT_EQ(serve::parse_chat_completion(both, *tokenizer(), limits, 64).sample.max_new_tokens, 9);  // the same: taken
   const std::string bare = R"({"messages": [{"role": "user", "content": "a"}]})";
   EXPECT_EQ(serve::parse_chat_completion(bare, *tokenizer(), limits, 64).sample.max_new_tokens,

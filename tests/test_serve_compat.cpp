@@ -207,8 +207,9 @@ TEST(ServeModelCard, TheRunsNameAndTheFirstLineOfItsText) {
 
 // Slots or queue places the machine cannot hold, and an empty --host, are refused at
 // start (exit 2, naming the option), not an abort when the threads run out, the OOM
-// killer after the banner, or a listener elsewhere than the banner says. The address space is capped (ulimit -v) so that running out comes early and
-// costs nothing outside the test: each thread reserves its stack, each slot its state.
+// killer after the banner, or a listener elsewhere than the banner says. The address
+// space is capped (ulimit -v) so that running out comes early and costs nothing outside
+// the test: each thread reserves its stack, each slot its state.
 TEST(ServeStart, OptionsItCannotHonourAreExitTwoAtStart) {
   if (built_with_asan()) GTEST_SKIP() << "ASan reserves more address space than the cap";
   TempDir dir("serve_start");
