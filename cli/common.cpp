@@ -92,6 +92,24 @@ void check_takes_files(const std::string& named, const std::filesystem::path& di
                          std::error_code(err, std::generic_category()).message(), ")"));
 }
 
+// What an output may replace: nothing, or a regular file (or a link to one). The new
+// file is written beside it and renamed over it, so a device, a FIFO or a socket
+// (/dev/null, /dev/stdout) would itself be replaced by a file: refused, --overwrite or not.
+void check_replaceable(const std::string& named, const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status target = fs::status(path, ec);  // a dangling link: not_found, replaced harmlessly
+  if (!fs::exists(target) || fs::is_regular_file(target)) return;
+  const char* kind = fs::is_directory(target)           ? "a directory"
+                     : fs::is_character_file(target)    ? "a character device"
+                     : fs::is_block_file(target)        ? "a block device"
+                     : fs::is_fifo(target)              ? "a FIFO"
+                     : fs::is_socket(target)            ? "a socket"
+                                                        : "not a regular file";
+  throw UsageError(cat(named, ": ", path.string(), " is ", kind, ", not a file: the output is written beside it and "
+                       "renamed over it, which would replace it; give the path of a file"));
+}
+
 }  // namespace
 
 void add_overwrite(po::options_description& options) {
@@ -114,6 +132,7 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
     const fs::path parent = fs::absolute(path, ec).parent_path();
     if (!fs::is_directory(parent, ec))
       throw UsageError(cat(named, ": ", parent.string(), " is not an existing directory"));
+    check_replaceable(named, path);
     if (!overwrite && fs::exists(fs::symlink_status(path, ec)))
       throw UsageError(cat(named, ": already exists; --overwrite replaces it, or give another path"));
     check_takes_files(named, parent, true);
@@ -127,12 +146,21 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
     throw UsageError(p == wanted ? cat(named, ": exists and is not a directory")
                                  : cat(named, ": ", p.string(), " is not a directory"));
   std::string there;
-  for (const std::string& f : files_inside)
+  for (const std::string& f : files_inside) {
+    check_replaceable(named, fs::path(path) / f);
     if (fs::exists(fs::symlink_status(fs::path(path) / f, ec))) there += cat(there.empty() ? "" : ", ", f);
+  }
   if (!overwrite && !there.empty())
     throw UsageError(cat(named, ": already holds ", there, "; --overwrite replaces ",
                          there.find(',') == std::string::npos ? "it" : "them", ", or give another directory"));
   check_takes_files(named, p, p != wanted);
+}
+
+void check_not_input(const std::string& named, const std::string& output, const std::string& input) {
+  std::error_code ec;  // either missing: not the same file
+  if (std::filesystem::equivalent(output, input, ec))
+    throw UsageError(cat(named, ": would replace ", input, ", which this command reads (--overwrite replaces "
+                         "an earlier output, never the input): give another path"));
 }
 
 void write_output(const std::string& path, const std::string& text, const std::string& what) {

@@ -60,7 +60,10 @@ void note_what_is_left_out(const nn::GPTConfig& c) {
 std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
   const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
-  check_output(vm, out, out, {"config.json", "model.safetensors", "vocab.json", "merges.txt"});
+  const std::vector<std::string> files = {"config.json", "model.safetensors", "vocab.json", "merges.txt"};
+  for (const std::string& f : files)
+    check_not_input(out, (std::filesystem::path(out) / f).string(), model_file(checkpoint));
+  check_output(vm, out, out, files);
   const auto ck = load_exportable(checkpoint, "HF GPT2LMHeadModel", [](const ModelCheckpoint& c) {
     auto why = hf_refusals(c.model->config());
     // vocab.json and merges.txt hold a byte-level BPE alone; a directory without them
@@ -91,6 +94,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (format == "hf") return prepare_hf(vm);
   const GgufDtype dtype = dtype_of(vm["dtype"].as<std::string>());
   const auto [checkpoint, out] = checkpoint_and_output(vm, "GGUF file to write");
+  check_not_input(out, out, model_file(checkpoint));
   check_output(vm, out, out);
   const auto ck = load_exportable(checkpoint, "llama.cpp architecture", [](const ModelCheckpoint& c) {
     return gguf_refusals(c.model->config(), *c.tokenizer);

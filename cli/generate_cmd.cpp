@@ -125,8 +125,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
       if (from_document_start) prompt.clear();  // BOS alone begins a document for such a model
       prompt.insert(prompt.begin(), *bos);
     }
-  } catch (const Error& e) {
-    throw UsageError(cat("the prompt: ", e.what()));
+  } catch (const Error& e) {  // named as the user gave it: a file's text is not on the command line
+    const std::string source =
+        vm.count("prompt-file") ? "--prompt-file " + vm["prompt-file"].as<std::string>() : "the prompt";
+    throw UsageError(cat(source, ": ", e.what()));
   }
   if (from_document_start) text.clear();
   const bool timings = vm["timings"].as<bool>();

@@ -35,6 +35,15 @@ std::function<int()> prepare(const po::variables_map& vm) {
   const RunDir run(dir);
   std::vector<std::string> run_files;
   for (const std::string& f : run.files()) run_files.push_back(fs::path(f).filename().string());
+  // The import removes or replaces each of the run's files: none may be what it reads.
+  std::vector<std::string> inputs = {from};
+  if (hf) {
+    inputs.clear();
+    for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"})
+      inputs.push_back((fs::path(from) / f).string());
+  }
+  for (const std::string& f : run.files())
+    for (const std::string& input : inputs) check_not_input(dir, f, input);
   check_output(vm, dir, dir, run_files);
   auto imported = std::make_shared<ImportedModel>(hf ? model_from_hf(from) : model_from_gguf(read_gguf(from), from));
   return [=] {

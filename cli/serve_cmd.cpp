@@ -54,6 +54,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
   serve::ServerOptions o;
   o.host = vm["host"].as<std::string>();
+  // Empty (an unset variable in --host "$HOST"), httplib would listen on ::1 while the
+  // banner said http://:8080/.
+  if (o.host.empty()) throw UsageError("--host is empty: give an address to listen on (127.0.0.1, 0.0.0.0, ::1)");
   o.port = vm["port"].as<int>();
   if (o.port < 0 || o.port > 65535) throw UsageError(cat("--port must be in [0, 65535], got ", o.port));
   if (vm.count("api-key") && vm.count("api-key-file")) throw UsageError("give --api-key or --api-key-file, not both");

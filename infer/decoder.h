@@ -41,6 +41,9 @@ class Decoder {
   // copy of the weights, not one per slot.
   Decoder(const nn::GPT& model, int64_t streams, std::shared_ptr<const DecoderMatrices> matrices);
   static std::shared_ptr<const DecoderMatrices> store(const nn::GPT& model, nn::Weights weights = nn::Weights::f32);
+  // The bytes of one stream's cache (every layer's keys and values), all allocated, and
+  // written, when the decoder is made: what a server's slots multiply.
+  static int64_t cache_bytes_per_stream(const nn::GPTConfig& config);
 
   // Forgets the stream's cache and runs ids (1 <= size <= block_size) at positions 0..
   // as one batched step over the prompt (the prefill), whose keys and values fill the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "base/error.h"
 
@@ -29,9 +30,14 @@ void check_folio_format(const SafetensorsMetadata& f, const std::string& where, 
   const std::string expected = std::string(kFormat) + kind;
   const std::string* ours = value("folio_format");
   const std::string* legacy = value("format");
+  // A model safetensors without folio's key is most likely HF's (folio export --format
+  // hf writes one): say what reads it.
+  const char* hf = !ours && std::string_view(kind) == "-model"
+                       ? " An HF GPT-2 directory's model.safetensors is read by folio import RUN --from-hf DIR"
+                       : "";
   if (ours ? *ours != expected : !legacy || *legacy != expected)
     fail("checkpoint", where, ": __metadata__.folio_format: expected \"", expected, "\" (not a folio ", kind + 1,
-         " file?)");
+         " file?", hf, ")");
 }
 
 Json metadata_json(const SafetensorsMetadata& f, const char* key, const std::string& where) {

@@ -235,6 +235,10 @@ Header read_header(const std::string& path, Fd& f, SafetensorsMetadata& out) {
   read_exact(path, f.fd, prefix, 8, 0);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(prefix[i]) << (8 * i);
+  // folio export's own output given back where a checkpoint goes: its magic would read
+  // as a header length of gigabytes, which says nothing of what the file is.
+  if (std::memcmp(prefix, "GGUF", 4) == 0)
+    bad(path, "a GGUF file, not safetensors: folio import RUN --from ", path, " makes a run directory of it");
   // A length beyond the file is what any other file (a log.csv, a text) gives: say so.
   constexpr const char* kOther =
       " (not a safetensors file? It starts with an 8-byte little-endian header length, then a JSON header)";

@@ -116,7 +116,7 @@ CompletionRequest parse_completion(const std::string& body, const Tokenizer& tok
   const json* p = j.get("prompt");
   if (!p) bad("prompt", "is required");
   r.prompt = encode_prompt(tokenizer, text(*p, "prompt"), "prompt", limits.max_prompt_tokens);
-  r.sample.max_new_tokens = 16;  // OpenAI's default
+  r.sample.max_new_tokens = std::min<int64_t>(16, limits.max_tokens);  // OpenAI's default, within the server's limit
   if (const json* v = j.get("max_tokens")) r.sample.max_new_tokens = integer(*v, "max_tokens", 1, limits.max_tokens);
   parse_sampling(j, r, tokenizer);
   if (const json* v = j.get("best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))

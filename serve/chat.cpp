@@ -1,5 +1,7 @@
 #include "serve/chat.h"
 
+#include <optional>
+
 #include "base/error.h"
 #include "serve/json_fields.h"
 
@@ -9,22 +11,28 @@ using namespace fields;
 
 namespace {
 
+// 400 naming the message at fault by its index, as OpenAI's "messages[1].content" does:
+// in a long conversation "a user message needs content" alone leaves the client to find it.
+[[noreturn]] void bad_message(size_t i, const std::string& what) {
+  throw ApiError(400, cat("messages[", i, "] ", what), "messages");
+}
+
 // A message's content: a string, or an array of {"type": "text", "text": ...} parts
 // joined (as newer clients send). An assistant's may be null (absent).
-std::string content_of(const json& m, const std::string& role) {
+std::string content_of(const json& m, const std::string& role, size_t i) {
   const json* c = field(m, "content");
   if (!c) {
     if (role == "assistant") return "";
-    bad("messages", cat("a ", role, " message needs content"));
+    bad_message(i, cat("(", role, ") needs content"));
   }
   if (c->is_string()) return c->get<std::string>();
-  if (!c->is_array()) bad("messages", cat("content must be a string or an array of text parts, got ", c->type_name()));
+  if (!c->is_array()) bad_message(i, cat("content must be a string or an array of text parts, got ", c->type_name()));
   std::string joined;
   for (const json& part : *c) {
     const json* type = part.is_object() ? field(part, "type") : nullptr;
     const json* text = part.is_object() ? field(part, "text") : nullptr;
     if (!type || *type != "text" || !text || !text->is_string())
-      bad("messages", "content parts must be {\"type\": \"text\", \"text\": \"...\"}: this model reads text only");
+      bad_message(i, "content parts must be {\"type\": \"text\", \"text\": \"...\"}: this model reads text only");
     joined += text->get<std::string>();
   }
   return joined;
@@ -45,7 +53,7 @@ std::vector<ChatMessage> chat_messages(const std::vector<std::pair<std::string, 
   std::vector<ChatMessage> out;
   for (const auto& [role, content] : messages) {
     if (role != "system" && role != "developer" && role != "user" && role != "assistant")
-      bad("messages", cat("role must be system, developer, user or assistant, got \"", role, "\""));
+      bad_message(out.size(), cat("role must be system, developer, user or assistant, got \"", role, "\""));
     out.push_back({role == "developer" ? "system" : role, content});  // ChatML knows a system message
   }
   return out;
@@ -65,11 +73,12 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
   if (!m->is_array() || m->empty()) bad("messages", "must be a non-empty array of {role, content}");
   std::vector<std::pair<std::string, std::string>> messages;
   for (const json& message : *m) {
-    if (!message.is_object()) bad("messages", cat("each message must be an object, got ", message.type_name()));
+    const size_t i = messages.size();
+    if (!message.is_object()) bad_message(i, cat("must be an object, got ", message.type_name()));
     const json* role = field(message, "role");
-    if (!role || !role->is_string()) bad("messages", "each message needs a role (a string)");
+    if (!role || !role->is_string()) bad_message(i, "needs a role (a string)");
     const std::string r = role->get<std::string>();
-    messages.emplace_back(r, content_of(message, r));
+    messages.emplace_back(r, content_of(message, r, i));
   }
   // A character the model lacks is named where the user typed it, in its message,
   // not at its place in the template around the messages.
@@ -77,8 +86,7 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
     try {
       tokenizer.encode(messages[i].second);
     } catch (const Error& e) {
-      bad("messages", cat("message ", i, " (", messages[i].first, ") cannot be encoded by this model's tokenizer: ",
-                          e.what()));
+      bad_message(i, cat("(", messages[i].first, ") cannot be encoded by this model's tokenizer: ", e.what()));
     }
   }
   CompletionRequest r;
@@ -91,9 +99,19 @@ CompletionRequest parse_chat_completion(const std::string& body, const Tokenizer
   } else {
     r.prompt = encode_prompt(tokenizer, chat_prompt(messages), "messages", limits.max_prompt_tokens);
   }
-  r.sample.max_new_tokens = limits.max_tokens;  // OpenAI's default: as long as allowed
-  for (const char* name : {"max_completion_tokens", "max_tokens"})
-    if (const json* v = j.get(name)) r.sample.max_new_tokens = integer(*v, name, 1, limits.max_tokens);
+  // max_tokens is max_completion_tokens' older name: both given and different, which one
+  // the client meant is not for the server to guess.
+  std::optional<int64_t> asked;
+  for (const char* name : {"max_completion_tokens", "max_tokens"}) {
+    const json* v = j.get(name);
+    if (!v) continue;
+    const int64_t n = integer(*v, name, 1, limits.max_tokens);
+    if (asked && *asked != n)
+      bad(name, cat("is ", n, " but max_completion_tokens is ", *asked,
+                    ": give one of them (max_tokens is its older name)"));
+    asked = n;
+  }
+  r.sample.max_new_tokens = asked.value_or(limits.max_tokens);  // OpenAI's default: as long as allowed
   parse_sampling(j, r, tokenizer);
   if (!r.end_token) r.stop.push_back(kChatTurnEnd);  // the plain template's turn ends at a blank line
   for (const char* unsupported : {"tools", "functions", "response_format"})

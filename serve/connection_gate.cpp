@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <system_error>
 
+#include "base/error.h"
 #include "serve/gathered_stream.h"
 
 namespace folio::serve {
@@ -73,8 +75,15 @@ GatedServer::GatedServer(GateOptions options, std::function<std::string(int, con
     : options_(options), error_body_(std::move(error_body)) {
   new_task_queue = [] { return new InlineQueue; };
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  poller_ = std::thread([this] { poll_loop(); });
-  for (int i = 0; i < std::max(1, options_.threads); ++i) pool_.emplace_back([this] { pool_loop(); });
+  try {
+    poller_ = std::thread([this] { poll_loop(); });
+    for (int i = 0; i < std::max(1, options_.threads); ++i) pool_.emplace_back([this] { pool_loop(); });
+  } catch (const std::system_error& e) {  // the threads the system allows, fewer than asked
+    stop_gate();  // joins those started: a joinable thread destroyed would abort
+    ::close(wake_fd_);
+    fail("serve", "cannot start ", std::max(1, options_.threads), " threads to run requests (one for each slot "
+         "and each place in the queue, and 32 more): ", e.what(), "; fewer --slots or a shorter --queue");
+  }
 }
 
 GatedServer::~GatedServer() {

@@ -1,7 +1,12 @@
 #include "serve/scheduler.h"
 
-#include <random>
+#include <unistd.h>
 
+#include <cmath>
+#include <random>
+#include <system_error>
+
+#include "infer/decoder.h"
 #include "infer/generator.h"
 
 namespace folio::serve {
@@ -48,13 +53,29 @@ struct Scheduler::Slot {
 
 Scheduler::Scheduler(const ModelCheckpoint& model, SchedulerOptions options) : model_(model), options_(options) {
   if (options_.slots < 1) fail("serve", "slots must be >= 1, got ", options_.slots);
+  // Every slot's KV cache is allocated and zeroed as the decoding thread starts: slots
+  // the machine's memory cannot hold would meet the OOM killer there, after the server
+  // said it was up, rather than this error now.
+  const int64_t per_slot = infer::Decoder::cache_bytes_per_stream(model_.model->config());
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const int64_t memory = pages > 0 && page > 0 ? int64_t(pages) * page : 0;
+  if (memory > 0 && options_.slots > memory / per_slot)
+    fail("serve", "--slots ", options_.slots, ": each slot's KV cache takes ", per_slot >> 10, " KiB, so ",
+         options_.slots, " would take ", std::round(double(per_slot) * double(options_.slots) / double(1 << 30)),
+         " GiB, more than this machine's ", memory >> 30, " GiB of memory: at most ", memory / per_slot, " slots");
   for (int64_t s = 0; s < options_.slots; ++s) slots_.push_back(std::make_unique<Slot>());
-  if (options_.batched) {
-    threads_.emplace_back([this] { run_batched(); });
-  } else {
-    // One copy of the stored weights for every slot's decoder.
-    matrices_ = infer::Generator::store(*model_.model, options_.weights);
-    for (int64_t s = 0; s < options_.slots; ++s) threads_.emplace_back([this, s] { run_alone(s); });
+  try {
+    if (options_.batched) {
+      threads_.emplace_back([this] { run_batched(); });
+    } else {
+      // One copy of the stored weights for every slot's decoder.
+      matrices_ = infer::Generator::store(*model_.model, options_.weights);
+      for (int64_t s = 0; s < options_.slots; ++s) threads_.emplace_back([this, s] { run_alone(s); });
+    }
+  } catch (const std::system_error& e) {  // the threads the system allows, fewer than asked
+    stop(std::chrono::milliseconds(0));  // joins those started: a joinable thread destroyed would abort
+    fail("serve", "cannot start ", options_.batched ? 1 : options_.slots, " decoding threads: ", e.what(),
+         options_.batched ? "" : " (fewer --slots)");
   }
 }
 

@@ -2,7 +2,10 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "base/error.h"
@@ -43,7 +46,8 @@ GateOptions gate_options(const ServerOptions& o) {
   g.max_waiting = o.max_waiting;
   // Threads run whole requests only: every slot and queued request may hold one while
   // it streams or waits, and the rest answer everything else.
-  g.threads = o.http_threads > 0 ? o.http_threads : int(o.scheduler.slots + o.scheduler.queue + 32);
+  g.threads = o.http_threads > 0 ? o.http_threads
+                                  : int(std::min<int64_t>(o.scheduler.slots + o.scheduler.queue + 32, INT_MAX));
   return g;
 }
 
@@ -133,11 +137,16 @@ void Server::Routes::install() {
     AccessLog::begin();
     if (options.api_key.empty() || !needs_key(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
-    const std::string_view prefix = "Bearer ";
-    if (auth.size() < prefix.size() || auth.compare(0, prefix.size(), prefix) != 0 ||
-        !same_key(std::string_view(auth).substr(prefix.size()), options.api_key)) {
+    // The scheme is case-insensitive (RFC 9110): "bearer KEY" is the right key too.
+    const std::string_view prefix = "bearer ";
+    const bool bearer = auth.size() >= prefix.size() &&
+                        std::equal(prefix.begin(), prefix.end(), auth.begin(),
+                                   [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+    if (!bearer || !same_key(std::string_view(auth).substr(prefix.size()), options.api_key)) {
       reply_error(res, ApiError(401, auth.empty() ? "no API key: send the header Authorization: Bearer KEY"
-                                                  : "wrong API key"));
+                                 : bearer         ? "wrong API key"
+                                                  : "the Authorization header is not Bearer KEY: send the key as "
+                                                    "Authorization: Bearer KEY"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;

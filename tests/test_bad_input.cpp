@@ -93,6 +93,7 @@ class BadInput : public ::testing::Test {
     spit(d / "other_vocab.txt", std::string(2000, 'a') + "\xe2\x98\x83 snowmen are not Shakespeare\n");
     spit(d / "file.txt", "a regular file, not a directory");
     spit(d / "prompt_unknown.txt", "\xe2\x98\x83");
+    spit(d / "prompt_bad_utf8.txt", "ab\xff");
     // A corpus whose NAME is not valid UTF-8: it could not be saved in a checkpoint.
     fs::copy_file(d.path / "corpus.txt", d.path / "corpus\xff.txt");
   }
@@ -243,7 +244,10 @@ TEST_F(BadInput, Files) {
       {{"eval", "--checkpoint", at("run"), "--data", at("short.txt")}, {"short.txt", "block_size + 1"}},
       // Prompts the vocabulary cannot encode, inline and from a file.
       {{"generate", "--checkpoint", at("run"), "--prompt", "caf\xc3\xa9"}, {"U+00E9"}},
-      {{"generate", "--checkpoint", at("run"), "--prompt-file", at("prompt_unknown.txt")}, {"U+2603"}},
+      {{"generate", "--checkpoint", at("run"), "--prompt-file", at("prompt_unknown.txt")},
+       {"--prompt-file " + at("prompt_unknown.txt"), "U+2603"}},
+      {{"generate", "--checkpoint", at("run"), "--prompt-file", at("prompt_bad_utf8.txt")},
+       {"--prompt-file " + at("prompt_bad_utf8.txt"), "invalid UTF-8"}},
       {{"generate", "--checkpoint", at("run"), "--prompt-file", at("missing.txt")}, {"missing.txt"}},
       {{"generate", "--checkpoint", at("run"), "--prompt", "\xff"}, {"invalid UTF-8"}},
   };

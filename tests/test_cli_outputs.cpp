@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "data/base64.h"
@@ -113,6 +114,56 @@ TEST_F(CliOutputs, AnOutputThatCannotBeWrittenIsExitTwo) {
   }
 }
 
+// An output path that is no file (a FIFO here, as /dev/null is a device) is refused,
+// --overwrite or not: the output is renamed over what is there, which would replace the
+// FIFO, or /dev/null for everyone on the machine, with a file.
+TEST_F(CliOutputs, OverwriteNeverReplacesWhatIsNotAFile) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2) + " --activation gelu --no-bias --pos rope").code, 0);
+  ASSERT_EQ(::mkfifo(p("fifo").c_str(), 0644), 0);
+  fs::create_symlink(p("fifo"), p("link"));
+  fs::create_directories(dir_ / "hf");
+  ASSERT_EQ(::mkfifo(p("hf/config.json").c_str(), 0644), 0);
+  for (const std::string& args :
+       {"export " + p("run") + " " + p("fifo"), "export " + p("run") + " " + p("link"),
+        "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("fifo"),
+        "plot " + p("run") + " --out " + p("link"),
+        "export --format hf " + p("run") + " " + p("hf"), "export " + p("run") + " " + p("fifo") + " --overwrite",
+        "attention --checkpoint " + p("run") + " --prompt 'To be' --out " + p("link") + " --overwrite",
+        "export --format hf " + p("run") + " " + p("hf") + " --overwrite"}) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    expect_contains(r.err, {" is a FIFO, not a file", "give the path of a file"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
+  }
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(p("fifo"))) && fs::is_symlink(fs::symlink_status(p("link"))));
+}
+
+// --overwrite replaces an earlier output, never the file the command reads: an export
+// onto its own checkpoint, an HF export into its own run, an import onto the files it
+// imports are each refused (exit 2, naming the input) with nothing changed.
+TEST_F(CliOutputs, OverwriteNeverReplacesTheInput) {
+  spit(dir_ / "tiny.tiktoken", tiktoken_file());
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2) + " --activation gelu --no-bias --pos rope").code, 0);
+  ASSERT_EQ(folio("train --data " + text() + run("bpe", 2) + " --tokenizer " + p("tiny.tiktoken") + kGpt2Shape).code, 0);
+  ASSERT_EQ(folio("export --format hf " + p("bpe") + " " + p("hf")).code, 0);
+  fs::create_directories(dir_ / "g");
+  ASSERT_EQ(folio("export " + p("run") + " " + p("g/model.safetensors")).code, 0);  // a GGUF, oddly named
+  const auto refused = [&](const std::string& args, const std::string& input) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio(args + " --overwrite");
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    expect_contains(r.err, {"would replace " + input, "which this command reads"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
+  };
+  refused("export " + p("run") + " " + p("run/model.safetensors"), p("run/model.safetensors"));
+  refused("export " + p("run/best.safetensors") + " " + p("bpe/../run/best.safetensors"), p("run/best.safetensors"));
+  refused("export --format hf " + p("bpe") + " " + p("bpe"), p("bpe/model.safetensors"));
+  refused("import " + p("hf") + " --from-hf " + p("hf"), p("hf/model.safetensors"));
+  refused("import " + p("g") + " --from " + p("g/model.safetensors"), p("g/model.safetensors"));
+  EXPECT_EQ(folio("generate --checkpoint " + p("bpe") + " --max-new-tokens 3").code, 0);
+}
+
 // HF's directory with GPT-2's byte-level BPE: written, refused a second time,
 // replaced with --overwrite, and imported back. Any other tokenizer is refused: the
 // directory would hold weights nothing could tokenize for.
@@ -128,6 +179,10 @@ TEST_F(CliOutputs, HfExportHoldsItsTokenizerOrIsRefused) {
   ASSERT_EQ(over.code, 0) << over.err;
   const Result back = folio("import " + p("back") + " --from-hf " + p("hf"));
   EXPECT_EQ(back.code, 0) << back.err;
+  // The directory where a run goes: named as HF's, with the import that reads it.
+  const Result gen = folio("generate --checkpoint " + p("hf") + " --max-new-tokens 2");
+  EXPECT_EQ(gen.code, 2) << gen.err;
+  expect_contains(gen.err, {p("hf") + "/model.safetensors", "folio import RUN --from-hf DIR"});
 
   ASSERT_EQ(folio("train --data " + text() + run("spm", 2) + " --tokenizer bpe --vocab-size 400" + kGpt2Shape).code, 0);
   ASSERT_EQ(folio("train --data " + text() + run("chars", 2) + kGpt2Shape).code, 0);

@@ -302,6 +302,16 @@ TEST_F(GgufCli, ExportImportRoundTripGeneratesTheSameText) {
   const Result bad = folio("import " + (dir_ / "other") + " --from " + text());
   EXPECT_EQ(bad.code, 2);
   expect_contains(bad.err, {"not a GGUF file"});
+  // The GGUF itself where a checkpoint is wanted: named as GGUF, with the import that
+  // makes a run of it, not taken for a safetensors file with a strange length.
+  for (const std::string& command : {"generate --checkpoint " + (dir_ / "m.gguf") + " --max-new-tokens 2",
+                                     "eval --checkpoint " + (dir_ / "m.gguf") + " --data " + text(),
+                                     "export " + (dir_ / "m.gguf") + " " + (dir_ / "again.gguf")}) {
+    const Result r = folio(command);
+    EXPECT_EQ(r.code, 2) << command << "\n" << r.err;
+    expect_contains(r.err, {dir_ / "m.gguf", "a GGUF file", "folio import RUN --from " + (dir_ / "m.gguf")});
+    EXPECT_EQ(r.err.find("header length"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -95,6 +95,11 @@ TEST(ParseCompletion, RefusesBadFieldsWithTheirNames) {
   EXPECT_EQ(r.sample.top_k, 3);
   EXPECT_TRUE(r.has_seed && r.seed == 5 && r.stream);
   EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  // Without max_tokens, OpenAI's 16, but never past the server's --max-tokens: a client
+  // that leaves the field out gets no more than one that sets it may ask for.
+  EXPECT_EQ(serve::parse_completion(R"({"prompt": "a"})", *tokenizer(), limits).sample.max_new_tokens, 16);
+  const serve::ApiLimits five{.max_tokens = 5, .max_prompt_tokens = 50};
+  EXPECT_EQ(serve::parse_completion(R"({"prompt": "a"})", *tokenizer(), five).sample.max_new_tokens, 5);
 }
 
 // Every route that reads a body takes the fields docs/serve.md gives it, and refuses
@@ -332,7 +337,10 @@ TEST_F(ServeRoutes, KeysLimitsAndAFullQueue) {
   expect_error_object(c.Post("/v1/completions", body, "application/json"), 401, "no API key");
   expect_error_object(c.Post("/v1/completions", {{"Authorization", "Bearer s3creT"}}, body, "application/json"), 401,
                       "wrong API key");
-  expect_error_object(c.Get("/v1/models", {{"Authorization", "Basic s3cret"}}), 401, "wrong API key");
+  expect_error_object(c.Get("/v1/models", {{"Authorization", "Basic s3cret"}}), 401, "is not Bearer KEY");
+  // The scheme is case-insensitive, as HTTP's are.
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "bearer s3cret"}})->status, 200);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "BEARER s3cret"}})->status, 200);
   EXPECT_EQ(c.Get("/health")->status, 200);  // open: a load balancer's probe has no key
   const httplib::Headers auth = {{"Authorization", "Bearer s3cret"}};
   auto r = c.Post("/v1/completions", auth, body, "application/json");

@@ -24,7 +24,7 @@ TEST(ParseChatCompletion, AnUnknownCharacterIsPlacedInItsOwnMessage) {
         *tokenizer(), limits, 64);
     ADD_FAILURE() << "accepted a character the model lacks";
   } catch (const ApiError& e) {
-    testing::expect_contains(e.what(), {"message 1 (user)", "at position 2"});
+    testing::expect_contains(e.what(), {"messages[1] (user) cannot be encoded", "at position 2"});
   }
 }
 
@@ -38,7 +38,12 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
       {R"({"messages": [3]})", 400, "messages", "must be an object"},
       {R"({"messages": [{"content": "a"}]})", 400, "messages", "needs a role"},
       {R"({"messages": [{"role": "tool", "content": "a"}]})", 400, "messages", "role must be"},
-      {R"({"messages": [{"role": "user"}]})", 400, "messages", "needs content"},
+      {R"({"messages": [{"role": "user"}]})", 400, "messages", "messages[0] (user) needs content"},
+      {R"({"messages": [{"role": "user", "content": "a"}, 3]})", 400, "messages", "messages[1] must be an object"},
+      {R"({"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}]})", 400, "messages",
+       "messages[1] role must be"},
+      {R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": [3]}]})", 400, "messages",
+       "messages[1] content parts must be"},
       {R"({"messages": [{"role": "user", "content": 7}]})", 400, "messages", "string or an array"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})", 400, "messages",
        "text only"},
@@ -48,6 +53,8 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
       {R"({"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": 101})", 400,
        "max_completion_tokens", "[1, 100]"},
       {R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 0})", 400, "max_tokens", "[1, 100]"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 5, "max_completion_tokens": 6})", 400,
+       "max_tokens", "max_tokens is 5 but max_completion_tokens is 6"},
       {R"({"messages": [{"role": "user", "content": "a"}], "temperature": 3})", 400, "temperature", "[0, 2]"},
       {R"({"messages": [{"role": "user", "content": "a"}], "stop": [1]})", 400, "stop", "strings"},
       {R"({"messages": [{"role": "user", "content": "a"}], "n": 3})", 400, "n", "must be 1"},
@@ -66,6 +73,9 @@ TEST(ParseChatCompletion, RefusesBadMessagesWithTheirNames) {
   EXPECT_EQ(r.sample.max_new_tokens, 7);
   EXPECT_TRUE(r.has_seed && r.seed == 5 && r.stream);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "\n\n"}));
+  const std::string both =
+      R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 9, "max_completion_tokens": 9})";
+  EXPECT_EQ(serve::parse_chat_completion(both, *tokenizer(), limits, 64).sample.max_new_tokens, 9);  // the same: taken
   const std::string bare = R"({"messages": [{"role": "user", "content": "a"}]})";
   EXPECT_EQ(serve::parse_chat_completion(bare, *tokenizer(), limits, 64).sample.max_new_tokens,
             100);  // no max_tokens: as many as the server allows, up to the turn's end

@@ -205,5 +205,39 @@ TEST(ServeModelCard, TheRunsNameAndTheFirstLineOfItsText) {
   EXPECT_EQ(card.prompt, "\n");
 }
 
+// Slots or queue places the machine cannot hold, and an empty --host, are refused at
+// start (exit 2, naming the option), not an abort when the threads run out, the OOM
+// killer after the banner, or a listener elsewhere than the banner says. The address
+// space is capped (ulimit -v) so that running out comes early and costs nothing outside
+// the test: each thread reserves its stack, each slot its state.
+TEST(ServeStart, OptionsItCannotHonourAreExitTwoAtStart) {
+  if (built_with_asan()) GTEST_SKIP() << "ASan reserves more address space than the cap";
+  TempDir dir("serve_start");
+  const ModelCheckpoint ck = small_model();
+  save_model(dir / "m.safetensors", *ck.model, *tokenizer(), 3);
+  const auto serve = [&](const std::string& options, long address_kib) {
+    const std::string err = dir / "err.txt";
+    const std::string command = cat("ulimit -s 8192 && ulimit -v ", address_kib, " && exec timeout 60 ", FOLIO_BINARY,
+                                    " serve --checkpoint ", dir / "m.safetensors", " --port 0 --quiet --threads 1 ",
+                                    options, " >/dev/null 2>", err);
+    const int status = std::system(command.c_str());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
+  };
+  const auto [slots, slots_err] = serve("--slots 1000000000", 2000000);  // their caches: terabytes
+  EXPECT_EQ(slots, 2) << slots_err;
+  expect_contains(slots_err, {"--slots 1000000000: each slot's KV cache takes", "GiB of memory: at most"});
+  const auto [queue, queue_err] = serve("--queue 1000", 1000000);  // 1,036 threads of 8 MiB stacks
+  EXPECT_EQ(queue, 2) << queue_err;
+  expect_contains(queue_err, {"cannot start 1036 threads to run requests", "a shorter --queue"});
+  const auto [alone, alone_err] = serve("--slots 1000 --no-batching --queue 0", 1000000);
+  EXPECT_EQ(alone, 2) << alone_err;
+  expect_contains(alone_err, {"cannot start 1000 decoding threads", "fewer --slots"});
+  // An empty --host (an unset variable) is no address: httplib listened on ::1 while the
+  // banner said http://:PORT/.
+  const auto [host, host_err] = serve("--host ''", 4000000);
+  EXPECT_EQ(host, 2) << host_err;
+  expect_contains(host_err, {"--host is empty"});
+}
+
 }  // namespace
 }  // namespace folio
