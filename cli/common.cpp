@@ -92,22 +92,26 @@ void check_takes_files(const std::string& named, const std::filesystem::path& di
                          std::error_code(err, std::generic_category()).message(), ")"));
 }
 
-// What an output may replace: nothing, or a regular file (or a link to one). The new
-// file is written beside it and renamed over it, so a device, a FIFO or a socket
-// (/dev/null, /dev/stdout) would itself be replaced by a file: refused, --overwrite or not.
-void check_replaceable(const std::string& named, const std::filesystem::path& path) {
+// What an output may replace: nothing, or a regular file. The new file is written beside
+// it and renamed over it, so a symbolic link would itself be replaced by a file (its
+// target left as it was), and so would a device, a FIFO or a socket (/dev/null, and
+// /dev/stdout, a link to one): refused, --overwrite or not. `named` is the option or
+// argument; a path inside an output directory is named too.
+void check_replaceable(const std::string& named, const std::filesystem::path& path, bool name_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::file_status target = fs::status(path, ec);  // a dangling link: not_found, replaced harmlessly
-  if (!fs::exists(target) || fs::is_regular_file(target)) return;
-  const char* kind = fs::is_directory(target)           ? "a directory"
-                     : fs::is_character_file(target)    ? "a character device"
-                     : fs::is_block_file(target)        ? "a block device"
-                     : fs::is_fifo(target)              ? "a FIFO"
-                     : fs::is_socket(target)            ? "a socket"
-                                                        : "not a regular file";
-  throw UsageError(cat(named, ": ", path.string(), " is ", kind, ", not a file: the output is written beside it and "
-                       "renamed over it, which would replace it; give the path of a file"));
+  const fs::file_status s = fs::symlink_status(path, ec);
+  if (!fs::exists(s) || fs::is_regular_file(s)) return;
+  const char* kind = fs::is_symlink(s)           ? "a symbolic link"
+                     : fs::is_directory(s)       ? "a directory"
+                     : fs::is_character_file(s)  ? "a character device"
+                     : fs::is_block_file(s)      ? "a block device"
+                     : fs::is_fifo(s)            ? "a FIFO"
+                     : fs::is_socket(s)          ? "a socket"
+                                                 : "of another kind";
+  throw UsageError(cat(named, ": ", name_path ? path.string() + " " : "", "is ", kind,
+                       ", not a regular file: the output is written beside it and renamed over it, which would "
+                       "replace it; give a regular file's path"));
 }
 
 }  // namespace
@@ -124,15 +128,10 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
   const bool overwrite = vm.count("overwrite") && vm["overwrite"].as<bool>();
   if (files_inside.empty()) {  // one file, written next to itself and renamed (write_file_atomic)
     if (fs::is_directory(path, ec)) throw UsageError(cat(named, ": is a directory, not a file"));
-    // The output is written beside the path and renamed over it: over a symbolic link or
-    // a device (/dev/stdout, itself a link) that would put a file in the link's place.
-    if (const fs::file_status s = fs::symlink_status(path, ec); fs::exists(s) && !fs::is_regular_file(s))
-      throw UsageError(cat(named, ": is ", fs::is_symlink(s) ? "a symbolic link" : "a device, FIFO or socket",
-                           ", which writing the file whole would replace: give a regular file's path"));
     const fs::path parent = fs::absolute(path, ec).parent_path();
     if (!fs::is_directory(parent, ec))
       throw UsageError(cat(named, ": ", parent.string(), " is not an existing directory"));
-    check_replaceable(named, path);
+    check_replaceable(named, path, false);
     if (!overwrite && fs::exists(fs::symlink_status(path, ec)))
       throw UsageError(cat(named, ": already exists; --overwrite replaces it, or give another path"));
     check_takes_files(named, parent, true);
@@ -147,7 +146,7 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
                                  : cat(named, ": ", p.string(), " is not a directory"));
   std::string there;
   for (const std::string& f : files_inside) {
-    check_replaceable(named, fs::path(path) / f);
+    check_replaceable(named, fs::path(path) / f, true);
     if (fs::exists(fs::symlink_status(fs::path(path) / f, ec))) there += cat(there.empty() ? "" : ", ", f);
   }
   if (!overwrite && !there.empty())
