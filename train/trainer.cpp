@@ -366,6 +366,7 @@ Trainer::Losses Trainer::run() {
   Batch batch;
   model_->train();
   bool interrupted = false;
+  bool stopped_at_save = false;  // the stop came during an evaluation, whose save is then the last
   auto more = [&] {
     return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
   };
@@ -377,16 +378,19 @@ Trainer::Losses Trainer::run() {
       while (more() && stop_reason_.empty() && !(interrupted = dist::any(stop_requested()))) {
         // An evaluation guards every save: a non-finite loss or weight diverges first,
         // so a checkpoint never holds diverged weights.
-        if (step_ % tc.eval_interval == 0 && step_ != no_eval_at_ &&
-            !evaluate_and_save(progress, schedule))
-          continue;
+        if (step_ % tc.eval_interval == 0 && step_ != no_eval_at_) {
+          if (!evaluate_and_save(progress, schedule)) continue;
+          // Heard while it evaluated (which can take long): the checkpoint just saved
+          // is the run's last, not one more step and another evaluation.
+          if ((stopped_at_save = interrupted = dist::any(stop_requested()))) break;
+        }
         train_step(progress, schedule, params, batch);  // the step after, or one rolled back to
       }
     }
     // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
     if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
     // The last evaluation guards the last save: rolled back from it, the run trains on.
-    again = stop_reason_.empty() && (step_ > first_step || !opt_.resume) &&
+    again = stop_reason_.empty() && !stopped_at_save && (step_ > first_step || !opt_.resume) &&
             !evaluate_and_save(progress, schedule) && stop_reason_.empty() && !interrupted;
   }
   report_end(progress, interrupted, first_step, run_start_seconds);
