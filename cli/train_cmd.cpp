@@ -275,6 +275,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
     warnings.push_back(cat("--data ", o.train.data, " is not the data the run trained on so far (",
                            saved_state.config.data, "): best.safetensors (val loss ", saved_state.best_val_loss,
                            " on that data's val split) will be compared with val losses on this data's"));
+  // So does another --val-fraction, on the same text or conversations: their split moves,
+  // and what the model trained on may now be val (a token directory's split is its shards).
+  if (o.resume && tc.train_fraction != saved_state.config.train_fraction && !trainer->data().is_token_dir())
+    warnings.push_back(cat("--val-fraction ", shown(1 - tc.train_fraction), " is not the run's ",
+                           shown(1 - saved_state.config.train_fraction), ": the split of ", o.train.data,
+                           " moves, so best.safetensors (val loss ", saved_state.best_val_loss,
+                           " on the old val split) will be compared with val losses on the new one, which may hold "
+                           "text the model trained on"));
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;
