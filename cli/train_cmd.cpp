@@ -288,6 +288,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;
     if (steps_done || time_done)
       return [=] {
+        if (!dist::is_root()) return 0;  // the ranks hold the same run: one says so
         std::printf("%s is at step %lld%s: nothing left to do (%s continues it)\n", o.out_dir.c_str(),
                     (long long)saved_state.step,
                     steps_done ? cat(" of --max-iters ", tc.max_iters).c_str()
