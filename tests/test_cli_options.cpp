@@ -58,16 +58,25 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
   const Result t = folio("train --config " + recipe + " --data " + corpus_ + " --out " + (dir_ / "run") + " --quiet");
   ASSERT_EQ(t.code, 0) << t.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "run")).out, {"step         3\n"});
+  // Saved by an editor that starts a UTF-8 file with a byte order mark: the same recipe.
+  std::ofstream(dir_ / "bom.ini") << "\xEF\xBB\xBFn-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\nmax-iters = 2\n";
+  const Result bom = folio("train --config " + (dir_ / "bom.ini") + " --data " + corpus_ + " --out " +
+                           (dir_ / "bom") + " --eval-iters 1 --quiet");
+  ASSERT_EQ(bom.code, 0) << bom.err;
+  testing::expect_contains(folio("info --checkpoint " + (dir_ / "bom")).out, {"1 layers, 2 heads, n_embd 16"});
 
   std::ofstream(dir_ / "section.ini") << "n-layer = 1\n\n[model]\nn-embd = 16\n";
   std::ofstream(dir_ / "typo.ini") << "# a comment\nn-layers = 2\n";
   std::ofstream(dir_ / "value.ini") << "n-layer = 1\nlr = fast\n";
   std::ofstream(dir_ / "noeq.ini") << "n-layer 1\n";
+  std::ofstream(dir_ / "nested.ini") << "n-layer = 1\nconfig = " << recipe << "\n";
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"train --config " + (dir_ / "section.ini"), "section.ini:3: section [model]"},
            {"train --config " + (dir_ / "typo.ini"), "typo.ini:2: unknown option 'n-layers' (did you mean --n-layer?)"},
            {"train --config " + (dir_ / "value.ini"), "value.ini:2: "},
            {"train --config " + (dir_ / "noeq.ini"), "noeq.ini:1: expected a line such as 'max-iters = 5000'"},
+           {"train --config " + (dir_ / "nested.ini"),
+            "nested.ini:2: 'config' cannot be set in a recipe (one --config on the command line"},
            {"train --n-embed 64", "unknown option '--n-embed' (did you mean --n-embd?)"},
            {"train --max_iters 64", "(did you mean --max-iters?)"},
            // A prefix is a typo too, not the one option it begins.
