@@ -172,16 +172,29 @@ std::function<int()> prepare(const po::variables_map& vm) {
   // A run that stopped before its first save (killed, or diverged at once) left no
   // state.safetensors: there is nothing to --resume.
   const bool resumable = fs::exists(run.state_file());
+  // Weights without a state: a run whose state was deleted (only --resume reads it), not
+  // one that never saved. --overwrite would replace them; --init-from trains on from them.
+  const std::string weights_only =
+      resumable || !fs::exists(run.model_file())
+          ? ""
+          : cat(" holds a run's weights (", run.model_file(), ") but no state.safetensors, which --resume needs (the "
+                "optimizer's moments, the data's position): train on from the weights as a new run with --init-from ",
+                o.out_dir, " --out ANOTHER_DIR (a fresh optimizer and schedule), or replace them with --overwrite");
   if (!o.resume && !o.overwrite && run.holds_run())
     throw UsageError(resumable ? cat("--out ", o.out_dir, " already holds a run: continue it with --resume, replace it "
                                      "with --overwrite, or give another --out")
-                               : cat("--out ", o.out_dir, " already holds the files of a run that saved no checkpoint "
-                                     "(no state.safetensors), which cannot be resumed: start it again with "
-                                     "--overwrite, or give another --out"));
+                     : !weights_only.empty()
+                         ? cat("--out ", o.out_dir, weights_only)
+                         : cat("--out ", o.out_dir, " already holds the files of a run that saved no checkpoint "
+                               "(no state.safetensors), which cannot be resumed: start it again with "
+                               "--overwrite, or give another --out"));
   if (o.resume && !resumable)
-    throw UsageError(cat("--resume: ", o.out_dir, " holds no checkpoint to continue (no ", run.state_file(), ")",
-                         run.holds_run() ? ": its run stopped before its first save; start it again with --overwrite"
-                                         : ": train into it without --resume"));
+    throw UsageError(!weights_only.empty()
+                         ? cat("--resume: ", o.out_dir, weights_only)
+                         : cat("--resume: ", o.out_dir, " holds no checkpoint to continue (no ", run.state_file(), ")",
+                               run.holds_run() ? ": its run stopped before its first save; start it again with "
+                                                 "--overwrite"
+                                               : ": train into it without --resume"));
   TrainState saved_state;
   std::string schedule_note, spike_note;
   std::vector<std::string> warnings;  // said once the run starts, after every check
