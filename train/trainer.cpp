@@ -200,11 +200,17 @@ TrainState Trainer::state() const {
 void Trainer::save(const Losses& losses, TrainState st) {
   const bool first = !has_best_;
   const bool best = first || losses.val < best_val_;
-  if (best) best_val_ = st.best_val_loss = losses.val, has_best_ = true, best_step_ = step_;
+  if (best) st.best_val_loss = losses.val;
+  if (dist::is_root()) {  // the ranks hold the same state; rank 0 writes it
+    const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
+    try {
+      save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
+    } catch (const Error& e) {  // a full disk: say what is still there (kept() reads the last save's figures)
+      throw Error(cat(e.what(), "; ", kept(), saved_step_ < 0 ? "" : " (--resume continues from it)"));
+    }
+  }
+  if (best) best_val_ = losses.val, has_best_ = true, best_step_ = step_;
   saved_val_ = losses.val;
-  if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
-  const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
-  save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
 }
 
 void Trainer::check_ranks_agree() const {
