@@ -163,11 +163,11 @@ void RunDir::save(const nn::GPT& model, const Tokenizer& tokenizer, int64_t step
     save_model(model_file() + kPending, model, tokenizer, step);
     if (best) save_model(best_file() + kPending, *best, tokenizer, step);
     write_state(state_file());  // the commit
-  } catch (const Error&) {
+  } catch (const Error& e) {
     // Not committed: the pending weights are junk (--resume would drop them), and on a
     // full disk they would hold the room that the next save needs.
     for (const std::string& pending : {model_file() + kPending, best_file() + kPending}) ::unlink(pending.c_str());
-    throw;
+    throw SaveNotCommitted(e.what());
   }
   if (best) rename_file(best_file() + kPending, best_file());
   rename_file(model_file() + kPending, model_file());

@@ -11,10 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/tokenizer.h"
 #include "nn/transformer.h"
 
 namespace folio {
+
+// A save that failed before its commit: the directory holds the checkpoint before it, whole.
+struct SaveNotCommitted : Error {
+  using Error::Error;
+};
 
 class RunDir {
  public:
@@ -47,6 +53,7 @@ class RunDir {
   // save_safetensors does). `best`: the weights to keep as best.safetensors (the model
   // itself, or the average of its weights), null when this save is not the best.
   // `first`: the first save of a fresh run, in a directory that may hold another run's.
+  // A failure before the commit throws SaveNotCommitted, after it (the renames) Error.
   void save(const nn::GPT& model, const Tokenizer& tokenizer, int64_t step, const nn::GPT* best, bool first,
             const std::function<void(const std::string& file)>& write_state) const;
 

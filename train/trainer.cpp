@@ -205,7 +205,7 @@ void Trainer::save(const Losses& losses, TrainState st) {
     const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
     try {
       save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
-    } catch (const Error& e) {  // a full disk: say what is still there (kept() reads the last save's figures)
+    } catch (const SaveNotCommitted& e) {  // a full disk: say what is still there (from the last save's figures)
       throw Error(cat(e.what(), "; ", kept(), saved_step_ < 0 ? "" : " (--resume continues from it)"));
     }
   }
