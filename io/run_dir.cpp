@@ -1,6 +1,7 @@
 #include "io/run_dir.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <signal.h>
@@ -99,6 +100,20 @@ void recover_weights(const RunDir& run, int64_t state_step) {
 
 }  // namespace
 
+RunDirLock::RunDirLock(const std::string& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) fail_io(dir, "cannot open the directory to lock it", errno);
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  const int err = errno;
+  ::close(fd_);
+  if (err == EWOULDBLOCK)
+    fail("train", dir, ": another process is training into this run directory (it holds the directory's lock): "
+         "let it finish or stop it first, or give another --out");
+  fail_io(dir, "cannot lock the directory", err);
+}
+
+RunDirLock::~RunDirLock() { ::close(fd_); }
+
 std::string RunDir::file(const char* name) const { return (fs::path(path_) / name).string(); }
 
 void RunDir::check_usable() const {
@@ -142,6 +157,10 @@ bool RunDir::holds_run() const {
   for (const std::string& f : {model_file(), best_file(), state_file(), log_file()})
     if (fs::exists(f, ec)) return true;
   return false;
+}
+
+std::unique_ptr<RunDirLock> RunDir::lock() const {
+  return fs::is_directory(path_) ? std::make_unique<RunDirLock>(path_) : nullptr;
 }
 
 void RunDir::create(bool fresh) const {

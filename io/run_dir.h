@@ -8,6 +8,7 @@
 // (train/run_state.h), and gives RunDir its step and a function that writes it.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,21 @@ namespace folio {
 // A save that failed before its commit: the directory holds the checkpoint before it, whole.
 struct SaveNotCommitted : Error {
   using Error::Error;
+};
+
+// One writer a run directory: while a RunDirLock lives (an flock on the directory, let
+// go when the process ends however it ends), another process's cannot be taken. Two
+// trainers on one --out would interleave their saves (the same pending file names).
+class RunDirLock {
+ public:
+  // fail()s naming the directory if another process holds its lock.
+  explicit RunDirLock(const std::string& dir);
+  ~RunDirLock();
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 class RunDir {
@@ -42,6 +58,8 @@ class RunDir {
   void check_usable() const;
   // The directory holds the files of a run (a weights file, the state or the log).
   bool holds_run() const;
+  // The directory's lock, or null while there is no directory to lock yet.
+  std::unique_ptr<RunDirLock> lock() const;
   // Creates the directory; for a fresh run, also removes the temp files of writers
   // that were killed mid-save.
   void create(bool fresh) const;

@@ -59,7 +59,8 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
   ASSERT_EQ(t.code, 0) << t.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "run")).out, {"step         3\n"});
   // Saved by an editor that starts a UTF-8 file with a byte order mark: the same recipe.
-  std::ofstream(dir_ / "bom.ini") << "\xEF\xBB\xBFn-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\nmax-iters = 2\n";
+  std::ofstream(dir_ / "bom.ini") << "\xEF\xBB\xBFn-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\n"
+                                      "max-iters = 2\n";
   const Result bom = folio("train --config " + (dir_ / "bom.ini") + " --data " + corpus_ + " --out " +
                            (dir_ / "bom") + " --eval-iters 1 --quiet");
   ASSERT_EQ(bom.code, 0) << bom.err;

@@ -30,6 +30,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   opt_.train.validate();
   check_saveable(nullptr, opt_.train);
   run_dir_.check_usable();
+  if (dist::is_root()) lock_ = run_dir_.lock();  // before a resume's recovery; a new directory's in run()
   if (opt_.train.batch_size < dist::size())
     fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch");
@@ -358,6 +359,7 @@ Trainer::Losses Trainer::run() {
   const TrainConfig& tc = opt_.train;
   const PipeSignal pipe_signal;
   if (dist::is_root()) run_dir_.create(!opt_.resume);
+  if (dist::is_root() && !lock_) lock_ = run_dir_.lock();
   Progress progress(progress_options(), opt_.resume);
   const anomaly::Detecting detecting(opt_.detect_anomaly);
   announce(progress);
@@ -372,7 +374,7 @@ Trainer::Losses Trainer::run() {
   Batch batch;
   model_->train();
   bool interrupted = false;
-  bool stopped_at_save = false;  // the stop came during an evaluation, whose save is then the last
+  bool stopped_at_save = false;  // a stop heard during an evaluation: its save is the last
   auto more = [&] {
     return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
   };
