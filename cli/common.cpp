@@ -392,6 +392,7 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   const auto bare = command.positional ? po::exclude_positional : po::include_positional;
   for (const std::string& extra : po::collect_unrecognized(parsed.options, bare))
     throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
+  config_file_options().clear();  // this command's recipe alone (the Python module parses many)
   if (vm.count("config") && !vm["config"].defaulted())
     read_config_file(vm["config"].as<std::string>(), command, options, vm);
   if (vm.count("help")) {
