@@ -252,6 +252,11 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (o.train.data.empty())
     throw UsageError("no --data given, and this folio has no bundled corpus (share/folio/tinyshakespeare.txt beside "
                      "its bin/ directory): give --data FILE");
+  if (!o.resume && config_file_options().count("data") && fs::path(o.train.data).is_relative() &&
+      !fs::exists(o.train.data))
+    throw UsageError(cat("--data ", o.train.data, " (from --config ", o.train.recipe, ") is not there: a recipe's "
+                         "paths are read from the working directory (", fs::current_path().string(), "), not from "
+                         "the recipe's folder"));
   if (!o.resume || given("data")) o.train.data = fs::absolute(o.train.data).lexically_normal().string();
   else if (!fs::exists(o.train.data))
     throw UsageError(cat("the run's text ", o.train.data, " (its saved --data) cannot be found from here: give --data "

@@ -95,7 +95,14 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
 // typed, and where a value they did not type came from.
 TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
   std::ofstream(dir_ / "inf.ini") << "lr = inf\n";
+  // A recipe's relative path is read from the working directory, not the recipe's folder.
+  fs::create_directories(dir_ / "recipes");
+  std::ofstream(dir_ / "recipes/beside.txt") << "text beside the recipe\n";
+  std::ofstream(dir_ / "recipes/data.ini") << "data = beside.txt\n";
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"train --config " + (dir_ / "recipes/data.ini"),
+            "--data beside.txt (from --config " + (dir_ / "recipes/data.ini") + ") is not there: a recipe's paths are "
+            "read from the working directory"},
            {"train --n-embd 64 --n-head 3", "--n-embd 64 is not divisible by --n-head 3\n"},
            {"train --n-head 3", "--n-embd 128 is not divisible by --n-head 3 (--n-embd: the default)"},
            {"train --lr inf", "--lr must be positive, got inf\n"},
