@@ -102,17 +102,20 @@ void recover_weights(const RunDir& run, int64_t state_step) {
 
 RunDirLock::RunDirLock(const std::string& dir) {
   fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd_ < 0) fail_io(dir, "cannot open the directory to lock it", errno);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
   const int err = errno;
   ::close(fd_);
+  fd_ = -1;
   if (err == EWOULDBLOCK)
-    fail("train", dir, ": another process is training into this run directory (it holds the directory's lock): "
+    fail("train", dir, ": another trainer is writing this run directory (it holds the directory's lock): "
          "let it finish or stop it first, or give another --out");
-  fail_io(dir, "cannot lock the directory", err);
+  // Any other error: a file system without locks (some network and FUSE ones), where
+  // the run goes on as before locks, unguarded.
 }
 
-RunDirLock::~RunDirLock() { ::close(fd_); }
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 std::string RunDir::file(const char* name) const { return (fs::path(path_) / name).string(); }
 

@@ -28,7 +28,8 @@ struct SaveNotCommitted : Error {
 // trainers on one --out would interleave their saves (the same pending file names).
 class RunDirLock {
  public:
-  // fail()s naming the directory if another process holds its lock.
+  // fail()s naming the directory if another process holds its lock. On a file system
+  // without locks it guards nothing, and fails nothing.
   explicit RunDirLock(const std::string& dir);
   ~RunDirLock();
   RunDirLock(const RunDirLock&) = delete;

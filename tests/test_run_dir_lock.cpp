@@ -36,7 +36,7 @@ TEST(RunDirLock, ASecondTrainerOnARunBeingWrittenIsRefused) {
   for (const Args& second : {Args{"train", "--resume", "--out", run, "--max-iters", "1"}, overwrite}) {
     const Result r = run_folio(second, d.path);
     EXPECT_EQ(r.code, 2) << show(second) << "\n" << r.err;
-    expect_contains(r.err, {run + ": another process is training into this run directory"});
+    expect_contains(r.err, {run + ": another trainer is writing this run directory"});
   }
   ::kill(first.pid, SIGINT);
   const Exit x = wait_child(first.pid, 120);

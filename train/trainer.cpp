@@ -402,6 +402,7 @@ Trainer::Losses Trainer::run() {
             !evaluate_and_save(progress, schedule) && stop_reason_.empty() && !interrupted;
   }
   report_end(progress, interrupted, first_step, run_start_seconds);
+  lock_.reset();  // written: another trainer may take the run (this one, done, stays readable)
   return last_;
 }
 
