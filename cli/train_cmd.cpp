@@ -162,6 +162,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   o.overwrite = vm["overwrite"].as<bool>();
   o.quiet = vm["quiet"].as<bool>();
   o.out_dir = vm["out"].as<std::string>();
+  if (o.out_dir.empty()) throw UsageError("--out is empty: give the run's directory (its default is out)");
   const RunDir run(o.out_dir);
   // Resuming: the model and the saved training options come from the run; the
   // options given on the command line override the training ones.
@@ -249,6 +250,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
   check_dtype(o.train.dtype);  // a resumed bf16 run too
   o.task_evals = eval_task_option(vm, o.train.eval_interval);
   // The run keeps its text's absolute path: --resume from another directory finds it.
+  if (o.train.data.empty() && given("data"))
+    throw UsageError("--data is empty: give a text file, a token directory or conversations (FILE.jsonl)");
   if (o.train.data.empty())
     throw UsageError("no --data given, and this folio has no bundled corpus (share/folio/tinyshakespeare.txt beside "
                      "its bin/ directory): give --data FILE");

@@ -112,6 +112,7 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"train --parallel both", "--parallel must be data or ops, got 'both'\n"},
            {"train --comm-timeout -1", "--comm-timeout must be >= 0, got -1\n"},
            {"train --config " + (dir_ / "inf.ini"), "--lr must be positive, got inf (--lr from --config "},
+           {"train --data ''", "--data is empty: give a text file, a token directory or conversations"},
            {"train --min-lr 1", "--min-lr 1 outside [0, --lr = 0.001]"},
            {"train --pos rope --n-embd 36 --n-head 4", "--pos rope rotates pairs"},
            {"generate --checkpoint " + trained_run() + " --top-p 0", "--top-p must be in (0, 1], got 0"},
@@ -133,6 +134,9 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
     EXPECT_EQ(r.err.find("[generate]"), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.err.find("[data]"), std::string::npos) << args << ": " << r.err;
   }
+  const Result no_out = folio("train --out ''");  // a variable the shell left empty
+  EXPECT_EQ(no_out.code, 2) << no_out.err;
+  testing::expect_contains(no_out.err, {"--out is empty: give the run's directory"});
 }
 
 // --prompt takes the escapes --help shows for its default ("\n"); --prompt-file with a
