@@ -333,6 +333,7 @@ void read_config_file(const std::string& path, const Command& command, const po:
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const std::string where = cat("--config ", path, ":", number, ": ");
+    if (number == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 byte order mark
     line = trimmed(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     if (line.front() == '[') {
@@ -345,7 +346,10 @@ void read_config_file(const std::string& path, const Command& command, const po:
       throw UsageError(cat(where, "expected a line such as 'max-iters = 5000', got '", line, "'"));
     const std::string name = trimmed(line.substr(0, eq)), value = trimmed(line.substr(eq + 1));
     if (name.empty()) throw UsageError(cat(where, "expected a name before '=', got '", line, "'"));
-    if (!options.find_nothrow(name, false) || name == "config" || name == "help")
+    if (name == "config" || name == "help")
+      throw UsageError(cat(where, "'", name, "' cannot be set in a recipe (one --config on the command line names "
+                           "the recipe, and its lines set the other options)"));
+    if (!options.find_nothrow(name, false))
       throw UsageError(cat(where, "unknown option '", name, "'", did_you_mean(name, options)));
     parsed.emplace_back(name, std::vector<std::string>{value});
     line_of[name] = number;
@@ -388,6 +392,7 @@ bool parse(const Command& command, int argc, char** argv, po::variables_map& vm)
   const auto bare = command.positional ? po::exclude_positional : po::include_positional;
   for (const std::string& extra : po::collect_unrecognized(parsed.options, bare))
     throw UsageError(cat("unexpected argument '", extra, "': every option is named, as in --checkpoint DIR (see --help)"));
+  config_file_options().clear();  // this command's recipe alone (the Python module parses many)
   if (vm.count("config") && !vm["config"].defaulted())
     read_config_file(vm["config"].as<std::string>(), command, options, vm);
   if (vm.count("help")) {

@@ -162,6 +162,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   o.overwrite = vm["overwrite"].as<bool>();
   o.quiet = vm["quiet"].as<bool>();
   o.out_dir = vm["out"].as<std::string>();
+  if (o.out_dir.empty()) throw UsageError("--out is empty: give the run's directory (its default is out)");
   const RunDir run(o.out_dir);
   // Resuming: the model and the saved training options come from the run; the
   // options given on the command line override the training ones.
@@ -172,16 +173,29 @@ std::function<int()> prepare(const po::variables_map& vm) {
   // A run that stopped before its first save (killed, or diverged at once) left no
   // state.safetensors: there is nothing to --resume.
   const bool resumable = fs::exists(run.state_file());
+  // Weights without a state: a run whose state was deleted (only --resume reads it), not
+  // one that never saved. --overwrite would replace them; --init-from trains on from them.
+  const std::string weights_only =
+      resumable || !fs::exists(run.model_file())
+          ? ""
+          : cat(" holds a run's weights (", run.model_file(), ") but no state.safetensors, which --resume needs (the "
+                "optimizer's moments, the data's position): train on from the weights as a new run with --init-from ",
+                o.out_dir, " --out ANOTHER_DIR (a fresh optimizer and schedule), or replace them with --overwrite");
   if (!o.resume && !o.overwrite && run.holds_run())
     throw UsageError(resumable ? cat("--out ", o.out_dir, " already holds a run: continue it with --resume, replace it "
                                      "with --overwrite, or give another --out")
-                               : cat("--out ", o.out_dir, " already holds the files of a run that saved no checkpoint "
-                                     "(no state.safetensors), which cannot be resumed: start it again with "
-                                     "--overwrite, or give another --out"));
+                     : !weights_only.empty()
+                         ? cat("--out ", o.out_dir, weights_only)
+                         : cat("--out ", o.out_dir, " already holds the files of a run that saved no checkpoint "
+                               "(no state.safetensors), which cannot be resumed: start it again with "
+                               "--overwrite, or give another --out"));
   if (o.resume && !resumable)
-    throw UsageError(cat("--resume: ", o.out_dir, " holds no checkpoint to continue (no ", run.state_file(), ")",
-                         run.holds_run() ? ": its run stopped before its first save; start it again with --overwrite"
-                                         : ": train into it without --resume"));
+    throw UsageError(!weights_only.empty()
+                         ? cat("--resume: ", o.out_dir, weights_only)
+                         : cat("--resume: ", o.out_dir, " holds no checkpoint to continue (no ", run.state_file(), ")",
+                               run.holds_run() ? ": its run stopped before its first save; start it again with "
+                                                 "--overwrite"
+                                               : ": train into it without --resume"));
   TrainState saved_state;
   std::string schedule_note, spike_note;
   std::vector<std::string> warnings;  // said once the run starts, after every check
@@ -236,9 +250,16 @@ std::function<int()> prepare(const po::variables_map& vm) {
   check_dtype(o.train.dtype);  // a resumed bf16 run too
   o.task_evals = eval_task_option(vm, o.train.eval_interval);
   // The run keeps its text's absolute path: --resume from another directory finds it.
+  if (o.train.data.empty() && given("data"))
+    throw UsageError("--data is empty: give a text file, a token directory or conversations (FILE.jsonl)");
   if (o.train.data.empty())
     throw UsageError("no --data given, and this folio has no bundled corpus (share/folio/tinyshakespeare.txt beside "
                      "its bin/ directory): give --data FILE");
+  if (!o.resume && config_file_options().count("data") && fs::path(o.train.data).is_relative() &&
+      !fs::exists(o.train.data))
+    throw UsageError(cat("--data ", o.train.data, " (from --config ", o.train.recipe, ") is not there: a recipe's "
+                         "paths are read from the working directory (", fs::current_path().string(), "), not from "
+                         "the recipe's folder"));
   if (!o.resume || given("data")) o.train.data = fs::absolute(o.train.data).lexically_normal().string();
   else if (!fs::exists(o.train.data))
     throw UsageError(cat("the run's text ", o.train.data, " (its saved --data) cannot be found from here: give --data "
@@ -275,11 +296,20 @@ std::function<int()> prepare(const po::variables_map& vm) {
     warnings.push_back(cat("--data ", o.train.data, " is not the data the run trained on so far (",
                            saved_state.config.data, "): best.safetensors (val loss ", saved_state.best_val_loss,
                            " on that data's val split) will be compared with val losses on this data's"));
+  // So does another --val-fraction, on the same text or conversations: their split moves,
+  // and what the model trained on may now be val (a token directory's split is its shards).
+  if (o.resume && tc.train_fraction != saved_state.config.train_fraction && !trainer->data().is_token_dir())
+    warnings.push_back(cat("--val-fraction ", shown(1 - tc.train_fraction), " is not the run's ",
+                           shown(1 - saved_state.config.train_fraction), ": the split of ", o.train.data,
+                           " moves, so best.safetensors (val loss ", saved_state.best_val_loss,
+                           " on the old val split) will be compared with val losses on the new one, which may hold "
+                           "text the model trained on"));
   if (o.resume) {
     const bool steps_done = tc.max_iters > 0 && saved_state.step >= tc.max_iters;
     const bool time_done = tc.max_time > 0 && saved_state.train_seconds >= tc.max_time;
     if (steps_done || time_done)
       return [=] {
+        if (!dist::is_root()) return 0;  // the ranks hold the same run: one says so
         std::printf("%s is at step %lld%s: nothing left to do (%s continues it)\n", o.out_dir.c_str(),
                     (long long)saved_state.step,
                     steps_done ? cat(" of --max-iters ", tc.max_iters).c_str()

@@ -1,6 +1,7 @@
 #include "io/run_dir.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <signal.h>
@@ -99,6 +100,23 @@ void recover_weights(const RunDir& run, int64_t state_step) {
 
 }  // namespace
 
+RunDirLock::RunDirLock(const std::string& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  const int err = errno;
+  ::close(fd_);
+  fd_ = -1;
+  if (err == EWOULDBLOCK)
+    fail("train", dir, ": another trainer is writing this run directory (it holds the directory's lock): "
+         "let it finish or stop it first, or give another --out");
+  // Any other error: a file system without locks (some network and FUSE ones), where
+  // the run goes on as before locks, unguarded.
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 std::string RunDir::file(const char* name) const { return (fs::path(path_) / name).string(); }
 
 void RunDir::check_usable() const {
@@ -144,6 +162,10 @@ bool RunDir::holds_run() const {
   return false;
 }
 
+std::unique_ptr<RunDirLock> RunDir::lock() const {
+  return fs::is_directory(path_) ? std::make_unique<RunDirLock>(path_) : nullptr;
+}
+
 void RunDir::create(bool fresh) const {
   std::error_code ec;
   fs::create_directories(path_, ec);
@@ -159,9 +181,16 @@ void RunDir::save(const nn::GPT& model, const Tokenizer& tokenizer, int64_t step
   // A state an earlier run left here must not pair with this run's pending weights
   // should this first save be cut short.
   if (first && remove_file(state_file())) sync_dir(path_);
-  save_model(model_file() + kPending, model, tokenizer, step);
-  if (best) save_model(best_file() + kPending, *best, tokenizer, step);
-  write_state(state_file());  // the commit
+  try {
+    save_model(model_file() + kPending, model, tokenizer, step);
+    if (best) save_model(best_file() + kPending, *best, tokenizer, step);
+    write_state(state_file());  // the commit
+  } catch (const Error& e) {
+    // Not committed: the pending weights are junk (--resume would drop them), and on a
+    // full disk they would hold the room that the next save needs.
+    for (const std::string& pending : {model_file() + kPending, best_file() + kPending}) ::unlink(pending.c_str());
+    throw SaveNotCommitted(e.what());
+  }
   if (best) rename_file(best_file() + kPending, best_file());
   rename_file(model_file() + kPending, model_file());
   sync_dir(path_);

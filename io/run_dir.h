@@ -8,13 +8,36 @@
 // (train/run_state.h), and gives RunDir its step and a function that writes it.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "data/tokenizer.h"
 #include "nn/transformer.h"
 
 namespace folio {
+
+// A save that failed before its commit: the directory holds the checkpoint before it, whole.
+struct SaveNotCommitted : Error {
+  using Error::Error;
+};
+
+// One writer a run directory: while a RunDirLock lives (an flock on the directory, let
+// go when the process ends however it ends), another process's cannot be taken. Two
+// trainers on one --out would interleave their saves (the same pending file names).
+class RunDirLock {
+ public:
+  // fail()s naming the directory if another process holds its lock. On a file system
+  // without locks it guards nothing, and fails nothing.
+  explicit RunDirLock(const std::string& dir);
+  ~RunDirLock();
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 class RunDir {
  public:
@@ -36,6 +59,8 @@ class RunDir {
   void check_usable() const;
   // The directory holds the files of a run (a weights file, the state or the log).
   bool holds_run() const;
+  // The directory's lock, or null while there is no directory to lock yet.
+  std::unique_ptr<RunDirLock> lock() const;
   // Creates the directory; for a fresh run, also removes the temp files of writers
   // that were killed mid-save.
   void create(bool fresh) const;
@@ -47,6 +72,7 @@ class RunDir {
   // save_safetensors does). `best`: the weights to keep as best.safetensors (the model
   // itself, or the average of its weights), null when this save is not the best.
   // `first`: the first save of a fresh run, in a directory that may hold another run's.
+  // A failure before the commit throws SaveNotCommitted, after it (the renames) Error.
   void save(const nn::GPT& model, const Tokenizer& tokenizer, int64_t step, const nn::GPT* best, bool first,
             const std::function<void(const std::string& file)>& write_state) const;
 

@@ -86,6 +86,20 @@ TEST_F(CliData, ResumeOnOtherDataWarnsAboutTheBestCheckpoint) {
                               "best.safetensors", "compared"});
 }
 
+// --resume with another --val-fraction moves the text's split: best.safetensors was
+// chosen on the old val split, and text the model trained on may now be val. Said as
+// for other data; the run's own fraction, repeated, says nothing.
+TEST_F(CliData, ResumeWithAnotherValFractionWarnsThatTheSplitMoves) {
+  ASSERT_EQ(folio("train --data " + text() + run("r", 5)).code, 0);
+  const Result same = folio("train --resume --val-fraction 0.1" + run("r", 8));
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.err.find("val-fraction"), std::string::npos) << same.err;
+  const Result moved = folio("train --resume --val-fraction 0.5" + run("r", 10));
+  EXPECT_EQ(moved.code, 0) << moved.err;
+  expect_contains(moved.err, {"--val-fraction 0.5 is not the run's 0.1", "best.safetensors", "compared",
+                              "trained on"});
+}
+
 // `n` conversations whose replies copy the prompt's two digits (30 tokens each with a
 // char tokenizer: they fit block_size 32); conversation `reversed` answers backwards.
 std::string copy_conversations(int n, int reversed = -1) {

@@ -58,16 +58,26 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
   const Result t = folio("train --config " + recipe + " --data " + corpus_ + " --out " + (dir_ / "run") + " --quiet");
   ASSERT_EQ(t.code, 0) << t.err;
   testing::expect_contains(folio("info --checkpoint " + (dir_ / "run")).out, {"step         3\n"});
+  // Saved by an editor that starts a UTF-8 file with a byte order mark: the same recipe.
+  std::ofstream(dir_ / "bom.ini") << "\xEF\xBB\xBFn-layer = 1\nn-head = 2\nn-embd = 16\nblock-size = 16\n"
+                                      "max-iters = 2\n";
+  const Result bom = folio("train --config " + (dir_ / "bom.ini") + " --data " + corpus_ + " --out " +
+                           (dir_ / "bom") + " --eval-iters 1 --quiet");
+  ASSERT_EQ(bom.code, 0) << bom.err;
+  testing::expect_contains(folio("info --checkpoint " + (dir_ / "bom")).out, {"1 layers, 2 heads, n_embd 16"});
 
   std::ofstream(dir_ / "section.ini") << "n-layer = 1\n\n[model]\nn-embd = 16\n";
   std::ofstream(dir_ / "typo.ini") << "# a comment\nn-layers = 2\n";
   std::ofstream(dir_ / "value.ini") << "n-layer = 1\nlr = fast\n";
   std::ofstream(dir_ / "noeq.ini") << "n-layer 1\n";
+  std::ofstream(dir_ / "nested.ini") << "n-layer = 1\nconfig = " << recipe << "\n";
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"train --config " + (dir_ / "section.ini"), "section.ini:3: section [model]"},
            {"train --config " + (dir_ / "typo.ini"), "typo.ini:2: unknown option 'n-layers' (did you mean --n-layer?)"},
            {"train --config " + (dir_ / "value.ini"), "value.ini:2: "},
            {"train --config " + (dir_ / "noeq.ini"), "noeq.ini:1: expected a line such as 'max-iters = 5000'"},
+           {"train --config " + (dir_ / "nested.ini"),
+            "nested.ini:2: 'config' cannot be set in a recipe (one --config on the command line"},
            {"train --n-embed 64", "unknown option '--n-embed' (did you mean --n-embd?)"},
            {"train --max_iters 64", "(did you mean --max-iters?)"},
            // A prefix is a typo too, not the one option it begins.
@@ -85,7 +95,14 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
 // typed, and where a value they did not type came from.
 TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
   std::ofstream(dir_ / "inf.ini") << "lr = inf\n";
+  // A recipe's relative path is read from the working directory, not the recipe's folder.
+  fs::create_directories(dir_ / "recipes");
+  std::ofstream(dir_ / "recipes/beside.txt") << "text beside the recipe\n";
+  std::ofstream(dir_ / "recipes/data.ini") << "data = beside.txt\n";
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"train --config " + (dir_ / "recipes/data.ini"),
+            "--data beside.txt (from --config " + (dir_ / "recipes/data.ini") + ") is not there: a recipe's paths are "
+            "read from the working directory"},
            {"train --n-embd 64 --n-head 3", "--n-embd 64 is not divisible by --n-head 3\n"},
            {"train --n-head 3", "--n-embd 128 is not divisible by --n-head 3 (--n-embd: the default)"},
            {"train --lr inf", "--lr must be positive, got inf\n"},
@@ -95,6 +112,7 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"train --parallel both", "--parallel must be data or ops, got 'both'\n"},
            {"train --comm-timeout -1", "--comm-timeout must be >= 0, got -1\n"},
            {"train --config " + (dir_ / "inf.ini"), "--lr must be positive, got inf (--lr from --config "},
+           {"train --data ''", "--data is empty: give a text file, a token directory or conversations"},
            {"train --min-lr 1", "--min-lr 1 outside [0, --lr = 0.001]"},
            {"train --pos rope --n-embd 36 --n-head 4", "--pos rope rotates pairs"},
            {"generate --checkpoint " + trained_run() + " --top-p 0", "--top-p must be in (0, 1], got 0"},
@@ -116,6 +134,9 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
     EXPECT_EQ(r.err.find("[generate]"), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.err.find("[data]"), std::string::npos) << args << ": " << r.err;
   }
+  const Result no_out = folio("train --out ''");  // a variable the shell left empty
+  EXPECT_EQ(no_out.code, 2) << no_out.err;
+  testing::expect_contains(no_out.err, {"--out is empty: give the run's directory"});
 }
 
 // --prompt takes the escapes --help shows for its default ("\n"); --prompt-file with a

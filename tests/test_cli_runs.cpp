@@ -373,6 +373,22 @@ TEST_F(CliRuns, ARunWithoutACheckpointIsNotOfferedToResume) {
   EXPECT_EQ(load_model(run_).step, 10);
 }
 
+// A run whose state.safetensors is gone (deleted to save space: only --resume reads it)
+// still holds its weights: the refusals say so and offer --init-from, which trains on
+// from them, not --overwrite alone, which would replace them.
+TEST_F(CliRuns, WeightsWithoutAStateAreOfferedToInitFrom) {
+  ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
+  fs::remove(run_ + "/state.safetensors");
+  for (const std::string flag : {"", " --resume"}) {
+    const Result r = folio(train(20, run_) + flag);
+    EXPECT_EQ(r.code, 2) << flag;
+    testing::expect_contains(r.err, {"model.safetensors", "--init-from " + run_});
+    EXPECT_EQ(r.err.find("saved no checkpoint"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("stopped before its first save"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(load_model(run_).step, 10);
+}
+
 // A warm-up with nothing to grow: a context of one stage, a batch of one sequence.
 TEST_F(CliRuns, WarmupsWithNothingToGrowWarn) {
   const std::string run = "train --data " + corpus_ + " --out " + run_ +

@@ -269,6 +269,40 @@ TEST(CrashSafety, AClosedProgressPipeStopsTheRunLikeSigterm) {
   EXPECT_EQ(std::stoll(last), step) << "the log's last row is not the checkpoint's step";
 }
 
+// `folio train | true`: the reader is gone before the first line, so the first write
+// of the loop, step 0's evaluation line, asks the run to stop while it evaluates. That
+// evaluation's save is the run's last: no step 1 and no second evaluation after it.
+TEST(CrashSafety, AStopHeardDuringAnEvaluationEndsTheRunAtItsCheckpoint) {
+  TempDir d("crash_stop_in_eval");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);  // no reader: every write to the pipe raises SIGPIPE
+  std::vector<std::string> all{FOLIO_BINARY};
+  for (const std::string& a : tiny_train(corpus, run, 1000)) all.push_back(a);
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string err = d / "train.err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (e < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(e, 2) < 0) ::_exit(127);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  const Exit x = wait_child(pid, 120);
+  ASSERT_TRUE(x.exited) << "killed by signal " << x.signal << slurp(err);
+  EXPECT_EQ(x.code, 128 + SIGPIPE) << slurp(err);
+  expect_contains(slurp(err), {"interrupted by SIGPIPE at step 0: checkpoint saved in " + run});
+  EXPECT_EQ(load_model(run).step, 0);
+  EXPECT_EQ(load_state(run + "/state.safetensors").step, 0);
+  EXPECT_EQ(entries(run), kRunFiles);
+  const std::string log = slurp(run + "/log.csv");
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;  // the header and step 0's row
+}
+
 // A learning rate that makes the weights overflow: training stops with exit code 1
 // and one line naming the step, and the checkpoint on disk is the last one whose
 // evaluation was finite (never one saved from a NaN evaluation or with a non-finite

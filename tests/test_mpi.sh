@@ -5,7 +5,7 @@
 #     and its evaluations report the same losses; so do a model with every model
 #     option's (rope, QK-norm, ReLU², zero-init projections, soft cap, tied weights);
 #  2. stopped at step 16 and resumed on 2 ranks, it ends bit-for-bit where the straight
-#     run ends;
+#     run ends; resumed with nothing left to do, it says so once;
 #  3. a batch smaller than the ranks is a clear error, and so is a batch-size warm-up
 #     that starts below them;
 #  4. a rank killed with SIGKILL stops the run within a bounded time, non-zero, and
@@ -63,6 +63,10 @@ echo "== 2. resume on two ranks repeats exactly"
 "${mpi[@]}" "$folio" train "${common[@]}" --max-iters 16 --out "$work/cut"
 "${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/cut" --threads 1 --quiet
 "$python" "$here/tests/compare_weights.py" "$work/two" "$work/cut" 0
+# Asked for no more steps than it has done, it says so once: rank 0 alone prints.
+"${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/cut" --threads 1 >"$work/done.out"
+[ "$(grep -c 'nothing left to do' "$work/done.out")" = 1 ] ||
+  { cat "$work/done.out"; echo "FAILED: not one line saying there is nothing left to do"; exit 1; }
 
 echo "== 3. a batch smaller than the ranks"
 if "${mpi[@]}" "$folio" train "${model[@]}" --batch-size 1 --out "$work/small" 2>"$work/small.err"; then

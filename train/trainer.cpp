@@ -30,6 +30,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
   opt_.train.validate();
   check_saveable(nullptr, opt_.train);
   run_dir_.check_usable();
+  if (dist::is_root()) lock_ = run_dir_.lock();  // before a resume's recovery; a new directory's in run()
   if (opt_.train.batch_size < dist::size())
     fail("train", "--batch-size ", opt_.train.batch_size, " is smaller than the ", dist::size(),
          " ranks: every rank needs at least one sequence of each batch");
@@ -200,11 +201,17 @@ TrainState Trainer::state() const {
 void Trainer::save(const Losses& losses, TrainState st) {
   const bool first = !has_best_;
   const bool best = first || losses.val < best_val_;
-  if (best) best_val_ = st.best_val_loss = losses.val, has_best_ = true, best_step_ = step_;
+  if (best) st.best_val_loss = losses.val;
+  if (dist::is_root()) {  // the ranks hold the same state; rank 0 writes it
+    const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
+    try {
+      save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
+    } catch (const SaveNotCommitted& e) {  // a full disk: say what is still there (from the last save's figures)
+      throw Error(cat(e.what(), "; ", kept(), saved_step_ < 0 ? "" : " (--resume continues from it)"));
+    }
+  }
+  if (best) best_val_ = losses.val, has_best_ = true, best_step_ = step_;
   saved_val_ = losses.val;
-  if (!dist::is_root()) return;  // the ranks hold the same state; rank 0 writes it
-  const nn::GPT* best_weights = !best ? nullptr : average_ ? &average_->model() : model_.get();
-  save_run(run_dir_, *model_, *data_.tokenizer, st, best_weights, first);
 }
 
 void Trainer::check_ranks_agree() const {
@@ -352,6 +359,7 @@ Trainer::Losses Trainer::run() {
   const TrainConfig& tc = opt_.train;
   const PipeSignal pipe_signal;
   if (dist::is_root()) run_dir_.create(!opt_.resume);
+  if (dist::is_root() && !lock_) lock_ = run_dir_.lock();
   Progress progress(progress_options(), opt_.resume);
   const anomaly::Detecting detecting(opt_.detect_anomaly);
   announce(progress);
@@ -366,6 +374,7 @@ Trainer::Losses Trainer::run() {
   Batch batch;
   model_->train();
   bool interrupted = false;
+  bool stopped_at_save = false;  // a stop heard during an evaluation: its save is the last
   auto more = [&] {
     return (tc.max_iters == 0 || step_ < tc.max_iters) && (tc.max_time == 0 || train_seconds_ < tc.max_time);
   };
@@ -377,19 +386,23 @@ Trainer::Losses Trainer::run() {
       while (more() && stop_reason_.empty() && !(interrupted = dist::any(stop_requested()))) {
         // An evaluation guards every save: a non-finite loss or weight diverges first,
         // so a checkpoint never holds diverged weights.
-        if (step_ % tc.eval_interval == 0 && step_ != no_eval_at_ &&
-            !evaluate_and_save(progress, schedule))
-          continue;
+        if (step_ % tc.eval_interval == 0 && step_ != no_eval_at_) {
+          if (!evaluate_and_save(progress, schedule)) continue;
+          // Heard while it evaluated (which can take long): the checkpoint just saved
+          // is the run's last, not one more step and another evaluation.
+          if ((stopped_at_save = interrupted = dist::any(stop_requested()))) break;
+        }
         train_step(progress, schedule, params, batch);  // the step after, or one rolled back to
       }
     }
     // Any rank's signal stopped them all; one that saw none reports SIGTERM's code.
     if (interrupted) stop_signal_ = stop_signal_received() ? stop_signal_received() : SIGTERM;
     // The last evaluation guards the last save: rolled back from it, the run trains on.
-    again = stop_reason_.empty() && (step_ > first_step || !opt_.resume) &&
+    again = stop_reason_.empty() && !stopped_at_save && (step_ > first_step || !opt_.resume) &&
             !evaluate_and_save(progress, schedule) && stop_reason_.empty() && !interrupted;
   }
   report_end(progress, interrupted, first_step, run_start_seconds);
+  lock_.reset();  // written: another trainer may take the run (this one, done, stays readable)
   return last_;
 }
 

@@ -167,6 +167,7 @@ class Trainer {
     std::vector<float> weights;  // (P,)
     TrainState state;
   };
+  std::unique_ptr<RunDirLock> lock_;  // rank 0's from set-up to the end of run(): the run's one writer
   std::unique_ptr<Start> start_;  // keep_start()'s; null once a checkpoint is saved
 };
 

@@ -58,6 +58,18 @@ def test_a_repeatable_option_takes_a_list(corpus, tmp_path):
     assert "gen" in one.log[-1] and "choice" not in one.log[-1]
 
 
+def test_a_recipes_options_are_those_of_its_call_alone(corpus, tmp_path):
+    # One process parses many calls: an option one call's recipe set is not said to come
+    # from a recipe in the next call, which has none.
+    recipe = tmp_path / "inf.ini"
+    recipe.write_text("lr = inf\n")
+    with pytest.raises(ValueError, match=r"\(--lr from --config "):
+        folio.train(tmp_path / "a", corpus, config=str(recipe), max_iters=1)
+    with pytest.raises(ValueError, match="--lr must be positive, got -1") as refused:
+        folio.train(tmp_path / "b", corpus, lr=-1.0, max_iters=1)
+    assert "--config" not in str(refused.value)
+
+
 def test_ctrl_c_saves_a_run_that_resumes(run, corpus, tmp_path):
     def interrupt(step):
         if step["step"] == 12:
