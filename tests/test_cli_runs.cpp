@@ -78,7 +78,7 @@ TEST_F(CliRuns, InfoAndTokensReadTheHeadersAlone) {
   ASSERT_EQ(folio(train(10, run_) + " --quiet").code, 0);
   const Result before = folio("info --checkpoint " + run_);
   ASSERT_EQ(before.code, 0) << before.err;
-  for (const std::string file : {run_ + "/model.safetensors", run_ + "/state.safetensors"}) {
+  for (const std::string& file : {run_ + "/model.safetensors", run_ + "/state.safetensors"}) {
     SafetensorsFile f = load_safetensors(file);
     for (NamedTensor& t : f.tensors) t.tensor.data()[0] = std::numeric_limits<float>::quiet_NaN();
     save_safetensors(file, f.tensors, f.metadata);
