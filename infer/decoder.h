@@ -126,6 +126,7 @@ class Decoder {
 
   // Attention (infer/decoder_attention.cpp).
   // The cache's slots for keys: block_size rounded up to whole tiles.
+  static int64_t key_slots(const nn::GPTConfig& config);
   int64_t key_slots() const;
   // Head h's cached keys (key_slots / kKeyTile, head_size, kKeyTile) and values
   // (block_size, head_size) in `stream`'s cache of layer L.

@@ -16,11 +16,11 @@
 
 namespace folio::infer {
 
-int64_t Decoder::key_slots() const { return (config_.block_size + kKeyTile - 1) / kKeyTile * kKeyTile; }
+int64_t Decoder::key_slots(const nn::GPTConfig& c) { return (c.block_size + kKeyTile - 1) / kKeyTile * kKeyTile; }
+int64_t Decoder::key_slots() const { return key_slots(config_); }
 
 int64_t Decoder::cache_bytes_per_stream(const nn::GPTConfig& c) {
-  const int64_t key_slots = (c.block_size + kKeyTile - 1) / kKeyTile * kKeyTile;  // as key_slots()
-  return c.n_layer * (key_slots + c.block_size) * c.n_embd * int64_t(sizeof(float));  // the constructor's k and v
+  return c.n_layer * (key_slots(c) + c.block_size) * c.n_embd * int64_t(sizeof(float));  // the constructor's k and v
 }
 
 float* Decoder::head_keys(Layer& L, int64_t stream, int64_t h) const {
