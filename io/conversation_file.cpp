@@ -2,6 +2,9 @@
 // named with its line number, so a file of thousands can be fixed.
 #include "io/conversation_file.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "base/error.h"
 #include "io/json.h"
 #include "io/json_lines.h"
@@ -36,7 +39,14 @@ ChatMessage parse_message(const Json& m, size_t index, const JsonLine& at) {
 
 }  // namespace
 
-bool is_conversation_file(std::string_view path) { return path.ends_with(".jsonl"); }
+bool is_conversation_file(std::string_view path) {
+  // Any case: a data.JSONL trained on as plain text would teach the model JSON.
+  constexpr std::string_view kExtension = ".jsonl";
+  if (path.size() < kExtension.size()) return false;
+  const std::string_view tail = path.substr(path.size() - kExtension.size());
+  return std::equal(tail.begin(), tail.end(), kExtension.begin(),
+                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+}
 
 Conversation parse_conversation(std::string_view text, const std::string& path, int64_t line) {
   const JsonLine at{path, line};

@@ -26,7 +26,7 @@ struct Conversation {
 std::vector<Conversation> read_conversations(const std::string& path);
 // One line (its number, for errors).
 Conversation parse_conversation(std::string_view text, const std::string& path, int64_t line);
-// Whether `path` names a conversation file: it ends in ".jsonl".
+// Whether `path` names a conversation file: it ends in ".jsonl", in any case.
 bool is_conversation_file(std::string_view path);
 
 }  // namespace folio

@@ -148,6 +148,12 @@ TEST(ChatTemplate, PlainTemplateForABaseModel) {
   expect_error([&] { render_chat(*base, m, true); }, {"no chat tokens"});
 }
 
+TEST(ConversationFile, KnownByItsExtensionInAnyCase) {
+  for (const char* path : {"chats.jsonl", "CHATS.JSONL", "dir/x.JsonL", ".jsonl"}) EXPECT_TRUE(is_conversation_file(path)) << path;
+  for (const char* path : {"chats.json", "chats.jsonl.txt", "jsonl", "chats.jsonl/", ""})
+    EXPECT_FALSE(is_conversation_file(path)) << path;
+}
+
 TEST(ConversationFile, RefusesBadLinesByNumber) {
   const std::string path = "c.jsonl";
   auto line = [&](const std::string& text) { return parse_conversation(text, path, 7); };
