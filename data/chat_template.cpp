@@ -61,9 +61,12 @@ class ChatTokenizer final : public Tokenizer {
   int32_t n_;  // the base's vocabulary: <|im_start|>'s id
 };
 
-void check_role(const std::string& role, bool plain) {
-  if (role == "system" || role == "user" || role == "assistant" || (plain && role == "developer")) return;
-  fail("chat", "role must be system, user or assistant, got \"", role.substr(0, 40), "\"");
+// The role a message is rendered as. "developer" is OpenAI's newer name for the system
+// message (its API's clients send it): both templates render it as one, in every front end.
+std::string template_role(const std::string& role) {
+  if (role == "system" || role == "developer") return "system";
+  if (role == "user" || role == "assistant") return role;
+  fail("chat", "role must be system, developer, user or assistant, got \"", role.substr(0, 40), "\"");
 }
 
 // Text the tokenizer cannot encode is named where it was typed: its message, and the
@@ -116,16 +119,16 @@ RenderedChat render_chat(const Tokenizer& tokenizer, std::span<const ChatMessage
   };
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    check_role(m.role, false);
-    const bool weighted = m.role == "assistant" && m.trained;
+    const std::string role = template_role(m.role);
+    const bool weighted = role == "assistant" && m.trained;
     put(ct->start, 0);
-    const std::string header = m.role + "\n";
+    const std::string header = role + "\n";
     std::vector<int32_t> ids;
     try {
       ids = tokenizer.encode(header + m.content);
     } catch (const Error& e) {
       name_unencodable_message(tokenizer, std::span(&m, 1), i);
-      fail("chat", "message ", i, ": the template's line \"", m.role, "\" cannot be encoded: ", e.what());
+      fail("chat", "message ", i, ": the template's line \"", role, "\" cannot be encoded: ", e.what());
     }
     size_t bytes = 0;  // where each token ends in header + content
     for (const int32_t id : ids) {
@@ -145,8 +148,8 @@ RenderedChat render_chat(const Tokenizer& tokenizer, std::span<const ChatMessage
 std::string plain_chat_prompt(std::span<const ChatMessage> messages) {
   std::string prompt;
   for (const ChatMessage& m : messages) {
-    check_role(m.role, true);
-    const char* label = m.role == "user" ? "User" : m.role == "assistant" ? "Assistant" : "System";
+    const std::string role = template_role(m.role);
+    const char* label = role == "user" ? "User" : role == "assistant" ? "Assistant" : "System";
     prompt += cat(label, ":\n", m.content, kPlainTurnEnd);
   }
   return prompt + "Assistant:\n";

@@ -48,13 +48,14 @@ json usage_json(const Usage& u) {
 
 namespace {
 
-// The request's messages for the template (data/chat_template.h): "developer" is a system message.
+// The request's messages for the template (data/chat_template.h), each role checked here
+// so that a wrong one is named by its index.
 std::vector<ChatMessage> chat_messages(const std::vector<std::pair<std::string, std::string>>& messages) {
   std::vector<ChatMessage> out;
   for (const auto& [role, content] : messages) {
     if (role != "system" && role != "developer" && role != "user" && role != "assistant")
       bad_message(out.size(), cat("role must be system, developer, user or assistant, got \"", role, "\""));
-    out.push_back({role == "developer" ? "system" : role, content});  // ChatML knows a system message
+    out.push_back({role, content});  // the template renders "developer" as a system message
   }
   return out;
 }

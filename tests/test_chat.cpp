@@ -67,6 +67,19 @@ std::shared_ptr<const Tokenizer> bytes_bpe(const testing::TempDir& dir) {
   return with_chat_tokens(*make_tokenizer({dir / "bytes.tiktoken"}, ""));
 }
 
+// OpenAI's clients send "developer" for the system message: every front end (serve,
+// folio chat, model.chat) renders it as one, in either template.
+TEST(ChatTemplate, DeveloperIsASystemMessage) {
+  const auto t = chars("abcdefghijklmnopqrstuvwxyz\n ?");
+  const std::vector<ChatMessage> developer{{"developer", "be brief"}, {"user", "hi"}};
+  const std::vector<ChatMessage> system{{"system", "be brief"}, {"user", "hi"}};
+  EXPECT_EQ(chat_prompt_for(*t, developer).ids, chat_prompt_for(*t, system).ids);
+  const auto plain = make_tokenizer({"char", 0}, plain_chat_prompt(system));
+  EXPECT_EQ(chat_prompt_for(*plain, developer).ids, chat_prompt_for(*plain, system).ids);
+  expect_error([&] { render_chat(*t, std::vector<ChatMessage>{{"bot", "hi"}}, true); },
+               {"role must be system, developer, user or assistant, got \"bot\""});
+}
+
 TEST(ChatTemplate, MarkerTypedInContentIsText) {
   const testing::TempDir dir("chat_markers");
   for (const std::shared_ptr<const Tokenizer>& t :
