@@ -241,6 +241,11 @@ void read_config_file(const std::string& path, const Command& command, const po:
     if (name == "config" || name == "help")
       throw UsageError(cat(where, "'", name, "' cannot be set in a recipe (one --config on the command line names "
                            "the recipe, and its lines set the other options)"));
+    // Replacing a run is said on the command line, each time: a recipe is reused, and its
+    // next run would replace the last one's results without a word.
+    if (name == "overwrite")
+      throw UsageError(cat(where, "'overwrite' cannot be set in a recipe: give --overwrite on the command line, "
+                           "for the run it is meant for"));
     if (!options.find_nothrow(name, false))
       throw UsageError(cat(where, "unknown option '", name, "'", did_you_mean(name, options)));
     parsed.emplace_back(name, std::vector<std::string>{value});

@@ -71,6 +71,7 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
   std::ofstream(dir_ / "value.ini") << "n-layer = 1\nlr = fast\n";
   std::ofstream(dir_ / "noeq.ini") << "n-layer 1\n";
   std::ofstream(dir_ / "nested.ini") << "n-layer = 1\nconfig = " << recipe << "\n";
+  std::ofstream(dir_ / "replaces.ini") << "n-layer = 1\noverwrite = true\n";
   for (const auto& [args, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"train --config " + (dir_ / "section.ini"), "section.ini:3: section [model]"},
            {"train --config " + (dir_ / "typo.ini"), "typo.ini:2: unknown option 'n-layers' (did you mean --n-layer?)"},
@@ -78,6 +79,8 @@ TEST_F(CliOptions, RecipeErrorsNameTheLineAndTheNearestOption) {
            {"train --config " + (dir_ / "noeq.ini"), "noeq.ini:1: expected a line such as 'max-iters = 5000'"},
            {"train --config " + (dir_ / "nested.ini"),
             "nested.ini:2: 'config' cannot be set in a recipe (one --config on the command line"},
+           {"train --config " + (dir_ / "replaces.ini"),
+            "replaces.ini:2: 'overwrite' cannot be set in a recipe: give --overwrite on the command line"},
            {"train --n-embed 64", "unknown option '--n-embed' (did you mean --n-embd?)"},
            {"train --max_iters 64", "(did you mean --max-iters?)"},
            // A prefix is a typo too, not the one option it begins.
