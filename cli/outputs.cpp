@@ -74,6 +74,10 @@ void check_output(const po::variables_map& vm, const std::string& named, const s
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool overwrite = vm.count("overwrite") && vm["overwrite"].as<bool>();
+  // Other tools' "-" for standard output would be a file named "-" here, awkward to be rid of.
+  if (path == "-")
+    throw UsageError(cat(named, ": '-' is no path here (a file named '-' would be made): give a file's path, or "
+                         "leave the option out where the command prints to standard output by default"));
   if (files_inside.empty()) {  // one file, written next to itself and renamed (write_file_atomic)
     if (fs::is_directory(path, ec)) throw UsageError(cat(named, ": is a directory, not a file"));
     const fs::path parent = fs::absolute(path, ec).parent_path();

@@ -141,6 +141,20 @@ TEST_F(CliOutputs, OverwriteNeverReplacesWhatIsNotAFile) {
   EXPECT_TRUE(fs::is_fifo(fs::symlink_status(p("fifo"))) && fs::is_symlink(fs::symlink_status(p("link"))));
 }
 
+// "-", standard output to other tools, is refused as a path: it made a file named "-" in
+// the working directory (the commands that print by default do so without the option).
+TEST_F(CliOutputs, ADashIsNoOutputPath) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2)).code, 0);
+  for (const std::string& args : {"plot " + p("run") + " --out -", "attention --checkpoint " + p("run") +
+                                  " --prompt 'To be' --out -", "export " + p("run") + " - --overwrite"}) {
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    expect_contains(r.err, {"'-' is no path here"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "") << args;
+  }
+}
+
 // --overwrite replaces an earlier output, never the file the command reads: an export
 // onto its own checkpoint, an HF export into its own run, an import onto the files it
 // imports are each refused (exit 2, naming the input) with nothing changed.
