@@ -9,9 +9,11 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "cli/common.h"
 #include "cli/report_sections.h"
 #include "cli/task_runs.h"
 #include "folio/version.h"
+#include "infer/exact_match.h"
 #include "io/checkpoint.h"
 #include "io/run_dir.h"
 #include "train/progress.h"
@@ -54,6 +56,16 @@ std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptio
   std::string header;
   std::getline(log, header);
   r->task_columns = task_columns_of(header, log_columns());
+  // The prompts a user gave are theirs to fix: refused here, before anything is written
+  // (the default ones come from the run's own text).
+  for (const std::string& prompt : options.prompts) {
+    try {
+      prompt_tokens(*r->ck.tokenizer, prompt);
+    } catch (const Error& e) {  // "the prompt: ...", "the prompt has no tokens": named as the option
+      const std::string_view what = e.what(), own = "the prompt";
+      throw Error(cat("--prompt ", shown(prompt), what.starts_with(own) ? what.substr(own.size()) : ": " + std::string(what)));
+    }
+  }
   for (const std::string& path : options.tasks) {
     try {
       r->runs.push_back(prepare_task(path, *r->ck.model, *r->ck.tokenizer, TaskOptions{}));
@@ -147,7 +159,9 @@ std::string write_report(ReportRun& report) {
     md << "\n";
   }
 
-  md << "## Samples\n\nGreedy, at most " << options.sample_tokens << " tokens after each prompt (a chat model: a user's message and its reply):\n\n";
+  md << "## Samples\n\nGreedy, at most " << options.sample_tokens << " tokens after each prompt"
+     << (ck.tokenizer->chat_tokens() ? " (a chat model: each prompt is a user's message, and its reply)" : "")
+     << ":\n\n";
   md << samples_text(*ck.model, *ck.tokenizer, options.prompts.empty() ? default_prompts(tc.data) : options.prompts,
                      options.sample_tokens);
 

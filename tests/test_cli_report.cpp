@@ -67,6 +67,7 @@ TEST_F(CliReport, BadInputIsRefusedWithNothingWritten) {
            {"report --checkpoint " + (dir_ / "empty"), "has no model.safetensors"},
            {"report --checkpoint " + (dir_ / "run") + " --task " + (dir_ / "bad.jsonl"), "bad.jsonl:1: "},
            {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 0", "--sample-tokens must be positive"},
+           {"report --checkpoint " + (dir_ / "run") + " --prompt h\xC3\xA9", "--prompt h\xC3\xA9: [tokenizer] character"},
            {"report", "--checkpoint"}};
   for (const auto& [args, what] : cases) {
     const Result r = folio(args);
