@@ -70,8 +70,8 @@ std::function<int()> prepare_chat_eval(const po::variables_map& vm, std::shared_
                                     {"masked", rows->masked}, {"loss", loss},           {"perplexity", std::exp(loss)}};
       std::printf("%s\n", out.dump().c_str());
     } else {
-      std::printf("%s (step %lld) on %s, %s split: %lld conversations\n", ck->path.c_str(), (long long)ck->step,
-                  path.c_str(), split.c_str(), (long long)n);
+      std::printf("%s (step %lld) on %s, %s split: %s\n", ck->path.c_str(), (long long)ck->step, path.c_str(),
+                  split.c_str(), plural(n, "conversation").c_str());
       std::printf("loss %.6f  perplexity %.3f  (over %lld assistant tokens; %lld prompt and template tokens masked)\n",
                   loss, std::exp(loss), (long long)rows->trained, (long long)rows->masked);
     }
