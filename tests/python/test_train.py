@@ -79,3 +79,16 @@ def test_ctrl_c_saves_a_run_that_resumes(run, corpus, tmp_path):
     assert folio.load(str(tmp_path / "cut")).step == 12
     folio.train(tmp_path / "cut", corpus, resume=True, quiet=True, threads=1)
     assert (tmp_path / "cut" / "model.safetensors").read_bytes() == (run / "model.safetensors").read_bytes()
+
+
+def test_a_callback_that_cannot_be_called_is_refused_before_the_run(corpus, tmp_path):
+    # Found where it was first called, once the run was under way: with overwrite=True
+    # the run that was there had lost its log.csv (on_eval) or its weights (on_step).
+    out = tmp_path / "kept"
+    folio.train(out, corpus, **options(max_iters=10))
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    with pytest.raises(TypeError, match=r"^\[train\] on_eval must be a callable taking one dict \(or None\), got int$"):
+        folio.train(out, corpus, on_eval=3, **options(overwrite=True))
+    with pytest.raises(TypeError, match=r"^\[train\] on_step must be a callable .*, got str$"):
+        folio.train(out, corpus, on_step="print", **options(overwrite=True))
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
