@@ -163,3 +163,9 @@ def test_a_shape_of_more_elements_than_memory_addresses_is_refused():
                 make(*dims)
     assert folio.zeros(3, 0).shape == (3, 0)
 
+
+def test_causal_softmax_over_no_keys_is_refused():
+    with pytest.raises(ValueError, match=r"^\[causal_softmax\] needs a non-empty last dim, got shape \(1, 0, 0\)"):
+        folio.causal_softmax(folio.zeros(1, 0, 0))
+    with pytest.raises(ValueError, match="causal_softmax"):
+        folio.nn.Head(n_embd=8, head_size=4, block_size=4)(folio.zeros(1, 0, 8))
