@@ -103,6 +103,19 @@ Tensor tril_of(const Tensor& x, int64_t diagonal) {
   return masked_fill(x, above, 0.0f);
 }
 
+// The count of a shape's values, and of their bytes, must fit in an int64: a count that
+// wrapped made a tensor whose shape claimed more values than its memory held, which
+// sum() read as none and indexing read past. (-1, reshape's "the rest", counts as 1.)
+void require_countable(const std::vector<int64_t>& dims, const char* op) {
+  int64_t bytes = int64_t(sizeof(float));
+  for (const int64_t d : dims)
+    if (d >= 0 && __builtin_mul_overflow(bytes, d, &bytes)) {
+      std::string shape;
+      for (const int64_t e : dims) shape += cat(shape.empty() ? "(" : ", ", e);
+      throw Error(cat("[", op, "] shape ", shape, ") has more than 2**63 bytes of values: more than memory holds"));
+    }
+}
+
 // The dims of folio.ones(2, 3) or folio.ones((2, 3)).
 Shape shape_of_args(const py::args& dims, const char* op) {
   const py::tuple list = dims.size() == 1 && py::isinstance<py::sequence>(dims[0]) ? py::tuple(dims[0]) : py::tuple(dims);
@@ -120,12 +133,7 @@ Shape shape_of_args(const py::args& dims, const char* op) {
     }
     if (s[d] < 0) throw Error(cat("[", op, "] dimension ", s[d], " is negative"));
   }
-  // The count of values, and of their bytes, must fit in an int64: a count that wrapped
-  // made a tensor of no memory whose shape claimed more.
-  int64_t bytes = int64_t(sizeof(float));
-  for (int d = 0; d < s.ndim; ++d)
-    if (__builtin_mul_overflow(bytes, s[d], &bytes))
-      throw Error(cat("[", op, "] shape ", s, " has more than 2**63 bytes of values: more than memory holds"));
+  require_countable(std::vector<int64_t>(s.dims.begin(), s.dims.begin() + s.ndim), op);
   return s;
 }
 
@@ -221,7 +229,11 @@ void bind_tensor(py::module_& m) {
            "This tensor with `value` where mask is True (see folio.masked_fill).")
       .def_property_readonly("T", [](const Tensor& a) { return transpose(a); }, "The last two dimensions swapped.")
       .def(
-          "reshape", [](const Tensor& a, const std::vector<int64_t>& dims) { return reshape(a, dims); },
+          "reshape",
+          [](const Tensor& a, const std::vector<int64_t>& dims) {
+            require_countable(dims, "reshape");
+            return reshape(a, dims);
+          },
           py::arg("dims"), "The same values in another shape (a list; one dimension may be -1).")
       .def(
           "sum",

@@ -162,6 +162,10 @@ def test_a_shape_of_more_elements_than_memory_addresses_is_refused():
             with pytest.raises(ValueError, match=r"^\[(ones|zeros)\] .* more than"):
                 make(*dims)
     assert folio.zeros(3, 0).shape == (3, 0)
+    # (2**62 + 1) * 4 wraps to 4: a view of 4 values whose x[1] read past them.
+    with pytest.raises(ValueError, match=r"^\[reshape\] shape \(4611686018427387905, 4\) has more than"):
+        folio.zeros(4).reshape([2**62 + 1, 4])
+    assert folio.zeros(4).reshape([-1, 2]).shape == (2, 2)
 
 
 def test_causal_softmax_over_no_keys_is_refused():
