@@ -185,6 +185,16 @@ void bind_tensor(py::module_& m) {
       .def("__array__", [](const Tensor& x, const py::object&) { return tensor_view(x); }, py::arg("dtype") = py::none())
       .def("item", &Tensor::item, "The value of a one-element tensor, as a float.")
       .def(
+          "__bool__",
+          [](const Tensor& x) {
+            // As numpy and torch: without it, every tensor was true, folio.tensor(0.0) too.
+            if (x.numel() != 1)
+              throw Error(cat("[bool] the truth of a tensor of shape ", shape_text(x), " is ambiguous: one value has "
+                              "one (use .item(), or numpy's any() or all() on .numpy())"));
+            return x.item() != 0.0f;
+          },
+          "Whether the value of a one-element tensor is nonzero; ValueError for any other.")
+      .def(
           "backward",
           [](const Tensor& x) {
             py::gil_scoped_release nogil;

@@ -173,3 +173,10 @@ def test_causal_softmax_over_no_keys_is_refused():
         folio.causal_softmax(folio.zeros(1, 0, 0))
     with pytest.raises(ValueError, match="causal_softmax"):
         folio.nn.Head(n_embd=8, head_size=4, block_size=4)(folio.zeros(1, 0, 8))
+
+
+def test_the_truth_of_a_tensor_is_its_one_value():
+    assert not folio.tensor(0.0) and folio.tensor([[2.0]]) and not folio.tensor([0.0])
+    for shape in ((2,), (0,), (2, 2)):
+        with pytest.raises(ValueError, match=r"^\[bool\] the truth of a tensor of shape .* is ambiguous"):
+            bool(folio.zeros(*shape))
