@@ -69,6 +69,7 @@ Tensor causal_softmax(const Tensor& scores, float scale) {
   if (scores.ndim() < 2) fail("causal_softmax", "needs (..., Tq, Tk), got shape ", scores.shape());
   const int64_t tq = scores.size(-2), tk = scores.size(-1);
   if (tq > tk) fail("causal_softmax", "more queries than keys in shape ", scores.shape());
+  need_rows("causal_softmax", scores);  // no keys: rows() would divide by zero
   require_softmax_scale("causal_softmax", scale);
   const int64_t rows = scores.shape().rows(), shift = tk - tq;
   Tensor out = Tensor::empty(scores.shape());

@@ -86,8 +86,9 @@ const Json& field(const Json& j, const char* key, const std::string& where) {
 
 int64_t int_field(const Json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
   const Json& v = field(j, key, where);
-  if (!v.is_int() || v.as_int() < lo || v.as_int() > hi)
-    config_fail(where, key, " = ", clip(v), " outside [", lo, ", ", hi, "]");
+  // 2.5 is no integer, not out of range: said as it is.
+  if (!v.is_int()) config_fail(where, key, " = ", clip(v), " is not an integer (in [", lo, ", ", hi, "])");
+  if (v.as_int() < lo || v.as_int() > hi) config_fail(where, key, " = ", clip(v), " outside [", lo, ", ", hi, "]");
   return v.as_int();
 }
 

@@ -34,8 +34,9 @@ Request request(const Loaded& l, const py::object& prompt, int64_t max_new_token
   r.seed = seed_argument(seed, "[generate]");
   if (py::isinstance<py::str>(stop)) r.stops.push_back(text_argument(stop, "[generate] stop"));
   else if (!stop.is_none()) {
-    // Any iterable of str (a list, a tuple); a number is no list of stops.
-    if (!py::isinstance<py::iterable>(stop))
+    // Any iterable of str (a list, a tuple); a number is no list of stops, nor are bytes,
+    // whose items are ints.
+    if (!py::isinstance<py::iterable>(stop) || py::isinstance<py::bytes>(stop))
       throw WrongType(cat("[generate] stop must be a str or a list of str, got ", type_name(stop)));
     for (const py::handle& one : stop) r.stops.push_back(text_argument(one, "[generate] each of stop"));
   }

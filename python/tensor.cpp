@@ -8,6 +8,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <climits>
 #include <sstream>
 
 #include "autograd/ops.h"
@@ -43,6 +44,38 @@ Tensor operand(const Tensor& x, const py::handle& other) {
   return from_array(other, false);
 }
 
+// The other operand of @: a Tensor or an array (numpy's on either side, as the other
+// operators take them); a number has no rows to multiply, as to numpy's matmul.
+Tensor matmul_operand(const py::handle& other) {
+  if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
+  if (!py::isinstance<py::array>(other) && real_value(other))
+    throw WrongType(cat("[matmul] needs a Tensor or an array on each side of @, got ", type_name(other),
+                        " (a number: use *)"));
+  return from_array(other, false);
+}
+
+// The axis of sum and mean: None (all of them) or an integer, numpy's too; not a bool.
+std::optional<int> axis_argument(const py::handle& axis, const char* op) {
+  if (axis.is_none()) return std::nullopt;
+  const std::optional<py::int_> i = is_bool(axis) ? std::nullopt : integer_value(axis);
+  if (!i) throw WrongType(cat("[", op, "] axis must be an int or None, got ", std::string(py::repr(axis)), " (",
+                              type_name(axis), ")"));
+  int64_t v = INT64_MAX;
+  try {
+    v = i->cast<int64_t>();
+  } catch (const py::cast_error&) {  // past int64: as far out of range as INT64_MAX
+  }
+  if (v < INT_MIN || v > INT_MAX) throw Error(cat("[", op, "] axis ", std::string(py::repr(axis)), " is out of range"));
+  return int(v);
+}
+
+// x.sum(axis) and x.mean(axis), folio.sum: the whole tensor, or along an axis.
+Tensor reduce(const Tensor& x, const py::handle& axis_obj, bool keepdim, bool mean_of) {
+  const std::optional<int> axis = axis_argument(axis_obj, mean_of ? "mean" : "sum");
+  if (!axis) return mean_of ? mean(x) : sum(x);
+  return mean_of ? mean(x, *axis, keepdim) : sum(x, *axis, keepdim);
+}
+
 std::string shape_text(const Tensor& t) {
   std::string s = "(";
   for (int d = 0; d < t.ndim(); ++d) s += cat(d ? ", " : "", t.size(d));
@@ -70,6 +103,19 @@ Tensor tril_of(const Tensor& x, int64_t diagonal) {
   return masked_fill(x, above, 0.0f);
 }
 
+// The count of a shape's values, and of their bytes, must fit in an int64: a count that
+// wrapped made a tensor whose shape claimed more values than its memory held, which
+// sum() read as none and indexing read past. (-1, reshape's "the rest", counts as 1.)
+void require_countable(const std::vector<int64_t>& dims, const char* op) {
+  int64_t bytes = int64_t(sizeof(float));
+  for (const int64_t d : dims)
+    if (d >= 0 && __builtin_mul_overflow(bytes, d, &bytes)) {
+      std::string shape;
+      for (const int64_t e : dims) shape += cat(shape.empty() ? "(" : ", ", e);
+      throw Error(cat("[", op, "] shape ", shape, ") has more than 2**63 bytes of values: more than memory holds"));
+    }
+}
+
 // The dims of folio.ones(2, 3) or folio.ones((2, 3)).
 Shape shape_of_args(const py::args& dims, const char* op) {
   const py::tuple list = dims.size() == 1 && py::isinstance<py::sequence>(dims[0]) ? py::tuple(dims[0]) : py::tuple(dims);
@@ -80,9 +126,14 @@ Shape shape_of_args(const py::args& dims, const char* op) {
   for (int d = 0; d < s.ndim; ++d) {
     const std::optional<py::int_> size = integer_value(list[d]);  // np.int64 too
     if (!size) throw WrongType(cat("[", op, "] dimensions are integers, got ", std::string(py::repr(list[d]))));
-    s[d] = size->cast<int64_t>();
+    try {
+      s[d] = size->cast<int64_t>();
+    } catch (const py::cast_error&) {
+      throw Error(cat("[", op, "] dimension ", std::string(py::repr(list[d])), " is more than a tensor can hold"));
+    }
     if (s[d] < 0) throw Error(cat("[", op, "] dimension ", s[d], " is negative"));
   }
+  require_countable(std::vector<int64_t>(s.dims.begin(), s.dims.begin() + s.ndim), op);
   return s;
 }
 
@@ -134,6 +185,16 @@ void bind_tensor(py::module_& m) {
       .def("__array__", [](const Tensor& x, const py::object&) { return tensor_view(x); }, py::arg("dtype") = py::none())
       .def("item", &Tensor::item, "The value of a one-element tensor, as a float.")
       .def(
+          "__bool__",
+          [](const Tensor& x) {
+            // As numpy and torch: without it, every tensor was true, folio.tensor(0.0) too.
+            if (x.numel() != 1)
+              throw Error(cat("[bool] the truth of a tensor of shape ", shape_text(x), " is ambiguous: one value has "
+                              "one (use .item(), or numpy's any() or all() on .numpy())"));
+            return x.item() != 0.0f;
+          },
+          "Whether the value of a one-element tensor is nonzero; ValueError for any other.")
+      .def(
           "backward",
           [](const Tensor& x) {
             py::gil_scoped_release nogil;
@@ -143,9 +204,15 @@ void bind_tensor(py::module_& m) {
           "that requires them, adding into their .grad.")
       .def("zero_grad", &Tensor::zero_grad, "Sets the gradient, if any, to zeros.")
       .def("detach", &Tensor::detach, "The same data, cut from the graph (no gradient flows back).")
-      .def("__matmul__", [](const Tensor& a, const Tensor& b) {
+      .def("__matmul__", [](const Tensor& a, const py::handle& b) {
+        const Tensor rhs = matmul_operand(b);
         py::gil_scoped_release nogil;
-        return matmul(a, b);
+        return matmul(a, rhs);
+      })
+      .def("__rmatmul__", [](const Tensor& b, const py::handle& a) {
+        const Tensor lhs = matmul_operand(a);
+        py::gil_scoped_release nogil;
+        return matmul(lhs, b);
       })
       .def("__add__", [](const Tensor& a, const py::handle& b) { return add(a, operand(a, b)); })
       .def("__radd__", [](const Tensor& a, const py::handle& b) { return add(operand(a, b), a); })
@@ -172,19 +239,19 @@ void bind_tensor(py::module_& m) {
            "This tensor with `value` where mask is True (see folio.masked_fill).")
       .def_property_readonly("T", [](const Tensor& a) { return transpose(a); }, "The last two dimensions swapped.")
       .def(
-          "reshape", [](const Tensor& a, const std::vector<int64_t>& dims) { return reshape(a, dims); },
+          "reshape",
+          [](const Tensor& a, const std::vector<int64_t>& dims) {
+            require_countable(dims, "reshape");
+            return reshape(a, dims);
+          },
           py::arg("dims"), "The same values in another shape (a list; one dimension may be -1).")
       .def(
           "sum",
-          [](const Tensor& a, const py::object& axis, bool keepdim) {
-            return axis.is_none() ? sum(a) : sum(a, axis.cast<int>(), keepdim);
-          },
+          [](const Tensor& a, const py::object& axis, bool keepdim) { return reduce(a, axis, keepdim, false); },
           py::arg("axis") = py::none(), py::arg("keepdim") = false, "The sum of all values, or along an axis.")
       .def(
           "mean",
-          [](const Tensor& a, const py::object& axis, bool keepdim) {
-            return axis.is_none() ? mean(a) : mean(a, axis.cast<int>(), keepdim);
-          },
+          [](const Tensor& a, const py::object& axis, bool keepdim) { return reduce(a, axis, keepdim, true); },
           py::arg("axis") = py::none(), py::arg("keepdim") = false, "The mean of all values, or along an axis.")
       .def("__repr__", [](const Tensor& x) {
         std::string r = cat("folio.Tensor(shape=", shape_text(x), x.requires_grad() ? ", requires_grad=True" : "", ",\n");
@@ -224,9 +291,7 @@ void bind_tensor(py::module_& m) {
       py::arg("requires_grad") = false, "A Tensor of zeros: folio.zeros(T, T) or folio.zeros((T, T)).");
   m.def(
       "sum",
-      [](const Tensor& a, const py::object& axis, bool keepdim) {
-        return axis.is_none() ? sum(a) : sum(a, axis.cast<int>(), keepdim);
-      },
+      [](const Tensor& a, const py::object& axis, bool keepdim) { return reduce(a, axis, keepdim, false); },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdim") = false,
       "The sum of all values, or along an axis (torch.sum(x, 1, keepdim=True) -> folio.sum(x, 1, keepdim=True)).");
   m.def("relu", [](const Tensor& x) { return relu(x); }, py::arg("x"), "max(x, 0).");

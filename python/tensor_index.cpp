@@ -53,9 +53,15 @@ Tensor index_tensor(const Tensor& x, const py::object& key) {
       end[d] = start + length;
       kept.push_back(length);
     } else if (is_integer(item)) {
-      int64_t i = py::int_(py::reinterpret_borrow<py::object>(item)).cast<int64_t>();
-      if (i < -x.size(d) || i >= x.size(d))
-        throw py::index_error(cat("[index] index ", i, " is out of range for axis ", d, " of size ", x.size(d)));
+      const py::int_ index(py::reinterpret_borrow<py::object>(item));
+      // Past int64 (2**70, np.uint64's top half) is out of range too, said as numpy says it.
+      const long long i_or_overflow = PyLong_AsLongLong(index.ptr());
+      const bool overflow = i_or_overflow == -1 && PyErr_Occurred();
+      if (overflow) PyErr_Clear();
+      int64_t i = i_or_overflow;
+      if (overflow || i < -x.size(d) || i >= x.size(d))
+        throw py::index_error(cat("[index] index ", std::string(py::repr(index)), " is out of range for axis ", d,
+                                  " of size ", x.size(d)));
       if (i < 0) i += x.size(d);
       begin[d] = i;
       end[d] = i + 1;

@@ -70,6 +70,21 @@ py::dict figures(const ProgressHooks::Figures& f) {
   return d;
 }
 
+// Ctrl-C while the run prepares (reads its data, builds its model) meets Python's
+// handler, not the trainer's, which only its loop installs: Python kept it pending while
+// the run trained to its end, then raised KeyboardInterrupt over a finished run. The
+// first step and every evaluation look for one, and hand it on to the trainer's handler
+// (installed there), which stops the run after that step and saves it, as a Ctrl-C
+// during the loop does. Another exception a Python handler raised ends the run as a
+// callback's does.
+void pass_on_pending_interrupt() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return;
+  if (!PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) throw py::error_already_set();
+  PyErr_Clear();
+  std::raise(SIGINT);
+}
+
 // Runs folio train with these options; returns its exit status (0, or 128 + the
 // signal that stopped it after saving).
 int train(const py::dict& options, const py::object& on_step, const py::object& on_eval) {
@@ -101,8 +116,14 @@ int train(const py::dict& options, const py::object& on_step, const py::object& 
       fn(figures(f));
     };
   };
-  hooks.on_step = hook(on_step);
-  hooks.on_eval = hook(on_eval);
+  hooks.on_step = [user = hook(on_step), first = true](const ProgressHooks::Figures& f) mutable {
+    if (first) first = false, pass_on_pending_interrupt();
+    if (user) user(f);
+  };
+  hooks.on_eval = [user = hook(on_eval)](const ProgressHooks::Figures& f) {
+    pass_on_pending_interrupt();
+    if (user) user(f);
+  };
   py::gil_scoped_release nogil;
   ScopedProgressHooks scoped(std::move(hooks));
   std::fflush(stdout);

@@ -82,6 +82,12 @@ def train(out, data, *, on_step=None, on_eval=None, **options):
         Run. Ctrl-C (or SIGTERM) stops the run after its step and saves it, as in the command,
         then raises KeyboardInterrupt (RuntimeError for SIGTERM): train(..., resume=True) continues it.
     """
+    # Checked before the run: called only once it is under way, a callback of the wrong
+    # kind ended it at its first step, after overwrite=True had replaced the run there.
+    for name, callback in (("on_step", on_step), ("on_eval", on_eval)):
+        if callback is not None and not callable(callback):
+            raise TypeError(f"[train] {name} must be a callable taking one dict (or None), "
+                            f"got {type(callback).__name__}")
     status = _folio._train({"out": os.fspath(out), "data": os.fspath(data), **options}, on_step, on_eval)
     if status == 128 + _folio._SIGINT:
         raise KeyboardInterrupt(f"training stopped and saved in {os.fspath(out)}: resume with resume=True")

@@ -105,3 +105,6 @@ def test_stop_of_the_wrong_kind_is_named(run):
     with pytest.raises(TypeError, match="each of stop must be a str, got int"):
         model.generate("A", max_new_tokens=4, stop=["x", 5])
     assert model.generate("A", max_new_tokens=4, stop=("never-there",)) == model.generate("A", max_new_tokens=4)
+    # bytes iterate as ints: named as what they are, not as a list of ints.
+    with pytest.raises(TypeError, match="^\\[generate\\] stop must be a str or a list of str, got bytes$"):
+        model.generate("A", max_new_tokens=4, stop=b"x")

@@ -97,6 +97,9 @@ def test_other_bad_input_raises():
         t[3]
     with pytest.raises(IndexError, match="index -5"):
         t[:, -5]
+    for huge in (2**70, np.uint64(2**64 - 1), -2**70):  # past int64: out of range, not "Unable to cast"
+        with pytest.raises(IndexError, match=rf"^\[index\] index {int(huge)} is out of range for axis 0 of size 3$"):
+            t[huge]
     with pytest.raises(TypeError, match="not assigned into"):
         t[0] = 1.0
     with pytest.raises(ValueError, match=r"mask \(2, 3, 4\) would broadcast x \(3, 4\)"):

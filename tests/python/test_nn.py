@@ -128,6 +128,10 @@ def test_gpt_options_by_name():
         folio.nn.GPT(dropout=float("nan"))
     with pytest.raises(TypeError, match="seed must be an int"):
         folio.nn.GPT(seed=1.5)
+    # 2.5 is inside [1, 256]: what is wrong with it is that it is no integer.
+    for value, shown in ((2.5, "2.5"), ("2", '"2"')):
+        with pytest.raises(ValueError, match=rf"^\[GPT\] n_layer = {shown} is not an integer \(in \[1, 256\]\)"):
+            folio.nn.GPT(n_layer=value)
 
 
 def test_gpt_bad_ids():

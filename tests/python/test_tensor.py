@@ -129,3 +129,54 @@ def test_tutorial_tables(example):
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / example)], stdout=subprocess.PIPE,
                          text=True, env=os.environ)
     assert out.returncode == 0 and "every table matches the tutorial's" in out.stdout, out.stdout
+
+
+def test_matmul_takes_arrays_on_either_side():
+    # docs/python.md: the operators take numpy's arrays on either side, @ as the others.
+    w = folio.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    left, right = np.array([[1.0, 0.0]]), np.array([[0.0], [1.0]], dtype=np.float64)
+    y = left @ w
+    assert isinstance(y, folio.Tensor), type(y)
+    np.testing.assert_array_equal(y.numpy(), [[1.0, 2.0]])
+    np.testing.assert_array_equal((w @ right).numpy(), [[2.0], [4.0]])
+    (left @ w @ right).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [[0.0, 1.0], [0.0, 0.0]])
+    with pytest.raises(TypeError, match=r"^\[matmul\] .*got float"):
+        w @ 2.0
+
+
+def test_an_axis_that_is_no_integer_is_named():
+    x = folio.tensor(np.ones((2, 3)))
+    for reduce in (x.sum, x.mean, lambda axis: folio.sum(x, axis)):
+        assert reduce(np.int64(1)).shape == (2,)
+        for axis in ("1", 1.0, True):
+            with pytest.raises(TypeError, match=r"axis must be an int or None, got "):
+                reduce(axis)
+
+
+def test_a_shape_of_more_elements_than_memory_addresses_is_refused():
+    # Their count wrapped to zero: a tensor of no memory that claimed 2**64 values, whose
+    # sum was 0 and whose first index read past its end.
+    for dims in ((2**32, 2**32), (2**62, 4), (2**70,)):
+        for make in (folio.ones, folio.zeros):
+            with pytest.raises(ValueError, match=r"^\[(ones|zeros)\] .* more than"):
+                make(*dims)
+    assert folio.zeros(3, 0).shape == (3, 0)
+    # (2**62 + 1) * 4 wraps to 4: a view of 4 values whose x[1] read past them.
+    with pytest.raises(ValueError, match=r"^\[reshape\] shape \(4611686018427387905, 4\) has more than"):
+        folio.zeros(4).reshape([2**62 + 1, 4])
+    assert folio.zeros(4).reshape([-1, 2]).shape == (2, 2)
+
+
+def test_causal_softmax_over_no_keys_is_refused():
+    with pytest.raises(ValueError, match=r"^\[causal_softmax\] needs a non-empty last dim, got shape \(1, 0, 0\)"):
+        folio.causal_softmax(folio.zeros(1, 0, 0))
+    with pytest.raises(ValueError, match="causal_softmax"):
+        folio.nn.Head(n_embd=8, head_size=4, block_size=4)(folio.zeros(1, 0, 8))
+
+
+def test_the_truth_of_a_tensor_is_its_one_value():
+    assert not folio.tensor(0.0) and folio.tensor([[2.0]]) and not folio.tensor([0.0])
+    for shape in ((2,), (0,), (2, 2)):
+        with pytest.raises(ValueError, match=r"^\[bool\] the truth of a tensor of shape .* is ambiguous"):
+            bool(folio.zeros(*shape))

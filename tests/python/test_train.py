@@ -1,11 +1,15 @@
 """folio.train: folio train's options and run from Python, the callbacks, and Ctrl-C."""
+import linecache
 import os
 import signal
+import sys
+import threading
+import time
 
 import pytest
 
 import folio
-from conftest import TINY
+from conftest import ROOT, TINY
 
 
 def options(**more):
@@ -79,3 +83,42 @@ def test_ctrl_c_saves_a_run_that_resumes(run, corpus, tmp_path):
     assert folio.load(str(tmp_path / "cut")).step == 12
     folio.train(tmp_path / "cut", corpus, resume=True, quiet=True, threads=1)
     assert (tmp_path / "cut" / "model.safetensors").read_bytes() == (run / "model.safetensors").read_bytes()
+
+
+def test_a_callback_that_cannot_be_called_is_refused_before_the_run(corpus, tmp_path):
+    # Found where it was first called, once the run was under way: with overwrite=True
+    # the run that was there had lost its log.csv (on_eval) or its weights (on_step).
+    out = tmp_path / "kept"
+    folio.train(out, corpus, **options(max_iters=10))
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    with pytest.raises(TypeError, match=r"^\[train\] on_eval must be a callable taking one dict \(or None\), got int$"):
+        folio.train(out, corpus, on_eval=3, **options(overwrite=True))
+    with pytest.raises(TypeError, match=r"^\[train\] on_step must be a callable .*, got str$"):
+        folio.train(out, corpus, on_step="print", **options(overwrite=True))
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
+
+
+def test_ctrl_c_while_the_run_reads_its_data_stops_it(tmp_path):
+    # Before the loop, Python's handler hears Ctrl-C and kept it pending while the run
+    # trained to its end. A thread sends SIGINT once the main thread is inside the call
+    # (GIL released): reading 2 MB of text outlasts that by far, and should the loop have begun
+    # all the same, the trainer's handler stops it: the test passes either way.
+    data = tmp_path / "big.txt"
+    data.write_bytes((ROOT / "data" / "tinyshakespeare.txt").read_bytes() * 2)
+    main = threading.main_thread()
+
+    def interrupt():
+        while True:
+            frame = sys._current_frames().get(main.ident)
+            if frame is not None and frame.f_code.co_name == "train" and "_train(" in \
+                    linecache.getline(frame.f_code.co_filename, frame.f_lineno):
+                break
+            time.sleep(0.001)
+        signal.pthread_kill(main.ident, signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt)
+    sender.start()
+    with pytest.raises(KeyboardInterrupt, match="training stopped and saved"):
+        folio.train(tmp_path / "cut", data, **options(max_iters=2000, eval_interval=500))
+    sender.join()
+    assert folio.load(str(tmp_path / "cut")).step < 2000
