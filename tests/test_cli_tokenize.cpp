@@ -94,6 +94,26 @@ TEST_F(CliTokenize, CharModelFineTunesOnATokenDirectory) {
   expect_contains(both.err, {"--tokenizer and --tokenizer-from"});
 }
 
+// A character a --tokenizer-from char vocabulary lacks is bad input found before a
+// byte is written: an earlier token directory --overwrite would replace stays whole,
+// and the character is named where it is in its file, far past the first block.
+TEST_F(CliTokenize, UnknownCharacterIsFoundBeforeWritingAndPlacedInItsFile) {
+  ASSERT_EQ(folio("train --quiet --data " + text() + run("base", 2)).code, 0);
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer-from " + (dir_ / "base") + " --out " + (dir_ / "old")).code, 0);
+  const testing::Snapshot old = testing::snapshot(dir_.path / "old");
+  const std::string known = testing::slurp(dir_.path / "text.txt");
+  std::string late;  // the snowman after 10 copies of known text: character 10 * |known|
+  for (int i = 0; i < 10; ++i) late += known;
+  const size_t at = late.size();
+  late += "\xE2\x98\x83\n" + known;
+  testing::spit(dir_.path / "late.txt", late);
+  const Result r = folio("tokenize " + (dir_ / "late.txt") + " --tokenizer-from " + (dir_ / "base") +
+                         " --overwrite --out " + (dir_ / "old"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_contains(r.err, {dir_ / "late.txt", "U+2603", "at position " + std::to_string(at) + " ", "not in the model's vocabulary"});
+  EXPECT_EQ(testing::diff(old, testing::snapshot(dir_.path / "old")), "") << "bad input replaced the old directory";
+}
+
 // A SentencePiece model fine-tunes on a directory made with its own model: from the
 // checkpoint, or exported to a .model file first; the message for another names both.
 TEST_F(CliTokenize, BpeModelFineTunesOnADirectoryOfItsTokenizer) {
