@@ -7,6 +7,11 @@
 #include <filesystem>
 #include <string>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "tests/support.h"
@@ -248,6 +253,44 @@ TEST_F(CliTokenize, BadStandardInputIsNamedSoAndLeavesNoCopy) {
   expect_contains(message, {"standard input: 1 characters are too few to split"});
   EXPECT_EQ(message.find(".stdin.txt"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir_.path / "tok")) << "no marker, no copy of standard input, no directory";
+}
+
+
+// A run killed while it copies standard input leaves a directory folio train refuses
+// as unfinished (not as a folder of text to tokenize), and the next run redoes it.
+TEST_F(CliTokenize, KilledWhileReadingStandardInputLeavesAnUnfinishedDirectory) {
+  const std::string fifo = dir_ / "in.fifo", out = dir_ / "tok";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in = ::open(fifo.c_str(), O_RDONLY);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (in < 0 || null < 0) ::_exit(127);
+    ::dup2(in, 0), ::dup2(null, 1), ::dup2(null, 2);
+    ::execl(FOLIO_BINARY, FOLIO_BINARY, "tokenize", "-", "--tokenizer", "char", "--out", out.c_str(), (char*)nullptr);
+    ::_exit(127);
+  }
+  const int writer = ::open(fifo.c_str(), O_WRONLY);  // waits for folio to open it
+  ASSERT_GE(writer, 0);
+  const std::string corpus = testing::slurp(dir_.path / "text.txt");
+  ASSERT_EQ(::write(writer, corpus.data(), corpus.size()), ssize_t(corpus.size()));
+  // Standard input stays open: folio is still copying it when it is killed.
+  const auto copied = [&] {
+    std::error_code ec;
+    const auto size = fs::file_size(dir_.path / "tok" / ".stdin.txt", ec);
+    return !ec && size == corpus.size();
+  };
+  for (int i = 0; i < 60000 && !copied(); ++i) ::usleep(1000);
+  ASSERT_TRUE(copied()) << "folio never copied its input";
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(testing::wait_child(pid, 60).signal, SIGKILL);
+  ::close(writer);
+  const Result train = folio("train --data " + out + run("r", 1));
+  EXPECT_EQ(train.code, 2) << train.err;
+  expect_contains(train.err, {"folio tokenize did not finish writing it"});
+  const Result again = folio("tokenize " + text() + " --tokenizer char --out " + out);
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_FALSE(fs::exists(dir_.path / "tok" / ".stdin.txt"));
 }
 
 }  // namespace
