@@ -85,7 +85,12 @@ DocumentList find_documents(const std::vector<std::string>& inputs, const std::v
   for (const std::string& input : inputs) {
     std::error_code ec;
     const fs::file_status st = fs::status(input, ec);
-    if (ec || !fs::exists(st)) fail("tokenize", input, ": no such file or directory");
+    if (ec || !fs::exists(st)) {
+      std::error_code link_ec;
+      if (fs::is_symlink(fs::symlink_status(input, link_ec)))
+        fail("tokenize", input, ": a symbolic link that leads nowhere readable (", ec ? ec.message() : "its target does not exist", ")");
+      fail("tokenize", input, ": no such file or directory");
+    }
     if (fs::is_regular_file(st)) {
       add(list, input, fs::path(input).lexically_normal().string(), int64_t(fs::file_size(input, ec)), warn);
       continue;
@@ -111,8 +116,18 @@ DocumentList find_documents(const std::vector<std::string>& inputs, const std::v
         it.disable_recursion_pending();
         continue;
       }
-      if (!it->is_regular_file(ec)) continue;
       const std::string relative = p.lexically_relative(input).string();
+      if (!it->is_regular_file(ec)) {
+        // A link in a loop or to a file that is gone is an unreadable file, said so.
+        std::error_code link_ec;
+        if (it->is_symlink(link_ec) && !fs::exists(p, link_ec) && matches(include, relative, file_name)) {
+          ++list.unreadable;
+          warn(cat(p.string(), ": a symbolic link that leads nowhere readable (",
+                   link_ec ? link_ec.message() : "its target does not exist", "), skipped"));
+        }
+        ec.clear();
+        continue;
+      }
       if (!matches(include, relative, file_name)) continue;
       found.emplace_back(relative, int64_t(it->file_size(ec)));
     }

@@ -256,6 +256,27 @@ TEST_F(CliTokenize, BadStandardInputIsNamedSoAndLeavesNoCopy) {
 }
 
 
+// A symbolic link that leads nowhere (a loop, or a target that is gone) is an
+// unreadable file: skipped with a warning naming it and counted, never dropped without
+// a word; given as the input itself it is refused for what it is.
+TEST_F(CliTokenize, BrokenSymbolicLinksAreNamedNotDroppedSilently) {
+  fs::create_directories(dir_.path / "tree");
+  fs::copy_file(text(), dir_.path / "tree" / "a.txt");
+  fs::copy_file(text(), dir_.path / "tree" / "b.txt");
+  fs::create_symlink("loop.txt", dir_.path / "tree" / "loop.txt");
+  fs::create_symlink(dir_ / "gone.txt", dir_.path / "tree" / "gone.txt");
+  const Result r = folio("tokenize " + (dir_ / "tree") + " --tokenizer char --out " + (dir_ / "tok"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_contains(r.err, {dir_ / "tree/loop.txt", dir_ / "tree/gone.txt", "skipped"});
+  const Json m = Json::parse(testing::slurp(dir_.path / "tok" / "manifest.json"));
+  EXPECT_EQ(m.find("skipped_files")->as_int(), 2);
+  const Result loop = folio("tokenize " + (dir_ / "tree/loop.txt") + " --tokenizer char --out " + (dir_ / "x"));
+  EXPECT_EQ(loop.code, 2);
+  expect_contains(loop.err, {dir_ / "tree/loop.txt", "symbolic link"});
+  EXPECT_EQ(loop.err.find("no such file"), std::string::npos) << loop.err;
+  EXPECT_FALSE(fs::exists(dir_.path / "x"));
+}
+
 // A run killed while it copies standard input leaves a directory folio train refuses
 // as unfinished (not as a folder of text to tokenize), and the next run redoes it.
 TEST_F(CliTokenize, KilledWhileReadingStandardInputLeavesAnUnfinishedDirectory) {
