@@ -155,7 +155,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--shard-tokens must be in [1, ", INT32_MAX, "] (a shard's header counts in int32), got ",
                          o.shard_tokens));
   const int64_t sample_mb = vm["sample-mb"].as<int64_t>();
-  if (sample_mb < 1) throw UsageError(cat("--sample-mb must be >= 1, got ", sample_mb));
+  // The sample is held in memory, and counted in bytes: beyond 1 TiB is no sample.
+  constexpr int64_t kMaxSampleMb = int64_t(1) << 20;
+  if (sample_mb < 1 || sample_mb > kMaxSampleMb)
+    throw UsageError(cat("--sample-mb must be in [1, ", kMaxSampleMb, "], got ", sample_mb));
   o.sample_bytes = sample_mb << 20;
   o.overwrite = vm["overwrite"].as<bool>();
   check_token_out_dir(o.out_dir, o.overwrite);  // before anything is read: a refusal is a usage error
