@@ -8,6 +8,7 @@
 #include "base/size_text.h"
 #include "cli/common.h"
 #include "data/tokenize.h"
+#include "data/tokenizer.h"
 #include "io/checkpoint.h"
 
 namespace folio::cli {
@@ -137,6 +138,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (o.inputs.empty()) throw UsageError("no input: give files or directories to tokenize (or - for standard input)");
   if (!vm.count("out")) throw UsageError("--out DIR is needed: where to write the token shards");
   o.out_dir = vm["out"].as<std::string>();
+  // folio train refuses a --data path that is not UTF-8 (a checkpoint records it): say
+  // so before the work, not after it with a "train on it with" that fails.
+  if (std::string utf8 = o.out_dir; replace_invalid_utf8(utf8) > 0)
+    throw UsageError(cat("--out ", utf8, ": the path is not valid UTF-8, which folio train needs of --data"));
   o.tokenizer = {vm["tokenizer"].as<std::string>(), vm["vocab-size"].as<int64_t>()};
   check_vocab_size(o.tokenizer);
   std::string tokenizer_from;

@@ -310,9 +310,13 @@ TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<voi
                : by_position      ? "each document's last val_fraction of characters (too few documents to split by name)"
                            : "a document validates when the top 20 bits of splitmix64's finaliser of FNV-1a 64 of "
                                   "its name (the path below its input directory) are below val_fraction * 2^20";
+  // Paths are bytes, JSON is UTF-8: a name that is not (a Latin-1 folder) is kept with
+  // U+FFFD, as its text is.
   m.inputs = o.inputs;
+  for (std::string& input : m.inputs) replace_invalid_utf8(input);
   m.skipped_files = list.unreadable + list.binary + list.empty;
   m.command = o.command;
+  replace_invalid_utf8(m.command);
   SplitWriter writers[2] = {{o.out_dir, "train", m.token_bytes, o.shard_tokens, m.train},
                             {o.out_dir, "val", m.token_bytes, o.shard_tokens, m.val}};
   SplitEntry* entries[2] = {&m.train, &m.val};

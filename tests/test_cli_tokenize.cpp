@@ -278,6 +278,27 @@ TEST_F(CliTokenize, BrokenSymbolicLinksAreNamedNotDroppedSilently) {
   EXPECT_FALSE(fs::exists(dir_.path / "x"));
 }
 
+// A path that is not UTF-8 (a Latin-1 folder name, which Linux allows) is text the
+// manifest holds with U+FFFD for its stray byte: the run writes its manifest and
+// trains, where the JSON writer refused the byte after all the work (exit 1).
+TEST_F(CliTokenize, InputPathThatIsNotUtf8StillGivesAManifest) {
+  const std::string latin1 = "caf\xE9";
+  fs::create_directories(dir_.path / latin1);
+  fs::copy_file(text(), dir_.path / latin1 / "a.txt");
+  const Result r = folio("tokenize " + (dir_ / latin1) + " --tokenizer char --out " + (dir_ / "tok"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json m = Json::parse(testing::slurp(dir_.path / "tok" / "manifest.json"));
+  expect_contains(m.find("inputs")->as_array().at(0).as_string(), {"caf\xEF\xBF\xBD"});
+  const Result t = folio("train --data " + (dir_ / "tok") + run("r", 1));
+  EXPECT_EQ(t.code, 0) << t.err;
+  // folio train refuses such a --data path (a checkpoint records it): so does tokenize
+  // its --out, before the work, rather than print a "train on it with" that fails.
+  const Result out = folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / latin1) + "_tok");
+  EXPECT_EQ(out.code, 2) << out.err;
+  expect_contains(out.err, {"--out", "not valid UTF-8"});
+  EXPECT_FALSE(fs::exists(dir_.path / (latin1 + "_tok")));
+}
+
 // A run killed while it copies standard input leaves a directory folio train refuses
 // as unfinished (not as a folder of text to tokenize), and the next run redoes it.
 TEST_F(CliTokenize, KilledWhileReadingStandardInputLeavesAnUnfinishedDirectory) {
