@@ -80,8 +80,10 @@ void add(DocumentList& list, std::string path, std::string name, int64_t size,
 }  // namespace
 
 DocumentList find_documents(const std::vector<std::string>& inputs, const std::vector<std::string>& include,
-                            const std::function<void(const std::string&)>& warn) {
+                            const std::function<void(const std::string&)>& warn, const std::string& out) {
   DocumentList list;
+  std::error_code out_ec;
+  const bool out_exists = !out.empty() && fs::is_directory(out, out_ec);
   for (const std::string& input : inputs) {
     std::error_code ec;
     const fs::file_status st = fs::status(input, ec);
@@ -96,6 +98,8 @@ DocumentList find_documents(const std::vector<std::string>& inputs, const std::v
       continue;
     }
     if (!fs::is_directory(st)) fail("tokenize", input, ": not a file or a directory");
+    if (out_exists && fs::equivalent(input, out, out_ec))
+      fail("tokenize", input, ": is --out itself, the token directory to write: give the text's directory");
     const size_t before = list.documents.size();
     std::vector<std::pair<std::string, int64_t>> found;  // relative path, size
     fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec), end;
@@ -113,6 +117,10 @@ DocumentList find_documents(const std::vector<std::string>& inputs, const std::v
         continue;
       }
       if (it->is_symlink(ec) && it->is_directory(ec)) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (out_exists && it->is_directory(ec) && fs::equivalent(p, out, out_ec)) {  // its own output
         it.disable_recursion_pending();
         continue;
       }

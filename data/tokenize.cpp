@@ -252,7 +252,7 @@ TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<voi
     // Empty or binary input is skipped as a file would be: no document to rename.
     if (!list.documents.empty()) list.documents[0].name = "-";
   } else {
-    list = find_documents(o.inputs, o.include, warn);
+    list = find_documents(o.inputs, o.include, warn, o.out_dir);
   }
   const std::vector<Document>& docs = list.documents;
   if (docs.empty())

@@ -299,6 +299,29 @@ TEST_F(CliTokenize, InputPathThatIsNotUtf8StillGivesAManifest) {
   EXPECT_FALSE(fs::exists(dir_.path / (latin1 + "_tok")));
 }
 
+// An --out inside the input directory is not input: tokenizing the folder again with
+// --overwrite takes the same documents, not the old manifest.json (which it then
+// deleted as it read it, failing with the old directory gone).
+TEST_F(CliTokenize, OutputInsideTheInputIsNotADocument) {
+  fs::create_directories(dir_.path / "corpus");
+  fs::copy_file(text(), dir_.path / "corpus" / "a.txt");
+  fs::copy_file(text(), dir_.path / "corpus" / "b.txt");
+  const std::string args = "tokenize " + (dir_ / "corpus") + " --tokenizer char --out " + (dir_ / "corpus/tok");
+  ASSERT_EQ(folio(args).code, 0);
+  const std::string first = testing::slurp(dir_.path / "corpus" / "tok" / "manifest.json");
+  const Result again = folio(args + " --overwrite");
+  ASSERT_EQ(again.code, 0) << again.err;
+  const std::string second = testing::slurp(dir_.path / "corpus" / "tok" / "manifest.json");
+  const auto splits = [](const std::string& m) { return Json::parse(m).find("splits")->dump(); };
+  EXPECT_EQ(splits(first), splits(second));
+  const testing::Snapshot before = testing::snapshot(dir_.path / "corpus" / "tok");
+  const Result itself = folio("tokenize " + (dir_ / "corpus/tok") + " --tokenizer char --overwrite --out " +
+                              (dir_ / "corpus/tok"));
+  EXPECT_EQ(itself.code, 2) << itself.err;
+  expect_contains(itself.err, {"is --out itself"});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path / "corpus" / "tok")), "");
+}
+
 // A run killed while it copies standard input leaves a directory folio train refuses
 // as unfinished (not as a folder of text to tokenize), and the next run redoes it.
 TEST_F(CliTokenize, KilledWhileReadingStandardInputLeavesAnUnfinishedDirectory) {
