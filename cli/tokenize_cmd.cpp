@@ -29,7 +29,8 @@ void declare(po::options_description& opts) {
        "is any number of directories: 'src/**/*.h'); repeatable")
       ("tokenizer", with_default<std::string>("bpe"),
        "bpe (the default here; folio train's is char) or unigram (SentencePiece, trained on a sample of the "
-       "training documents), char (the corpus's characters), or a SentencePiece .model file")
+       "training documents), char (the corpus's characters), or a tokenizer file: a SentencePiece .model, GPT-2's "
+       "vocab.json and merges.txt (or their directory), or a .tiktoken rank file")
       ("vocab-size", with_default<int64_t>(0), "pieces of a bpe or unigram tokenizer (0: 1024)")
       ("tokenizer-from", po::value<std::string>(),
        "use this checkpoint's tokenizer (a run directory or .safetensors file) instead of making one, so that "
@@ -211,7 +212,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 const Command kTokenize = {
     "tokenize", "prepare a corpus of any size into token shards for folio train",
-    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE.model | --tokenizer-from RUN]\n"
+    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE | --tokenizer-from RUN]\n"
     "Reads every file under the inputs (each file a document), makes the tokenizer,\n"
     "encodes the documents on all threads and writes DIR/train_NNNNNN.bin and\n"
     "DIR/val_NNNNNN.bin (llm.c's shard format: a 1024-byte header, then uint16 ids,\n"

@@ -222,6 +222,7 @@ TEST_F(CliTokenize, BadInputExitsTwoAndLeavesTheOutputAsItWas) {
   const testing::Snapshot old = testing::snapshot(dir_.path / "old");
   const std::pair<std::string, std::vector<std::string>> cases[] = {
       {text() + " --shard-tokens 0", {"--shard-tokens must be in [1, "}},
+      {text() + " --tokenizer " + (dir_ / "absent"), {"--tokenizer " + (dir_ / "absent"), ".model", "vocab.json", ".tiktoken"}},
       {text() + " --sample-mb 8796093022208", {"--sample-mb must be in [1, ", "got 8796093022208"}},  // 2^63 bytes
       {text() + " --vocab-size 100", {"--vocab-size 100 is too small for bpe", "at least 260"}},
       {text() + " --vocab-size 100000", {"--vocab-size 100000 is more than bpe can make of this text"}},
