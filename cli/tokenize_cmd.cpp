@@ -8,6 +8,7 @@
 #include "base/size_text.h"
 #include "cli/common.h"
 #include "data/tokenize.h"
+#include "data/tokenizer.h"
 #include "io/checkpoint.h"
 
 namespace folio::cli {
@@ -28,7 +29,8 @@ void declare(po::options_description& opts) {
        "is any number of directories: 'src/**/*.h'); repeatable")
       ("tokenizer", with_default<std::string>("bpe"),
        "bpe (the default here; folio train's is char) or unigram (SentencePiece, trained on a sample of the "
-       "training documents), char (the corpus's characters), or a SentencePiece .model file")
+       "training documents), char (the corpus's characters), or a tokenizer file: a SentencePiece .model, GPT-2's "
+       "vocab.json and merges.txt (or their directory), or a .tiktoken rank file")
       ("vocab-size", with_default<int64_t>(0), "pieces of a bpe or unigram tokenizer (0: 1024)")
       ("tokenizer-from", po::value<std::string>(),
        "use this checkpoint's tokenizer (a run directory or .safetensors file) instead of making one, so that "
@@ -137,6 +139,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (o.inputs.empty()) throw UsageError("no input: give files or directories to tokenize (or - for standard input)");
   if (!vm.count("out")) throw UsageError("--out DIR is needed: where to write the token shards");
   o.out_dir = vm["out"].as<std::string>();
+  // folio train refuses a --data path that is not UTF-8 (a checkpoint records it): say
+  // so before the work, not after it with a "train on it with" that fails.
+  if (std::string utf8 = o.out_dir; replace_invalid_utf8(utf8) > 0)
+    throw UsageError(cat("--out ", utf8, ": the path is not valid UTF-8, which folio train needs of --data"));
   o.tokenizer = {vm["tokenizer"].as<std::string>(), vm["vocab-size"].as<int64_t>()};
   check_vocab_size(o.tokenizer);
   std::string tokenizer_from;
@@ -155,7 +161,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--shard-tokens must be in [1, ", INT32_MAX, "] (a shard's header counts in int32), got ",
                          o.shard_tokens));
   const int64_t sample_mb = vm["sample-mb"].as<int64_t>();
-  if (sample_mb < 1) throw UsageError(cat("--sample-mb must be >= 1, got ", sample_mb));
+  // The sample is held in memory, and counted in bytes: beyond 1 TiB is no sample.
+  constexpr int64_t kMaxSampleMb = int64_t(1) << 20;
+  if (sample_mb < 1 || sample_mb > kMaxSampleMb)
+    throw UsageError(cat("--sample-mb must be in [1, ", kMaxSampleMb, "], got ", sample_mb));
   o.sample_bytes = sample_mb << 20;
   o.overwrite = vm["overwrite"].as<bool>();
   check_token_out_dir(o.out_dir, o.overwrite);  // before anything is read: a refusal is a usage error
@@ -203,7 +212,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
 
 const Command kTokenize = {
     "tokenize", "prepare a corpus of any size into token shards for folio train",
-    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE.model | --tokenizer-from RUN]\n"
+    "folio tokenize INPUT... --out DIR [--tokenizer bpe|unigram|char|FILE | --tokenizer-from RUN]\n"
     "Reads every file under the inputs (each file a document), makes the tokenizer,\n"
     "encodes the documents on all threads and writes DIR/train_NNNNNN.bin and\n"
     "DIR/val_NNNNNN.bin (llm.c's shard format: a 1024-byte header, then uint16 ids,\n"

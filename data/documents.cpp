@@ -80,17 +80,26 @@ void add(DocumentList& list, std::string path, std::string name, int64_t size,
 }  // namespace
 
 DocumentList find_documents(const std::vector<std::string>& inputs, const std::vector<std::string>& include,
-                            const std::function<void(const std::string&)>& warn) {
+                            const std::function<void(const std::string&)>& warn, const std::string& out) {
   DocumentList list;
+  std::error_code out_ec;
+  const bool out_exists = !out.empty() && fs::is_directory(out, out_ec);
   for (const std::string& input : inputs) {
     std::error_code ec;
     const fs::file_status st = fs::status(input, ec);
-    if (ec || !fs::exists(st)) fail("tokenize", input, ": no such file or directory");
+    if (ec || !fs::exists(st)) {
+      std::error_code link_ec;
+      if (fs::is_symlink(fs::symlink_status(input, link_ec)))
+        fail("tokenize", input, ": a symbolic link that leads nowhere readable (", ec ? ec.message() : "its target does not exist", ")");
+      fail("tokenize", input, ": no such file or directory");
+    }
     if (fs::is_regular_file(st)) {
       add(list, input, fs::path(input).lexically_normal().string(), int64_t(fs::file_size(input, ec)), warn);
       continue;
     }
     if (!fs::is_directory(st)) fail("tokenize", input, ": not a file or a directory");
+    if (out_exists && fs::equivalent(input, out, out_ec))
+      fail("tokenize", input, ": is --out itself, the token directory to write: give the text's directory");
     const size_t before = list.documents.size();
     std::vector<std::pair<std::string, int64_t>> found;  // relative path, size
     fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec), end;
@@ -111,8 +120,22 @@ DocumentList find_documents(const std::vector<std::string>& inputs, const std::v
         it.disable_recursion_pending();
         continue;
       }
-      if (!it->is_regular_file(ec)) continue;
+      if (out_exists && it->is_directory(ec) && fs::equivalent(p, out, out_ec)) {  // its own output
+        it.disable_recursion_pending();
+        continue;
+      }
       const std::string relative = p.lexically_relative(input).string();
+      if (!it->is_regular_file(ec)) {
+        // A link in a loop or to a file that is gone is an unreadable file, said so.
+        std::error_code link_ec;
+        if (it->is_symlink(link_ec) && !fs::exists(p, link_ec) && matches(include, relative, file_name)) {
+          ++list.unreadable;
+          warn(cat(p.string(), ": a symbolic link that leads nowhere readable (",
+                   link_ec ? link_ec.message() : "its target does not exist", "), skipped"));
+        }
+        ec.clear();
+        continue;
+      }
       if (!matches(include, relative, file_name)) continue;
       found.emplace_back(relative, int64_t(it->file_size(ec)));
     }

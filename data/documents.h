@@ -30,9 +30,10 @@ struct DocumentList {
 };
 
 // Errors: "[tokenize] <input>: no such file or directory", "[tokenize] <dir>: no file
-// matches --include '*.c'". `warn` hears each skipped file.
+// matches --include '*.c'". `warn` hears each skipped file. The directory `out` (the
+// token directory being written, which may lie below an input) is never walked into.
 DocumentList find_documents(const std::vector<std::string>& inputs, const std::vector<std::string>& include,
-                            const std::function<void(const std::string&)>& warn);
+                            const std::function<void(const std::string&)>& warn, const std::string& out = "");
 
 // True when the document named `name` belongs to val: the top 20 bits of
 // mix(FNV-1a 64 of the name), mix being splitmix64's finaliser, fall below

@@ -303,7 +303,8 @@ std::unique_ptr<Tokenizer> from_file(const std::string& path) {
   try {
     model = read_file(path, kMaxModelBytes);
   } catch (const Error& e) {
-    fail("tokenizer", "--tokenizer ", path, ": not bpe, unigram or char, and not a readable .model file: ", e.what());
+    fail("tokenizer", "--tokenizer ", path, ": not bpe, unigram or char, and not a readable tokenizer file (a "
+         "SentencePiece .model, GPT-2's vocab.json and merges.txt or their directory, a .tiktoken): ", e.what());
   }
   return std::make_unique<SpmTokenizer>(std::move(model), path, "tokenizer");
 }

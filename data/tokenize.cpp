@@ -125,38 +125,84 @@ void for_each_round(const std::vector<Document>& docs, const std::vector<Part>& 
   if (!chunks.empty()) round(chunks);
 }
 
+// Which code points the documents hold (U+FFFD for stray bytes), in one pass on all
+// threads: indexed by code point.
+std::vector<bool> corpus_characters(const std::vector<Document>& docs, const std::vector<Part>& parts,
+                                    const auto& progress) {
+  std::vector<std::vector<bool>> seen(size_t(threads()), std::vector<bool>(0x110000));
+  int64_t done = 0, total = 0;
+  for (const Part& p : parts) total += p.end - p.begin;
+  for_each_round(docs, parts, int64_t(threads()) * kChunkBytes, [&](std::vector<Chunk>& chunks) {
+    parallel_for(chunks.size(), [&](size_t i) {
+      replace_invalid_utf8(chunks[i].text);
+      std::vector<bool>& mine = seen[size_t(omp_get_thread_num())];
+      for (std::string_view text = chunks[i].text; !text.empty();) {  // a block at a time: bounded memory
+        size_t end = std::min(text.size(), kBlockBytes);
+        while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+        for (const char32_t c : decode_utf8(text.substr(0, end))) mine[c] = true;
+        text.remove_prefix(end);
+      }
+    });
+    for (const Chunk& c : chunks) done += int64_t(c.text.size());
+    progress({"characters", done, total});
+  });
+  std::vector<bool> all(0x110000);
+  for (const auto& mine : seen)
+    for (char32_t c = 0; c < 0x110000; ++c)
+      if (mine[c]) all[c] = true;
+  return all;
+}
+
+// A checkpoint's char vocabulary (--tokenizer-from) cannot encode a character it lacks:
+// found in a pass before anything is written, so that an earlier token directory
+// --overwrite would replace stays whole, and named at its place in its file (the
+// encoder sees only one block of one chunk, whose positions are not the file's).
+void check_vocabulary_covers(const Tokenizer& tokenizer, const std::vector<Document>& docs,
+                             const std::vector<Part>& parts, const auto& progress) {
+  if (std::string_view(tokenizer.kind()) != "char") return;  // the others encode any byte
+  const std::vector<bool> seen = corpus_characters(docs, parts, progress);
+  std::vector<bool> lacking(0x110000);
+  int64_t distinct = 0;
+  for (char32_t c = 0; c < 0x110000; ++c) {
+    if (!seen[c]) continue;
+    std::string one;
+    append_utf8(one, c);
+    try {
+      tokenizer.encode(one);
+    } catch (const Error&) {
+      lacking[c] = true, ++distinct;
+    }
+  }
+  if (distinct == 0) return;
+  for (const Document& d : docs) {
+    int64_t at = 0, line = 1;
+    for (PartReader reader(d.path, 0, d.bytes); !reader.done();) {
+      std::string text = reader.next();
+      replace_invalid_utf8(text);
+      for (const char32_t c : decode_utf8(text)) {
+        if (lacking[c])
+          throw TokenizeInputError(cat("[tokenize] ", d.path, ": character ", describe_char(c), " at position ", at,
+                                       " (line ", line, ") is not in the model's vocabulary of ",
+                                       tokenizer.vocab_size() - (tokenizer.end_of_text() ? 1 : 0),
+                                       " characters (the inputs hold ", distinct, distinct == 1 ? " character" : " characters",
+                                       " it lacks; folio info --checkpoint RUN lists the vocabulary)"));
+        line += c == U'\n', ++at;
+      }
+    }
+  }
+}
+
 std::unique_ptr<Tokenizer> make_corpus_tokenizer(const TokenizeOptions& o, const std::vector<Document>& docs,
                                                  const std::vector<Part>& parts, const auto& progress) {
   if (o.tokenizer_from) return with_end_of_text(*o.tokenizer_from);
   TokenizerSpec spec = o.tokenizer;
   spec.end_of_text = true;
-  const int64_t round_bytes = int64_t(threads()) * kChunkBytes;
   if (spec.name == "char") {
     // Every character of every document: the vocabulary must encode them all.
-    std::vector<std::vector<bool>> seen(size_t(threads()), std::vector<bool>(0x110000));
-    int64_t done = 0, total = 0;
-    for (const Part& p : parts) total += p.end - p.begin;
-    for_each_round(docs, parts, round_bytes, [&](std::vector<Chunk>& chunks) {
-      parallel_for(chunks.size(), [&](size_t i) {
-        replace_invalid_utf8(chunks[i].text);
-        std::vector<bool>& mine = seen[size_t(omp_get_thread_num())];
-        for (std::string_view text = chunks[i].text; !text.empty();) {  // a block at a time: bounded memory
-          size_t end = std::min(text.size(), kBlockBytes);
-          while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
-          for (const char32_t c : decode_utf8(text.substr(0, end))) mine[c] = true;
-          text.remove_prefix(end);
-        }
-      });
-      for (const Chunk& c : chunks) done += int64_t(c.text.size());
-      progress({"characters", done, total});
-    });
+    const std::vector<bool> seen = corpus_characters(docs, parts, progress);
     std::string chars;
     for (char32_t c = 0; c < 0x110000; ++c)
-      for (const auto& s : seen)
-        if (s[c]) {
-          append_utf8(chars, c);
-          break;
-        }
+      if (seen[c]) append_utf8(chars, c);
     return make_tokenizer(spec, chars);
   }
   if (!is_tokenizer_method(spec.name)) return make_tokenizer(spec, "");  // a .model file
@@ -206,7 +252,7 @@ TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<voi
     // Empty or binary input is skipped as a file would be: no document to rename.
     if (!list.documents.empty()) list.documents[0].name = "-";
   } else {
-    list = find_documents(o.inputs, o.include, warn);
+    list = find_documents(o.inputs, o.include, warn, o.out_dir);
   }
   const std::vector<Document>& docs = list.documents;
   if (docs.empty())
@@ -243,6 +289,7 @@ TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<voi
                " of characters validates instead"));
   }
   const std::unique_ptr<Tokenizer> tokenizer = make_corpus_tokenizer(o, docs, parts, progress);
+  if (o.tokenizer_from) check_vocabulary_covers(*tokenizer, docs, parts, progress);
   // SentencePiece's trainer peaks at ~25 times its sample and frees it all; glibc would
   // keep those pages for the rest of the run.
   ::malloc_trim(0);
@@ -263,9 +310,13 @@ TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<voi
                : by_position      ? "each document's last val_fraction of characters (too few documents to split by name)"
                            : "a document validates when the top 20 bits of splitmix64's finaliser of FNV-1a 64 of "
                                   "its name (the path below its input directory) are below val_fraction * 2^20";
+  // Paths are bytes, JSON is UTF-8: a name that is not (a Latin-1 folder) is kept with
+  // U+FFFD, as its text is.
   m.inputs = o.inputs;
+  for (std::string& input : m.inputs) replace_invalid_utf8(input);
   m.skipped_files = list.unreadable + list.binary + list.empty;
   m.command = o.command;
+  replace_invalid_utf8(m.command);
   SplitWriter writers[2] = {{o.out_dir, "train", m.token_bytes, o.shard_tokens, m.train},
                             {o.out_dir, "val", m.token_bytes, o.shard_tokens, m.val}};
   SplitEntry* entries[2] = {&m.train, &m.val};

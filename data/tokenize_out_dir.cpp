@@ -91,6 +91,10 @@ std::string spool_stdin(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail("tokenize", "--out ", dir, ": cannot create (", ec.message(), ")");
+  // Killed while copying, the directory must read as unfinished, not as a folder of
+  // text: the marker goes first, but into an earlier token directory, which stays whole.
+  if (!fs::exists(fs::path(dir) / kManifestFile, ec))
+    write_file_atomic((fs::path(dir) / kIncompleteMarker).string(), "folio tokenize is reading standard input\n");
   const std::string path = (fs::path(dir) / kStdinFile).string();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("tokenize", path, ": cannot create (", std::strerror(errno), ")");
@@ -131,6 +135,10 @@ void abandon_token_out_dir(const std::string& dir, bool existed_before, bool sta
     for (const auto& entry : fs::directory_iterator(dir, ec))
       if (is_shard_name(entry.path().filename().string())) fs::remove(entry.path(), ec);
     fs::remove(fs::path(dir) / kIncompleteMarker, ec);
+  } else if (!fs::exists(fs::path(dir) / kManifestFile, ec)) {  // standard input's marker, unless shards need it
+    bool shards = false;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) shards = shards || is_shard_name(entry.path().filename().string());
+    if (!shards) fs::remove(fs::path(dir) / kIncompleteMarker, ec);
   }
   if (!existed_before) fs::remove(dir, ec);  // only when empty: remove() leaves a directory with entries
 }

@@ -24,7 +24,8 @@ void start_token_out_dir(const std::string& dir);
 
 // Standard input, copied into `dir` (created if new; it is one document, and its size
 // must be known to split it); returns the copy's path. Done before the input is checked,
-// without the marker: a killed copy leaves only the copy, which the next run replaces.
+// after the marker unless `dir` holds a token directory (which stays whole): a killed
+// copy leaves a directory folio train calls unfinished, not a folder of text to tokenize.
 std::string spool_stdin(const std::string& dir);
 
 // `text` with every mention of standard input's copy (`copy`, "" for none) as "standard
@@ -36,7 +37,8 @@ void finish_token_out_dir(const std::string& dir);
 
 // After a failed run (an error, not a kill, which leaves the marker for the next run to
 // redo): the copy of standard input goes, and if the run had started writing
-// (start_token_out_dir) its shards and the marker; `dir` itself goes if it did not exist
+// (start_token_out_dir) its shards and the marker (before that, the marker goes only
+// if no shards need it); `dir` itself goes if it did not exist
 // before the run and is empty now. Nothing else in `dir` is touched.
 void abandon_token_out_dir(const std::string& dir, bool existed_before, bool started);
 

@@ -7,6 +7,11 @@
 #include <filesystem>
 #include <string>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "tests/support.h"
@@ -92,6 +97,26 @@ TEST_F(CliTokenize, CharModelFineTunesOnATokenDirectory) {
                             (dir_ / "both"));
   EXPECT_EQ(both.code, 2);
   expect_contains(both.err, {"--tokenizer and --tokenizer-from"});
+}
+
+// A character a --tokenizer-from char vocabulary lacks is bad input found before a
+// byte is written: an earlier token directory --overwrite would replace stays whole,
+// and the character is named where it is in its file, far past the first block.
+TEST_F(CliTokenize, UnknownCharacterIsFoundBeforeWritingAndPlacedInItsFile) {
+  ASSERT_EQ(folio("train --quiet --data " + text() + run("base", 2)).code, 0);
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer-from " + (dir_ / "base") + " --out " + (dir_ / "old")).code, 0);
+  const testing::Snapshot old = testing::snapshot(dir_.path / "old");
+  const std::string known = testing::slurp(dir_.path / "text.txt");
+  std::string late;  // the snowman after 10 copies of known text: character 10 * |known|
+  for (int i = 0; i < 10; ++i) late += known;
+  const size_t at = late.size();
+  late += "\xE2\x98\x83\n" + known;
+  testing::spit(dir_.path / "late.txt", late);
+  const Result r = folio("tokenize " + (dir_ / "late.txt") + " --tokenizer-from " + (dir_ / "base") +
+                         " --overwrite --out " + (dir_ / "old"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_contains(r.err, {dir_ / "late.txt", "U+2603", "at position " + std::to_string(at) + " ", "not in the model's vocabulary"});
+  EXPECT_EQ(testing::diff(old, testing::snapshot(dir_.path / "old")), "") << "bad input replaced the old directory";
 }
 
 // A SentencePiece model fine-tunes on a directory made with its own model: from the
@@ -197,6 +222,8 @@ TEST_F(CliTokenize, BadInputExitsTwoAndLeavesTheOutputAsItWas) {
   const testing::Snapshot old = testing::snapshot(dir_.path / "old");
   const std::pair<std::string, std::vector<std::string>> cases[] = {
       {text() + " --shard-tokens 0", {"--shard-tokens must be in [1, "}},
+      {text() + " --tokenizer " + (dir_ / "absent"), {"--tokenizer " + (dir_ / "absent"), ".model", "vocab.json", ".tiktoken"}},
+      {text() + " --sample-mb 8796093022208", {"--sample-mb must be in [1, ", "got 8796093022208"}},  // 2^63 bytes
       {text() + " --vocab-size 100", {"--vocab-size 100 is too small for bpe", "at least 260"}},
       {text() + " --vocab-size 100000", {"--vocab-size 100000 is more than bpe can make of this text"}},
       {dir_ / "one.txt", {dir_ / "one.txt", "1 characters are too few to split"}},
@@ -228,6 +255,109 @@ TEST_F(CliTokenize, BadStandardInputIsNamedSoAndLeavesNoCopy) {
   expect_contains(message, {"standard input: 1 characters are too few to split"});
   EXPECT_EQ(message.find(".stdin.txt"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir_.path / "tok")) << "no marker, no copy of standard input, no directory";
+}
+
+
+// A symbolic link that leads nowhere (a loop, or a target that is gone) is an
+// unreadable file: skipped with a warning naming it and counted, never dropped without
+// a word; given as the input itself it is refused for what it is.
+TEST_F(CliTokenize, BrokenSymbolicLinksAreNamedNotDroppedSilently) {
+  fs::create_directories(dir_.path / "tree");
+  fs::copy_file(text(), dir_.path / "tree" / "a.txt");
+  fs::copy_file(text(), dir_.path / "tree" / "b.txt");
+  fs::create_symlink("loop.txt", dir_.path / "tree" / "loop.txt");
+  fs::create_symlink(dir_ / "gone.txt", dir_.path / "tree" / "gone.txt");
+  const Result r = folio("tokenize " + (dir_ / "tree") + " --tokenizer char --out " + (dir_ / "tok"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_contains(r.err, {dir_ / "tree/loop.txt", dir_ / "tree/gone.txt", "skipped"});
+  const Json m = Json::parse(testing::slurp(dir_.path / "tok" / "manifest.json"));
+  EXPECT_EQ(m.find("skipped_files")->as_int(), 2);
+  const Result loop = folio("tokenize " + (dir_ / "tree/loop.txt") + " --tokenizer char --out " + (dir_ / "x"));
+  EXPECT_EQ(loop.code, 2);
+  expect_contains(loop.err, {dir_ / "tree/loop.txt", "symbolic link"});
+  EXPECT_EQ(loop.err.find("no such file"), std::string::npos) << loop.err;
+  EXPECT_FALSE(fs::exists(dir_.path / "x"));
+}
+
+// A path that is not UTF-8 (a Latin-1 folder name, which Linux allows) is text the
+// manifest holds with U+FFFD for its stray byte: the run writes its manifest and
+// trains, where the JSON writer refused the byte after all the work (exit 1).
+TEST_F(CliTokenize, InputPathThatIsNotUtf8StillGivesAManifest) {
+  const std::string latin1 = "caf\xE9";
+  fs::create_directories(dir_.path / latin1);
+  fs::copy_file(text(), dir_.path / latin1 / "a.txt");
+  const Result r = folio("tokenize " + (dir_ / latin1) + " --tokenizer char --out " + (dir_ / "tok"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json m = Json::parse(testing::slurp(dir_.path / "tok" / "manifest.json"));
+  expect_contains(m.find("inputs")->as_array().at(0).as_string(), {"caf\xEF\xBF\xBD"});
+  const Result t = folio("train --data " + (dir_ / "tok") + run("r", 1));
+  EXPECT_EQ(t.code, 0) << t.err;
+  // folio train refuses such a --data path (a checkpoint records it): so does tokenize
+  // its --out, before the work, rather than print a "train on it with" that fails.
+  const Result out = folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / latin1) + "_tok");
+  EXPECT_EQ(out.code, 2) << out.err;
+  expect_contains(out.err, {"--out", "not valid UTF-8"});
+  EXPECT_FALSE(fs::exists(dir_.path / (latin1 + "_tok")));
+}
+
+// An --out inside the input directory is not input: tokenizing the folder again with
+// --overwrite takes the same documents, not the old manifest.json (which it then
+// deleted as it read it, failing with the old directory gone).
+TEST_F(CliTokenize, OutputInsideTheInputIsNotADocument) {
+  fs::create_directories(dir_.path / "corpus");
+  fs::copy_file(text(), dir_.path / "corpus" / "a.txt");
+  fs::copy_file(text(), dir_.path / "corpus" / "b.txt");
+  const std::string args = "tokenize " + (dir_ / "corpus") + " --tokenizer char --out " + (dir_ / "corpus/tok");
+  ASSERT_EQ(folio(args).code, 0);
+  const std::string first = testing::slurp(dir_.path / "corpus" / "tok" / "manifest.json");
+  const Result again = folio(args + " --overwrite");
+  ASSERT_EQ(again.code, 0) << again.err;
+  const std::string second = testing::slurp(dir_.path / "corpus" / "tok" / "manifest.json");
+  const auto splits = [](const std::string& m) { return Json::parse(m).find("splits")->dump(); };
+  EXPECT_EQ(splits(first), splits(second));
+  const testing::Snapshot before = testing::snapshot(dir_.path / "corpus" / "tok");
+  const Result itself = folio("tokenize " + (dir_ / "corpus/tok") + " --tokenizer char --overwrite --out " +
+                              (dir_ / "corpus/tok"));
+  EXPECT_EQ(itself.code, 2) << itself.err;
+  expect_contains(itself.err, {"is --out itself"});
+  EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path / "corpus" / "tok")), "");
+}
+
+// A run killed while it copies standard input leaves a directory folio train refuses
+// as unfinished (not as a folder of text to tokenize), and the next run redoes it.
+TEST_F(CliTokenize, KilledWhileReadingStandardInputLeavesAnUnfinishedDirectory) {
+  const std::string fifo = dir_ / "in.fifo", out = dir_ / "tok";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in = ::open(fifo.c_str(), O_RDONLY);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (in < 0 || null < 0) ::_exit(127);
+    ::dup2(in, 0), ::dup2(null, 1), ::dup2(null, 2);
+    ::execl(FOLIO_BINARY, FOLIO_BINARY, "tokenize", "-", "--tokenizer", "char", "--out", out.c_str(), (char*)nullptr);
+    ::_exit(127);
+  }
+  const int writer = ::open(fifo.c_str(), O_WRONLY);  // waits for folio to open it
+  ASSERT_GE(writer, 0);
+  const std::string corpus = testing::slurp(dir_.path / "text.txt");
+  ASSERT_EQ(::write(writer, corpus.data(), corpus.size()), ssize_t(corpus.size()));
+  // Standard input stays open: folio is still copying it when it is killed.
+  const auto copied = [&] {
+    std::error_code ec;
+    const auto size = fs::file_size(dir_.path / "tok" / ".stdin.txt", ec);
+    return !ec && size == corpus.size();
+  };
+  for (int i = 0; i < 60000 && !copied(); ++i) ::usleep(1000);
+  ASSERT_TRUE(copied()) << "folio never copied its input";
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(testing::wait_child(pid, 60).signal, SIGKILL);
+  ::close(writer);
+  const Result train = folio("train --data " + out + run("r", 1));
+  EXPECT_EQ(train.code, 2) << train.err;
+  expect_contains(train.err, {"folio tokenize did not finish writing it"});
+  const Result again = folio("tokenize " + text() + " --tokenizer char --out " + out);
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_FALSE(fs::exists(dir_.path / "tok" / ".stdin.txt"));
 }
 
 }  // namespace
