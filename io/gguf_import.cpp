@@ -230,7 +230,10 @@ ImportedModel model_from_gguf(const GgufFile& f, const std::string& where) {
     expect_real(s, arch + ".rope.freq_base", 10000.0, "folio's rope base");
   }
   const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
-  const int64_t Vg = tokens && tokens->is_array ? int64_t(std::get<std::vector<std::string>>(tokens->value).size()) : -1;
+  // An array of strings: any other kind of value is refused here, not read as one.
+  const auto* names = tokens ? std::get_if<std::vector<std::string>>(&tokens->value) : nullptr;
+  if (!names) fail("gguf", where, ": key tokenizer.ggml.tokens must be an array of strings");
+  const int64_t Vg = int64_t(names->size());
   if (Vg < c.vocab_size || Vg > c.vocab_size + 3)
     fail("gguf", where, ": tokenizer.ggml.tokens has ", Vg, " tokens for a tokenizer of ", c.vocab_size);
 
