@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <utility>
 
@@ -60,7 +61,7 @@ void note_what_is_left_out(const nn::GPTConfig& c) {
 std::function<int()> prepare_hf(const po::variables_map& vm) {
   if (!vm["dtype"].defaulted()) throw UsageError("--dtype is for --format gguf; --format hf writes F32");
   const auto [checkpoint, out] = checkpoint_and_output(vm, "directory to write");
-  const std::vector<std::string> files = {"config.json", "model.safetensors", "vocab.json", "merges.txt"};
+  const std::vector<std::string> files(std::begin(kHfGpt2Files), std::end(kHfGpt2Files));
   for (const std::string& f : files)
     check_not_input(out, (std::filesystem::path(out) / f).string(), model_file(checkpoint));
   check_output(vm, out, out, files);

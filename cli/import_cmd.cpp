@@ -39,7 +39,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   std::vector<std::string> inputs = {from};
   if (hf) {
     inputs.clear();
-    for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"})
+    for (const char* f : kHfGpt2Files)
       inputs.push_back((fs::path(from) / f).string());
   }
   for (const std::string& f : run.files())

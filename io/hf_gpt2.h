@@ -26,6 +26,9 @@
 
 namespace folio {
 
+// The files of an HF GPT-2 directory, as write_hf writes them and model_from_hf reads them.
+inline constexpr const char* kHfGpt2Files[] = {"config.json", "model.safetensors", "vocab.json", "merges.txt"};
+
 // Reads DIR/config.json, DIR/model.safetensors and DIR/vocab.json + merges.txt. Anything
 // that does not fit (another model_type, an unknown or unsupported config key, a
 // missing or misshapen tensor, a tokenizer of another size) throws "[hf] DIR/FILE: ..."
