@@ -44,7 +44,7 @@ printf '{"context": "First Citizen:", "choices": ["Before", "we", "proceed any"]
   >"$work/citizen.jsonl"
 "$folio" train "${common[@]}" --max-iters 30 --out "$work/one" --eval-task "$work/citizen.jsonl"
 "${mpi[@]}" "$folio" train "${common[@]}" --max-iters 30 --out "$work/two" --eval-task "$work/citizen.jsonl"
-"$python" "$here/tests/compare_weights.py" "$work/one" "$work/two" 1e-5
+"$python" "$here/tests/compare_weights.py" "$work/one" "$work/two" 1e-4
 # The evaluations: the same batches, sharded and reduced, give the same losses.
 paste -d, "$work/one/log.csv" "$work/two/log.csv" | tail -n +2 | awk -F, '
   { for (i = 2; i <= 3; ++i) { d = $i - $(i + NF / 2); if (d < 0) d = -d; if (d > 2e-5) bad = 1 } }
@@ -57,7 +57,7 @@ diff <(awk -F, '{ print $NF }' "$work/one/log.csv") <(awk -F, '{ print $NF }' "$
 options=(--pos rope --qk-norm --activation relu2 --zero-init-proj --logit-softcap 5 --tie-weights)
 "$folio" train "${common[@]}" "${options[@]}" --max-iters 30 --out "$work/one-options"
 "${mpi[@]}" "$folio" train "${common[@]}" "${options[@]}" --max-iters 30 --out "$work/two-options"
-"$python" "$here/tests/compare_weights.py" "$work/one-options" "$work/two-options" 1e-5
+"$python" "$here/tests/compare_weights.py" "$work/one-options" "$work/two-options" 1e-4
 
 echo "== 2. resume on two ranks repeats exactly"
 "${mpi[@]}" "$folio" train "${common[@]}" --max-iters 16 --out "$work/cut"
@@ -104,7 +104,7 @@ echo "the checkpoint loads"
 echo "== 5. Muon, and a time budget"
 "$folio" train "${common[@]}" --optimizer muon --max-iters 30 --out "$work/muon_one"
 "${mpi[@]}" "$folio" train "${common[@]}" --optimizer muon --max-iters 30 --out "$work/muon_two"
-"$python" "$here/tests/compare_weights.py" "$work/muon_one" "$work/muon_two" 1e-5
+"$python" "$here/tests/compare_weights.py" "$work/muon_one" "$work/muon_two" 1e-4
 "${mpi[@]}" "$folio" train "${common[@]}" --optimizer muon --max-iters 16 --out "$work/muon_cut"
 "${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/muon_cut" --threads 1 --quiet
 "$python" "$here/tests/compare_weights.py" "$work/muon_two" "$work/muon_cut" 0
@@ -116,7 +116,7 @@ echo "== 6. overlap on and off, and --grad-accum"
 "$python" "$here/tests/compare_weights.py" "$work/two" "$work/two-after" 0
 "$folio" train "${model[@]}" --batch-size 10 --eval-interval 8 --max-iters 20 --out "$work/accum-one"
 "${mpi[@]}" "$folio" train "${common[@]}" --grad-accum 2 --max-iters 20 --out "$work/accum-two"
-"$python" "$here/tests/compare_weights.py" "$work/accum-one" "$work/accum-two" 1e-5
+"$python" "$here/tests/compare_weights.py" "$work/accum-one" "$work/accum-two" 1e-4
 "${mpi[@]}" "$folio" train "${common[@]}" --grad-accum 2 --max-iters 12 --out "$work/accum-cut"
 "${mpi[@]}" "$folio" train --resume --max-iters 20 --out "$work/accum-cut" --threads 1 --quiet
 "$python" "$here/tests/compare_weights.py" "$work/accum-two" "$work/accum-cut" 0
@@ -124,7 +124,7 @@ echo "== 7. a batch-size warm-up"
 warm=("${model[@]}" --batch-size 16 --batch-warmup 24 --eval-interval 8)
 "$folio" train "${warm[@]}" --max-iters 30 --out "$work/warm-one"
 "${mpi[@]}" "$folio" train "${warm[@]}" --max-iters 30 --out "$work/warm-two"
-"$python" "$here/tests/compare_weights.py" "$work/warm-one" "$work/warm-two" 1e-5
+"$python" "$here/tests/compare_weights.py" "$work/warm-one" "$work/warm-two" 1e-4
 "${mpi[@]}" "$folio" train "${warm[@]}" --max-iters 12 --out "$work/warm-cut"
 "${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/warm-cut" --threads 1 --quiet
 "$python" "$here/tests/compare_weights.py" "$work/warm-two" "$work/warm-cut" 0
