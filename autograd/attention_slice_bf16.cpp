@@ -164,7 +164,7 @@ void forward_slice(Rows q, Rows k, Rows v, RowStats stats, Out y, Bf16Scratch& s
       const int64_t n = visible(i0);
       weights<softmax_rows>(qs, kt, p, i0, n, d, stats);
       const float* pd = p;
-      if (drop.mask) drop_rows(p, dropped, i0, n, d, drop), pd = dropped;
+      if (drop.mask) drop_rows(p, dropped, i0, n, d.Tp, d, drop), pd = dropped;
       for (int64_t r = 0; r < R; ++r) kernels::to_bf16_row(pd + r * Tp, pd16 + r * Tp, n);
       tiles16::tiles(pd16, Tp / 2, vr, hsp, 0, n / 2, c + i0 * ldc, ldc, hsp, add);
     }
@@ -199,7 +199,7 @@ void backward_slice(Rows q, Rows k, Rows v, RowStats stats, Rows dy, Out dq, Out
     const int64_t n = visible(i0);
     weights<softmax_rows_again>(qs, kt, p, i0, n, d, stats);
     const float* pd = p;
-    if (drop.mask) drop_rows(p, dropped, i0, n, d, drop), pd = dropped;
+    if (drop.mask) drop_rows(p, dropped, i0, n, d.Tp, d, drop), pd = dropped;
     tiles16::tiles(dyr + i0 * hsp, hsp / 2, vt, Tp, 0, hsp / 2, ds, Tp, n, false);
     softmax_backward_rows(p, pd, ds, n, Tp, scale, drop.mask != nullptr);
     round_block(ds, n, d, ds16 + i0 * Tp, ds2 + i0 * Tp);

@@ -30,12 +30,13 @@ using namespace attention_slice;  // Dims, Rows, Out, Drop, the softmax and the 
 
 std::atomic<int64_t> calls[2];  // forward calls, fp32 and bf16, all threads
 
-// Per-thread scratch of one fp32 slice: the backward's five (Tp, hsp) buffers, one (Tp,
-// Tp) (ds) and one more with dropout (pd). The forward's four (Tp, hsp) and one block of
-// R rows of Tp (its pd) fit in the first five. Kept as Bf16Scratch is.
+// Per-thread scratch of one fp32 slice: the backward's seven buffers of Tp rows by hsp
+// (one of them a (hsp, ld) transpose) and two blocks of R rows of ld (ds's, and pd's with
+// dropout); the forward's four such buffers and one block fit in them. Kept as
+// Bf16Scratch is.
 struct Fp32Scratch {
   std::vector<float> f;
-  void reserve(const Dims& d, bool dropped) { grow_to(f, 5 * d.Tp * d.hsp + (dropped ? 2 : 1) * d.Tp * d.Tp); }
+  void reserve(const Dims& d, bool) { grow_to(f, 7 * d.ld * d.hsp + 2 * R * d.ld); }
 };
 
 // x (T, hs) as (Tp, hsp) with zeros around: x itself when no padding is needed.
@@ -45,14 +46,15 @@ Rows pad(Rows x, float* buffer, const Dims& d) {
   for (int64_t t = 0; t < d.T; ++t) std::copy(x.data + t * x.ld, x.data + t * x.ld + d.hs, buffer + t * d.hsp);
   return {buffer, d.hsp};
 }
-// x (T, hs) -> xt (hsp, Tp) with zeros around.
+// x (T, hs) -> xt (hsp, Tp), rows ld apart, with zeros around (columns from Tp on are
+// not read).
 void pad_transposed(Rows x, float* xt, const Dims& d) {
-  if (d.padded()) std::fill(xt, xt + d.hsp * d.Tp, 0.0f);
+  if (d.padded()) std::fill(xt, xt + d.hsp * d.ld, 0.0f);
   for (int64_t c = 0; c < d.hs; ++c)  // contiguous stores: GCC gathers the loads
-    for (int64_t t = 0; t < d.T; ++t) xt[c * d.Tp + t] = x.data[t * x.ld + c];
+    for (int64_t t = 0; t < d.T; ++t) xt[c * d.ld + t] = x.data[t * x.ld + c];
 }
 
-// One slice forward, a block of R rows at a time: p (Tp, Tp) = the causal weights, kept
+// One slice forward, a block of R rows at a time: p (Tp, ld) = the causal weights, kept
 // for the backward (row i written over its first visible(i) columns, the ones the
 // backward reads); y = pd v, pd = p with dropout (p itself without). The scores are
 // (scale q) k^T, so that a masked key is a plain -inf (with scale 0, -inf * scale would
@@ -60,12 +62,12 @@ void pad_transposed(Rows x, float* xt, const Dims& d) {
 // in its backward; here that measured 10-20 % slower (one product more of six, in fp32).
 void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Fp32Scratch& s, const Dims& d, float scale,
                    const Drop& drop) {
-  const int64_t Tp = d.Tp, hsp = d.hsp;
-  float* kt = s.f.data();         // (hsp, Tp) k^T
-  float* qs = kt + Tp * hsp;      // (Tp, hsp) scale q
-  float* vbuf = qs + Tp * hsp;    // (Tp, hsp) v, when padded
-  float* ybuf = vbuf + Tp * hsp;  // (Tp, hsp) y, when padded
-  float* dropped = ybuf + Tp * hsp;  // (R, Tp) a block of pd, with dropout
+  const int64_t Tp = d.Tp, hsp = d.hsp, ld = d.ld;
+  float* kt = s.f.data();         // (hsp, ld) k^T
+  float* qs = kt + ld * hsp;      // (Tp, hsp) scale q
+  float* vbuf = qs + ld * hsp;    // (Tp, hsp) v, when padded
+  float* ybuf = vbuf + ld * hsp;  // (Tp, hsp) y, when padded
+  float* dropped = ybuf + ld * hsp;  // (R, ld) a block of pd, with dropout
   pad_transposed(k, kt, d);
   std::fill(qs, qs + Tp * hsp, 0.0f);
   for (int64_t t = 0; t < d.T; ++t)
@@ -74,53 +76,58 @@ void forward_slice(Rows q, Rows k, Rows v, float* p, Out y, Fp32Scratch& s, cons
   into(y, ybuf, d, [&](float* c, int64_t ldc, bool add) {
     for (int64_t i0 = 0; i0 < Tp; i0 += R) {
       const int64_t n = visible(i0);  // whole vectors: no row has a scalar tail
-      float* pi = p + i0 * Tp;        // (R, Tp)
-      tiles(qs + i0 * hsp, hsp, 1, kt, Tp, 0, hsp, pi, Tp, n);
-      softmax_rows(pi, i0, d.T, n, Tp);
+      float* pi = p + i0 * ld;        // (R, ld)
+      tiles(qs + i0 * hsp, hsp, 1, kt, ld, 0, hsp, pi, ld, n);
+      softmax_rows(pi, i0, d.T, n, ld);
       const float* pd = pi;
-      if (drop.mask) drop_rows(pi, dropped, i0, n, d, drop), pd = dropped;
-      tiles(pd, Tp, 1, vp.data, vp.ld, 0, n, c + i0 * ldc, ldc, hsp, add);
+      if (drop.mask) drop_rows(pi, dropped, i0, n, ld, d, drop), pd = dropped;
+      tiles(pd, ld, 1, vp.data, vp.ld, 0, n, c + i0 * ldc, ldc, hsp, add);
     }
   });
 }
 
-// One slice backward into dq, dk, dv. With dpd = dy v^T, the gradient of pd (= p m,
-// m the dropout mask scaled by 1/(1-p), or 1), the softmax's backward gives ds
-// (softmax_backward_rows); then dq = ds k, dk = ds^T q, dv = pd^T dy.
+// One slice backward into dq, dk, dv, a block of R query rows at a time, as the forward
+// ran. With dpd = dy v^T, the gradient of pd (= p m, m the dropout mask scaled by
+// 1/(1-p), or 1), the softmax's backward gives the block's rows of ds
+// (softmax_backward_rows); then its rows of dq = ds k, and its terms of dk = ds^T q and
+// dv = pd^T dy, added in the queries' order to sums that start at zero: the sums one
+// pass down ds's and pd's columns would take, bit for bit. Down the columns, every query
+// read a new line of a (Tp, Tp) matrix (at Tp 1024 a new page), once for each vector of
+// hs: the backward took 5 times the forward's time; a block's rows are still in cache.
 void backward_slice(Rows q, Rows k, Rows v, const float* p, Rows dy, Out dq, Out dk, Out dv, Fp32Scratch& s,
                     const Dims& d, float scale, const Drop& drop) {
-  const int64_t Tp = d.Tp, hsp = d.hsp;
-  float* vt = s.f.data();          // (hsp, Tp) v^T
-  float* qbuf = vt + Tp * hsp;     // (Tp, hsp) q, when padded
-  float* kbuf = qbuf + Tp * hsp;   // (Tp, hsp) k, when padded
-  float* dybuf = kbuf + Tp * hsp;  // (Tp, hsp) dy, when padded
-  float* out = dybuf + Tp * hsp;   // (Tp, hsp) a gradient, when padded
-  float* ds = out + Tp * hsp;      // (Tp, Tp) dpd, then ds
-  const float* pd = p;             // (Tp, Tp) the weights with dropout
-  if (drop.mask) {
-    float* dropped = ds + Tp * Tp;  // (Tp, Tp)
-    for (int64_t i0 = 0; i0 < Tp; i0 += R) drop_rows(p + i0 * Tp, dropped + i0 * Tp, i0, visible(i0), d, drop);
-    pd = dropped;
-  }
+  const int64_t Tp = d.Tp, hsp = d.hsp, ld = d.ld;
+  float* vt = s.f.data();          // (hsp, ld) v^T
+  float* qbuf = vt + ld * hsp;     // (Tp, hsp) q, when padded
+  float* kbuf = qbuf + ld * hsp;   // (Tp, hsp) k, when padded
+  float* dybuf = kbuf + ld * hsp;  // (Tp, hsp) dy, when padded
+  float* dqbuf = dybuf + ld * hsp;  // (Tp, hsp) dq, when padded
+  float* dksum = dqbuf + ld * hsp;  // (Tp, hsp) dk's sums
+  float* dvsum = dksum + ld * hsp;  // (Tp, hsp) dv's sums
+  float* ds = dvsum + ld * hsp;     // (R, ld) a block of dpd, then of ds
+  float* dropped = ds + R * ld;     // (R, ld) a block of pd, with dropout
   pad_transposed(v, vt, d);
   const Rows qp = pad(q, qbuf, d), kp = pad(k, kbuf, d), dyp = pad(dy, dybuf, d);
-  for (int64_t i0 = 0; i0 < Tp; i0 += R) {
-    const int64_t n = visible(i0);
-    tiles(dyp.data + i0 * dyp.ld, dyp.ld, 1, vt, Tp, 0, hsp, ds + i0 * Tp, Tp, n);
-    softmax_backward_rows(p + i0 * Tp, pd + i0 * Tp, ds + i0 * Tp, n, Tp, scale, drop.mask != nullptr);
-  }
-  into(dq, out, d, [&](float* c, int64_t ldc, bool add) {
-    for (int64_t i0 = 0; i0 < Tp; i0 += R)
-      tiles(ds + i0 * Tp, Tp, 1, kp.data, kp.ld, 0, visible(i0), c + i0 * ldc, ldc, hsp, add);
+  std::fill(dksum, dksum + Tp * hsp, 0.0f);
+  std::fill(dvsum, dvsum + Tp * hsp, 0.0f);
+  into(dq, dqbuf, d, [&](float* c, int64_t ldc, bool add) {
+    for (int64_t i0 = 0; i0 < Tp; i0 += R) {
+      const int64_t n = visible(i0);  // keys [0, n): the block's columns the forward wrote
+      const float* pi = p + i0 * ld;  // (R, ld)
+      const float* pd = pi;
+      if (drop.mask) drop_rows(pi, dropped, i0, n, ld, d, drop), pd = dropped;
+      tiles(dyp.data + i0 * dyp.ld, dyp.ld, 1, vt, ld, 0, hsp, ds, ld, n);
+      softmax_backward_rows(pi, pd, ds, n, ld, scale, drop.mask != nullptr);
+      tiles(ds, ld, 1, kp.data, kp.ld, 0, n, c + i0 * ldc, ldc, hsp, add);
+      // Keys j < n collect from this block's queries: a column of the block each.
+      for (int64_t j0 = 0; j0 < n; j0 += R) {
+        tiles_resumed(ds + j0, 1, ld, qp.data + i0 * qp.ld, qp.ld, 0, R, dksum + j0 * hsp, hsp, hsp);
+        tiles_resumed(pd + j0, 1, ld, dyp.data + i0 * dyp.ld, dyp.ld, 0, R, dvsum + j0 * hsp, hsp, hsp);
+      }
+    }
   });
-  // Key j collects from the queries i >= j: columns of ds and pd, read from row j0 down
-  // (row i's first visible(i) columns, the ones written: visible(i) >= j0 + R for i >= j0).
-  into(dk, out, d, [&](float* c, int64_t ldc, bool add) {
-    for (int64_t j0 = 0; j0 < Tp; j0 += R) tiles(ds + j0, 1, Tp, qp.data, qp.ld, j0, Tp, c + j0 * ldc, ldc, hsp, add);
-  });
-  into(dv, out, d, [&](float* c, int64_t ldc, bool add) {
-    for (int64_t j0 = 0; j0 < Tp; j0 += R) tiles(pd + j0, 1, Tp, dyp.data, dyp.ld, j0, Tp, c + j0 * ldc, ldc, hsp, add);
-  });
+  unpad(dksum, dk, d);
+  unpad(dvsum, dv, d);
 }
 
 // Where the slices live: slice s = (b, h), b < batch, h < heads, reads its q, k and v
@@ -154,9 +161,9 @@ struct Call {
     if (dropout.p > 0.0f) mask.emplace(dropout.p, dropout.seed);
   }
   Drop drop(int64_t s) const { return {mask ? &*mask : nullptr, s * d.T * d.T}; }
-  // What the forward keeps for the backward, per slice: the weights (Tp, Tp) in fp32,
+  // What the forward keeps for the backward, per slice: the weights (Tp, ld) in fp32,
   // the softmax's statistics (2, Tp) in bf16.
-  int64_t kept_per_slice() const { return (precision == Precision::bf16 ? 2 : d.Tp) * d.Tp; }
+  int64_t kept_per_slice() const { return precision == Precision::bf16 ? 2 * d.Tp : d.Tp * d.ld; }
   float* kept(float* all, int64_t s) const { return all + s * kept_per_slice(); }
 };
 
@@ -232,7 +239,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float
   const int64_t slice = d.T * d.hs, slices = q.numel() / slice;
   const Call c({slices, 1, slice, 0, d.hs, slice, 0, d.hs}, d, scale, dropout, q.numel(), precision);
   Tensor y = Tensor::empty(q.shape());
-  Tensor kept = Tensor::empty(Shape{slices, c.kept_per_slice()});  // (slices, Tp Tp) fp32, (slices, 2 Tp) bf16
+  Tensor kept = Tensor::empty(Shape{slices, c.kept_per_slice()});  // (slices, Tp ld) fp32, (slices, 2 Tp) bf16
   forward({q.data(), k.data(), v.data()}, kept.data(), y.data(), c);
   if (!needs_grad({&q, &k, &v})) return y;
   record(y, "causal_attention", {&q, &k, &v},
@@ -259,7 +266,7 @@ Tensor causal_attention_packed(const Tensor& qkv, int64_t n_head, float scale, W
   const int64_t B = qkv.size(0), T = qkv.size(1), W = qkv.size(2), hs = W / (3 * n_head), C = n_head * hs;
   const Call c({B, n_head, T * W, 3 * hs, W, T * C, hs, C}, Dims(T, hs), scale, dropout, qkv.numel(), precision);
   Tensor y = Tensor::empty({B, T, C});
-  Tensor kept = Tensor::empty(Shape{B * n_head, c.kept_per_slice()});  // (B nh, Tp Tp) fp32, (B nh, 2 Tp) bf16
+  Tensor kept = Tensor::empty(Shape{B * n_head, c.kept_per_slice()});  // (B nh, Tp ld) fp32, (B nh, 2 Tp) bf16
   const float* x = qkv.data();
   forward({x + hs, x, x + 2 * hs}, kept.data(), y.data(), c);  // a head's k, q, v
   if (!needs_grad({&qkv})) return y;

@@ -34,11 +34,16 @@ inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // r < R: the one product of the op, with a read along rows (q, pd, ds, dy) or down
 // columns (pd^T, ds^T). R = 8 rows of accumulators keep both FMA pipes busy through
 // their latency; with NW = 2 vectors per row, a step of k loads 10 values for 16 FMAs
-// instead of 9 for 8, so the loads no longer hold the FMAs back.
-template <int NW>
+// instead of 9 for 8, so the loads no longer hold the FMAs back. `Resume`: the sum goes
+// on from c's values (a sum over k split into calls, taken in k's order, rounds as one
+// call's), and `add` is not read.
+template <int NW, bool Resume = false>
 inline void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, int64_t k0, int64_t k1,
                  float* c, int64_t ldc, bool add) {
   vec acc[R][NW] = {};
+  if constexpr (Resume)
+    for (int64_t r = 0; r < R; ++r)
+      for (int w = 0; w < NW; ++w) acc[r][w] = load(c + r * ldc + w * L);
   for (int64_t k = k0; k < k1; ++k) {
     vec bk[NW];
     for (int w = 0; w < NW; ++w) bk[w] = load(b + k * ldb + w * L);
@@ -51,7 +56,7 @@ inline void tile(const float* a, int64_t ars, int64_t aks, const float* b, int64
   for (int64_t r = 0; r < R; ++r)
     for (int w = 0; w < NW; ++w) {
       float* cr = c + r * ldc + w * L;
-      store(cr, add ? acc[r][w] + load(cr) : acc[r][w]);
+      store(cr, !Resume && add ? acc[r][w] + load(cr) : acc[r][w]);
     }
 }
 
@@ -65,11 +70,18 @@ constexpr int kWide = 1;
 
 // Columns [0, n) of rows [0, R) (n a multiple of L): wide tiles, then a narrow one.
 // Each element's sum runs over k in order either way, so the width changes no result.
+template <bool Resume = false>
 inline void tiles(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, int64_t k0, int64_t k1,
                   float* c, int64_t ldc, int64_t n, bool add = false) {
   int64_t j0 = 0;
-  for (; j0 + kWide * L <= n; j0 += kWide * L) tile<kWide>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
-  for (; j0 < n; j0 += L) tile<1>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
+  for (; j0 + kWide * L <= n; j0 += kWide * L)
+    tile<kWide, Resume>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
+  for (; j0 < n; j0 += L) tile<1, Resume>(a, ars, aks, b + j0, ldb, k0, k1, c + j0, ldc, add);
+}
+// c's rows [0, R) (+)= ..., the sums going on from c's values (tile's Resume).
+inline void tiles_resumed(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, int64_t k0,
+                          int64_t k1, float* c, int64_t ldc, int64_t n) {
+  tiles<true>(a, ars, aks, b, ldb, k0, k1, c, ldc, n);
 }
 
 }  // namespace folio::kernels::attention_tiles
