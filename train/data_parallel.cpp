@@ -10,7 +10,9 @@
 
 namespace folio {
 
-DataParallel::DataParallel(nn::GPT& model, int shards) : model_(model), losses_(size_t(std::max(shards, 1))), next_token_losses_(losses_.size()), counts_(losses_.size()) {
+DataParallel::DataParallel(nn::GPT& model, int shards)
+    : model_(model), losses_(size_t(std::max(shards, 1))), next_token_losses_(losses_.size()),
+      counts_(losses_.size()), shares_(losses_.size()) {
   if (shards < 1) fail("data_parallel", "shards must be positive, got ", shards);
   for (int s = 1; s < shards; ++s)
     replicas_.push_back(
@@ -21,23 +23,34 @@ float* DataParallel::shard_grad(int s) const {
   return (s == 0 ? model_ : *replicas_.at(size_t(s - 1))).flat_parameters().grad_data();
 }
 
-float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B,
-                                     int64_t T, GradientBuckets* buckets) {
+void DataParallel::check(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T) const {
   if (B < 1 || T < 1 || int64_t(ids.size()) != B * T || targets.size() != ids.size())
     fail("data_parallel", ids.size(), " ids and ", targets.size(), " targets for a batch of B ", B, " x T ", T);
-  const int n = shards_used(B);
-  for (int s = 1; s < n; ++s) {
-    nn::GPT& r = *replicas_[size_t(s - 1)];
-    r.train(model_.training());
-    r.set_precision(model_.precision());
-    r.dropout_rng().reseed(model_.dropout_rng().next_u64());
-  }
+}
+
+void DataParallel::count_shares(std::span<const int32_t> targets, int64_t B, int64_t T, int n) {
   int64_t counted = 0;  // the targets the loss counts (not kNoTarget), counts_[s] of them shard s's
   for (int s = 0; s < n; ++s) {
     counts_[size_t(s)] = 0;
     for (int64_t i = B * s / n * T; i < B * (s + 1) / n * T; ++i) counts_[size_t(s)] += targets[size_t(i)] != kNoTarget;
     counted += counts_[size_t(s)];
   }
+  for (int s = 0; s < n; ++s)
+    shares_[size_t(s)] = counted == B * T ? float(B * (s + 1) / n - B * s / n) / float(B)
+                         : counted        ? float(counts_[size_t(s)]) / float(counted)
+                                          : 0.0f;
+}
+
+void DataParallel::follow_model(int n) {
+  for (int s = 1; s < n; ++s) {
+    nn::GPT& r = *replicas_[size_t(s - 1)];
+    r.train(model_.training());
+    r.set_precision(model_.precision());
+  }
+}
+
+template <class Shard>
+void DataParallel::each_shard(int n, Shard shard) {
   std::exception_ptr error;
 #pragma omp parallel num_threads(n)
   {
@@ -47,25 +60,7 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
     // A runtime that gives fewer threads (a nested call) still covers every shard.
     for (int s = omp_get_thread_num(); s < n; s += omp_get_num_threads()) {
       try {
-        nn::GPT& m = s == 0 ? model_ : *replicas_[size_t(s - 1)];
-        const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
-        // The shard's part of the mean over the targets the loss counts: its rows' share
-        // when every target counts (text), its targets' share when some are masked (chat).
-        const float share = counted == B * T ? float(b1 - b0) / float(B)
-                            : counted        ? float(counts_[size_t(s)]) / float(counted)
-                                             : 0.0f;
-        Tensor loss;
-        {  // the logits go with the forward's output, as soon as the graph holds what it needs
-          const nn::GPT::Output out = m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,
-                                                targets.subspan(size_t(begin), size_t(count)));
-          loss = scale(out.loss, share);
-          next_token_losses_[size_t(s)] = out.next_token_loss.item() * share;
-        }
-        losses_[size_t(s)] = loss.item();
-        if (buckets)
-          loss.backward([buckets, s](const TensorImpl& leaf) { buckets->leaf_ready(s, leaf); });
-        else
-          loss.backward();
+        shard(s);
       } catch (...) {
 #pragma omp critical(folio_data_parallel_error)
         if (!error) error = std::current_exception();
@@ -73,6 +68,55 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+float DataParallel::evaluate(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
+                             const nn::GPT* weights) {
+  check(ids, targets, B, T);
+  const int n = shards_used(B);
+  count_shares(targets, B, T, n);
+  const auto loss_of = [&](const nn::GPT& m, int s) {
+    NoGradGuard no_grad;  // this thread's: each shard's thread sets its own
+    const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
+    losses_[size_t(s)] = m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,
+                                   targets.subspan(size_t(begin), size_t(count)))
+                             .loss.item() *
+                         shares_[size_t(s)];
+  };
+  if (weights) {
+    for (int s = 0; s < n; ++s) loss_of(*weights, s);
+  } else {
+    follow_model(n);
+    each_shard(n, [&](int s) { loss_of(s == 0 ? model_ : *replicas_[size_t(s - 1)], s); });
+  }
+  float loss = losses_[0];
+  for (int s = 1; s < n; ++s) loss += losses_[size_t(s)];
+  return loss;
+}
+
+float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B,
+                                     int64_t T, GradientBuckets* buckets) {
+  check(ids, targets, B, T);
+  const int n = shards_used(B);
+  follow_model(n);
+  for (int s = 1; s < n; ++s) replicas_[size_t(s - 1)]->dropout_rng().reseed(model_.dropout_rng().next_u64());
+  count_shares(targets, B, T, n);
+  each_shard(n, [&](int s) {
+    nn::GPT& m = s == 0 ? model_ : *replicas_[size_t(s - 1)];
+    const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
+    Tensor loss;
+    {  // the logits go with the forward's output, as soon as the graph holds what it needs
+      const nn::GPT::Output out =
+          m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T, targets.subspan(size_t(begin), size_t(count)));
+      loss = scale(out.loss, shares_[size_t(s)]);
+      next_token_losses_[size_t(s)] = out.next_token_loss.item() * shares_[size_t(s)];
+    }
+    losses_[size_t(s)] = loss.item();
+    if (buckets)
+      loss.backward([buckets, s](const TensorImpl& leaf) { buckets->leaf_ready(s, leaf); });
+    else
+      loss.backward();
+  });
 
   // Sum the replicas' gradients into the model's and leave theirs at zero for the
   // next step: each model's gradients are one flat buffer (its arena's).

@@ -37,6 +37,16 @@ class DataParallel {
   // it) instead of all at once here.
   float forward_backward(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
                          GradientBuckets* buckets = nullptr);
+  // The loss model.forward(ids, B, T, targets).loss gives, up to float rounding, with no
+  // graph: each shard on its own replica, as forward_backward splits the batch, so an
+  // evaluation takes the buffers its training step takes (the memory pool serves them
+  // again) and no core waits inside the ops. Through the model alone, the whole batch's
+  // buffers were of other sizes and stayed in the pool beside the step's: GPT-2 small's
+  // run at 2 x 1024 took ~3.5 GB more than its step. `weights` (another model of the
+  // same config, such as a weight average): its shards run one after another on it,
+  // threads inside the ops, in the step's buffer sizes all the same.
+  float evaluate(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
+                 const nn::GPT* weights = nullptr);
   // The next-token part of the last forward_backward's loss: without --mtp's term
   // (nn/transformer.h: Output::next_token_loss), the same figure without it.
   float next_token_loss() const { return next_token_loss_; }
@@ -45,10 +55,21 @@ class DataParallel {
   float* shard_grad(int s) const;
 
  private:
+  void check(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T) const;
+  // Shard s's part of the mean over the targets the loss counts, for n shards: its rows'
+  // share when every target counts (text), its targets' share when some are masked (chat).
+  void count_shares(std::span<const int32_t> targets, int64_t B, int64_t T, int n);
+  // The replicas follow the model's train()/eval() and precision.
+  void follow_model(int n);
+  // Runs shard(s) for s < n on one thread each; the first error is rethrown after.
+  template <class Shard>
+  void each_shard(int n, Shard shard);
+
   nn::GPT& model_;
   std::vector<std::unique_ptr<nn::GPT>> replicas_;  // shards 1, 2, ...
   std::vector<float> losses_, next_token_losses_;   // per shard, scaled by its share
   std::vector<int64_t> counts_;                     // per shard: the targets its loss counts
+  std::vector<float> shares_;                       // per shard: its part of the mean
   float next_token_loss_ = 0;
 };
 

@@ -172,9 +172,11 @@ Trainer::Losses Trainer::evaluate() {
       else
         sample_batch(*splits[s], opt_.train.batch_size, opt_.model.block_size, rng, batch, s ? "val" : "train", b0, b1);
       const int64_t T = batch.T, n = (b1 - b0) * T;
-      const float loss = model.forward(std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n)), b1 - b0, T,
-                                         std::span(batch.targets).subspan(size_t(b0 * T), size_t(n)))
-                             .loss.item();
+      const std::span ids = std::span(batch.inputs).subspan(size_t(b0 * T), size_t(n));
+      const std::span targets = std::span(batch.targets).subspan(size_t(b0 * T), size_t(n));
+      // Split as the step splits it, in the step's buffers (DataParallel::evaluate).
+      const float loss = data_parallel_ ? data_parallel_->evaluate(ids, targets, b1 - b0, T, average_ ? &model : nullptr)
+                                        : model.forward(ids, b1 - b0, T, targets).loss.item();
       totals[s] += double(loss) * double(batch_share(data_, batch, b0, b1));
     }
   dist::sum(std::span(totals, 2));
