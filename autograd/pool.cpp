@@ -34,14 +34,20 @@ Counters g_counters;
 // data-parallel training 6% at config S and 13% at T: the threads contended for its
 // lock and took each other's cold buffers.) A buffer released by another thread than
 // the one that took it simply joins the releasing thread's cache.
+struct FreeList {
+  std::vector<float*> buffers;
+  bool asked = false;          // acquire() asked for this size since the last end_step()
+  bool asked_by_step = false;  // ... between the last two
+  void free_all(size_t size) {
+    for (float* p : buffers) std::free(p);
+    g_counters.bytes_cached -= buffers.size() * size * sizeof(float);
+    buffers.clear();
+  }
+};
 struct ThreadCache {
-  std::unordered_map<size_t, std::vector<float*>> free_lists;  // rounded size -> buffers
+  std::unordered_map<size_t, FreeList> free_lists;  // rounded size -> buffers
   ~ThreadCache() {
-    for (auto& [size, list] : free_lists)
-      for (float* p : list) {
-        std::free(p);
-        g_counters.bytes_cached -= size * sizeof(float);
-      }
+    for (auto& [size, list] : free_lists) list.free_all(size);
   }
 };
 
@@ -76,10 +82,11 @@ float* acquire(size_t n) {
   while (in_use > peak && !g_counters.bytes_in_use_peak.compare_exchange_weak(peak, in_use)) {
   }
   if (ThreadCache* c = cache()) {
-    auto it = c->free_lists.find(m);
-    if (it != c->free_lists.end() && !it->second.empty()) {
-      float* p = it->second.back();
-      it->second.pop_back();
+    FreeList& list = c->free_lists[m];
+    list.asked = true;
+    if (!list.buffers.empty()) {
+      float* p = list.buffers.back();
+      list.buffers.pop_back();
       g_counters.bytes_cached -= m * sizeof(float);
       return p;
     }
@@ -96,11 +103,28 @@ void release(float* p, size_t n) {
   g_counters.bytes_in_use -= m * sizeof(float);
   ThreadCache* c = cache();
   if (c && g_counters.bytes_cached + m * sizeof(float) <= max_cached_bytes()) {
-    c->free_lists[m].push_back(p);
+    c->free_lists[m].buffers.push_back(p);
     g_counters.bytes_cached += m * sizeof(float);
     return;
   }
   std::free(p);
+}
+
+void end_step() {
+  ThreadCache* c = cache();
+  if (!c) return;
+  for (auto& [size, list] : c->free_lists) {
+    if (!list.asked) list.free_all(size);
+    list.asked_by_step = list.asked;
+    list.asked = false;
+  }
+}
+
+void keep_step_sizes() {
+  ThreadCache* c = cache();
+  if (!c) return;
+  for (auto& [size, list] : c->free_lists)
+    if (!list.asked_by_step) list.free_all(size);
 }
 
 Stats stats() {

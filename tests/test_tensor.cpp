@@ -204,6 +204,37 @@ TEST(Pool, BuffersCrossThreadsAndLeaveWithTheirThread) {
   EXPECT_EQ(after.bytes_cached, before.bytes_cached);  // freed with the thread that held it
 }
 
+// end_step() frees what the thread did not ask for during the step, keep_step_sizes()
+// what the last step did not ask for: a step's buffers stay, an evaluation's or a save's
+// go (run on a thread of its own, whose cache holds only this test's buffers).
+TEST(Pool, StepsKeepTheirBuffersAndOneOffsGo) {
+  std::thread([] {
+    const uint64_t cached = pool::stats().bytes_cached;
+    const auto use = [](size_t n) { pool::release(pool::acquire(n), n); };
+    const auto held = [cached] { return (pool::stats().bytes_cached - cached) / sizeof(float); };
+    use(1008);  // an evaluation before any step
+    pool::keep_step_sizes();
+    EXPECT_EQ(held(), 0u);
+    use(1008), use(4000);  // a step
+    pool::end_step();
+    EXPECT_EQ(held(), 1008u + 4000u);
+    use(1008), use(5008);  // an evaluation, and a save's copy
+    pool::keep_step_sizes();
+    EXPECT_EQ(held(), 1008u + 4000u);  // the step's sizes
+    const uint64_t fresh = pool::stats().fresh;
+    use(1008), use(4000);  // the next step: served from the cache
+    EXPECT_EQ(pool::stats().fresh, fresh);
+    use(5008);
+    pool::end_step();
+    EXPECT_EQ(held(), 1008u + 4000u + 5008u);
+    use(4000);
+    pool::end_step();
+    EXPECT_EQ(held(), 4000u);
+    pool::end_step();
+    EXPECT_EQ(held(), 0u);
+  }).join();
+}
+
 // The high-water mark that bench_model reports as a step's memory: it follows the most
 // in use at once, not the sum of what was ever taken, and restarts at reset_peak().
 TEST(Pool, PeakIsTheMostInUseAtOnce) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "autograd/parallel.h"
 #include "nn/transformer.h"
 #include "tests/support.h"
@@ -58,18 +59,24 @@ TEST(UpdateRatio, EveryParameterHasTheGroupItsNameSays) {
 TEST(UpdateRatio, AKnownUpdateGivesItsRatioInItsGroupAlone) {
   const nn::GPT model(every_option());
   const Tensor& flat = model.flat_parameters();
+  const std::vector<float> start(flat.data(), flat.data() + flat.numel());
   UpdateRatio ratio(model.named_parameters(), flat);
-  ratio.before(flat);
-  for (const auto& [name, p] : model.named_parameters())
-    if (group_of(name) == ParamGroup::feed_forward)
-      for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 1.5f;
-  const UpdateRatios r = ratio.after(flat);
+  const auto measure = [&] {
+    std::copy(start.begin(), start.end(), flat.data());
+    ratio.before(flat);
+    for (const auto& [name, p] : model.named_parameters())
+      if (group_of(name) == ParamGroup::feed_forward)
+        for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 1.5f;
+    return ratio.after(flat);
+  };
+  const UpdateRatios r = measure();
   EXPECT_NEAR(r[size_t(ParamGroup::feed_forward)], 0.5, 1e-6);
   for (ParamGroup g : {ParamGroup::embeddings, ParamGroup::attention, ParamGroup::norms, ParamGroup::output})
     EXPECT_EQ(r[size_t(g)], 0.0) << column_name(g);
   set_num_threads(2);
-  EXPECT_TRUE(ratio.after(flat) == r);
+  EXPECT_TRUE(measure() == r);
   set_num_threads(0);
+  EXPECT_THROW(ratio.after(flat), Error);  // after() frees what before() kept
 }
 
 double log_cell(const std::string& row, int i) {

@@ -15,6 +15,7 @@
 #include "base/size_text.h"
 #include "autograd/anomaly.h"
 #include "autograd/parallel.h"
+#include "autograd/pool.h"
 #include "train/size_warmups.h"
 #include "train/chat_data.h"
 #include "train/config_json.h"
@@ -277,6 +278,7 @@ bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule) {
   check_ranks_agree();
   save(last_, std::move(st));
   saved_step_ = step_, start_.reset();
+  pool::keep_step_sizes();  // the copies the save wrote go, not to stay beside the steps
   return true;
 }
 
@@ -330,6 +332,7 @@ void Trainer::train_step(Progress& progress, const Schedule& schedule, const std
     if (average_) average_->update(*model_, step_);
   }
   model_->zero_grad();
+  pool::end_step();  // what only an evaluation or a save asked for goes (autograd/pool.h)
   train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
   if (tc.max_time > 0 && dist::size() > 1) dist::broadcast(std::span(&train_seconds_, 1));
   if (!why.empty()) return diverged(progress, why, true);

@@ -46,7 +46,9 @@ void UpdateRatio::before(const Tensor& flat) {
   before_.assign(flat.data(), flat.data() + flat.numel());
 }
 
-UpdateRatios UpdateRatio::after(const Tensor& flat) const {
+UpdateRatios UpdateRatio::after(const Tensor& flat) {
+  if (int64_t(before_.size()) != flat.numel())
+    fail("train", "the update ratio needs the weights before the update: before(), then after()");
   std::array<double, kParamGroups> moved{}, weight{};  // sums of squares, by group
   const float* w = flat.data();
   for (const Run& r : runs_) {
@@ -60,6 +62,7 @@ UpdateRatios UpdateRatio::after(const Tensor& flat) const {
   UpdateRatios ratio;
   for (size_t g = 0; g < ratio.size(); ++g)
     ratio[g] = weight[g] > 0 ? std::sqrt(moved[g] / weight[g]) : std::numeric_limits<double>::quiet_NaN();
+  std::vector<float>().swap(before_);
   return ratio;
 }
 

@@ -25,8 +25,8 @@ class UpdateRatio {
   // Keeps the weights (P,) the coming update starts from.
   void before(const Tensor& flat);
   // The ratio per group of the update since before(); NaN for a group without weights
-  // or whose weights are all 0.
-  UpdateRatios after(const Tensor& flat) const;
+  // or whose weights are all 0. Frees the weights before() kept.
+  UpdateRatios after(const Tensor& flat);
 
  private:
   struct Run {
@@ -34,7 +34,9 @@ class UpdateRatio {
     ParamGroup group;
   };
   std::vector<Run> runs_;
-  std::vector<float> before_;  // (P,) allocated once, at the first before()
+  // (P,) from before() to after() only: kept, it stayed beside the evaluation that
+  // follows a logged step (GPT-2 small: 0.5 GB).
+  std::vector<float> before_;
 };
 
 }  // namespace folio
