@@ -72,6 +72,26 @@ TEST_F(CliData, InvalidUtf8IsReplacedAndCounted) {
   EXPECT_EQ(clean.err.find("UTF-8"), std::string::npos) << clean.err;
 }
 
+// folio tokens reads such bytes as train and tokenize read them, with their warning: it
+// refused them, so the tokens of a text a model had trained on could not be shown.
+TEST_F(CliData, TokensReadsInvalidUtf8AsTrainingDoes) {
+  ASSERT_EQ(folio("train --tokenizer bpe --vocab-size 400 --data " + text() + run("bpe", 1)).code, 0);
+  testing::spit(dir_.path / "bad.txt", "To be\xff or not\n");
+  testing::spit(dir_.path / "read.txt", "To be\xEF\xBF\xBD or not\n");  // as read: U+FFFD
+  const std::string tokens = "tokens --format ids --checkpoint " + (dir_ / "bpe") + " --file ";
+  const Result bad = folio(tokens + (dir_ / "bad.txt"));
+  ASSERT_EQ(bad.code, 0) << bad.err;
+  expect_contains(bad.err, {"bad.txt: not valid UTF-8; 1 byte replaced by U+FFFD"});
+  const Result read = folio(tokens + (dir_ / "read.txt"));
+  EXPECT_EQ(bad.out, read.out);
+  EXPECT_EQ(read.err, "");
+  // A char vocabulary without U+FFFD: refused, saying where the character came from.
+  ASSERT_EQ(folio("train --data " + text() + run("char", 1)).code, 0);
+  const Result chars = folio("tokens --checkpoint " + (dir_ / "char") + " --file " + (dir_ / "bad.txt"));
+  EXPECT_EQ(chars.code, 2);
+  expect_contains(chars.err, {"bad.txt", "U+FFFD", "(1 byte of the text, not UTF-8, read as U+FFFD)"});
+}
+
 // --resume on other data: best.safetensors was chosen on the old val split, and the
 // warning says its loss will be compared with the new one's. The same data says nothing.
 TEST_F(CliData, ResumeOnOtherDataWarnsAboutTheBestCheckpoint) {
