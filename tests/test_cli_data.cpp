@@ -49,6 +49,21 @@ TEST_F(CliData, InfoAndResumeKnowATokenizerThatCameFromTheData) {
   EXPECT_EQ(tuned.code, 0) << tuned.err;
 }
 
+// char, folio train's default, given on a directory of other tokens: it trained on the
+// bpe ids as if they were the directory's characters' ids, without a word. It is
+// refused as any other name is; a directory of characters takes it.
+TEST_F(CliData, TokenizerCharOnAnotherTokenDirectoryIsRefused) {
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer bpe --vocab-size 400 --out " + (dir_ / "tok")).code, 0);
+  const Result chars = folio("train --data " + (dir_ / "tok") + " --tokenizer char" + run("chars", 2));
+  EXPECT_EQ(chars.code, 2) << chars.err;
+  expect_contains(chars.err, {"--tokenizer char goes with a text file", "tok was tokenized already, with spm",
+                              "400 pieces"});
+  EXPECT_FALSE(fs::exists(dir_.path / "chars" / "model.safetensors"));
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / "tokc")).code, 0);
+  const Result same = folio("train --data " + (dir_ / "tokc") + " --tokenizer char" + run("c", 2));
+  EXPECT_EQ(same.code, 0) << same.err;
+}
+
 // A folder of text files is not a token directory: the refusal says how to make one.
 TEST_F(CliData, AFolderOfTextSuggestsTokenize) {
   fs::create_directories(dir_.path / "texts");
