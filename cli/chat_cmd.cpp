@@ -8,7 +8,9 @@
 // stays). Ctrl-C stops a reply, not the program; Ctrl-D (end of input) exits.
 //
 // With standard input not a terminal (a script, a test), it reads one user turn a line
-// and prints each reply on one line, its own newlines written as "\n", and no prompts.
+// and prints each reply on one line, its own newlines written as "\n", and no prompts;
+// a turn left out gets an empty line, its notice on stderr, so that line N of the output
+// answers turn N.
 #include <unistd.h>
 
 #include <csignal>
@@ -162,6 +164,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
       } catch (const Error& e) {  // the turn alone is refused: what was said before stays
         std::fprintf(stderr, "%s%s (the turn is left out; the conversation before it is kept)\n",
                      std::string_view(e.what()).starts_with("[chat]") ? "" : "[chat] ", e.what());
+        // Its reply's line, empty: a script reading a reply a turn kept its place only
+        // while no turn was refused.
+        if (!terminal) {
+          std::fputs("\n", stdout);
+          std::fflush(stdout);
+        }
         history.drop_last();
         continue;
       }
@@ -204,7 +212,8 @@ const Command kChat = {
     "model's context; a turn longer than the context alone is left out, with a notice.\n"
     "/reset forgets the conversation (--system stays); Ctrl-C stops a reply;\n"
     "Ctrl-D exits. With standard input not a terminal: one turn a line in, one reply\n"
-    "a line out (its newlines written as \\n).",
+    "a line out (its newlines written as \\n; a turn left out gets an empty line, its\n"
+    "notice on standard error).",
     declare, prepare};
 
 }  // namespace folio::cli

@@ -6,10 +6,12 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "base/edit_distance.h"
@@ -101,16 +103,26 @@ void add_weights(po::options_description& options);  // --weights f32|bf16|int8
 // --weights' value; refused unless known, and unless the products are fp32 (`dtype`).
 nn::Weights weights_option(const po::variables_map& vm, Precision dtype);
 
+// An option's value, refused (naming it and the range expected) unless > 0 (>= 0) and
+// at most `max`. NaN is refused, and so is an infinity: a floating-point option is
+// finite, and one whose use could overflow (seconds made milliseconds) gives a `max`.
 template <class T>
-T positive(const po::variables_map& vm, const char* name) {
+T positive(const po::variables_map& vm, const char* name, T max = std::numeric_limits<T>::max()) {
   const T v = vm[name].as<T>();
-  if (v <= 0) throw UsageError(cat("--", name, " must be positive, got ", v));
+  if (!(v > 0 && v <= max))
+    throw UsageError(max < std::numeric_limits<T>::max()
+                         ? cat("--", name, " must be in ", std::is_integral_v<T> ? "[1, " : "(0, ", max, "], got ", v)
+                     : std::is_floating_point_v<T>       ? cat("--", name, " must be positive and finite, got ", v)
+                                                         : cat("--", name, " must be positive, got ", v));
   return v;
 }
 template <class T>
-T non_negative(const po::variables_map& vm, const char* name) {
+T non_negative(const po::variables_map& vm, const char* name, T max = std::numeric_limits<T>::max()) {
   const T v = vm[name].as<T>();
-  if (!(v >= 0)) throw UsageError(cat("--", name, " must be >= 0, got ", v));
+  if (!(v >= 0 && v <= max))
+    throw UsageError(max < std::numeric_limits<T>::max() ? cat("--", name, " must be in [0, ", max, "], got ", v)
+                     : std::is_floating_point_v<T>       ? cat("--", name, " must be >= 0 and finite, got ", v)
+                                                         : cat("--", name, " must be >= 0, got ", v));
   return v;
 }
 

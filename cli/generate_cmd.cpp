@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <thread>
 
+#include "autograd/parallel.h"
 #include "cli/common.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
@@ -37,8 +39,9 @@ void declare(po::options_description& opts) {
   add_weights(opts);
   add_threads(opts);
   opts.add_options()("decode-threads", with_default<int64_t>(1),
-                     "threads a decode step's large products split their rows across (the prompt's use --threads; "
-                     "1: one thread, which on a busy machine does not wait for a descheduled other)")
+                     cat("threads a decode step's large products split their rows across, at most ", kMaxThreads,
+                         " (the prompt's use --threads; 1: one thread, which on a busy machine does not wait for a "
+                         "descheduled other)").c_str())
       ("timings", po::bool_switch(),
        "after each sample, print to standard error the prompt's tokens/s (its prefill and the first token) and "
        "the generated tokens' (each later token's decode step and sampling)");
@@ -100,7 +103,14 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--weights ", to_string(weights), " is read by the KV-cached decoder: drop --no-kv-cache, "
                          "or use --weights f32"));
   const int64_t samples = positive<int64_t>(vm, "num-samples");
-  const int64_t decode_threads = positive<int64_t>(vm, "decode-threads");
+  // At most --threads' own bound (autograd/parallel.h), far more than any CPU's hardware
+  // threads: the decoder keeps a row of block_size floats per thread for attention, and a
+  // large product starts an OpenMP thread per share of its rows. 1e9 was taken, and the
+  // first step asked for 128 GB (a context of 32) and died of std::bad_alloc (exit 1).
+  const int64_t decode_threads = positive<int64_t>(vm, "decode-threads", kMaxThreads);
+  if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && decode_threads > cores)
+    warn(cat("--decode-threads ", decode_threads, " is more than the ", plural(cores, "core"),
+             " of this machine: the threads will wait for each other"));
   if (decode_threads > 1 && !so.kv_cache)
     throw UsageError(cat("--decode-threads ", decode_threads, " splits the KV-cached decoder's steps: drop "
                          "--no-kv-cache, or use --decode-threads 1"));

@@ -16,6 +16,11 @@
 namespace folio::cli {
 namespace {
 
+// The most seconds --timeout and --shutdown-grace take: a week is longer than any request
+// or shutdown anyone waits for, and far from where the grace's milliseconds overflow an
+// int64 (--shutdown-grace 1e30 became a negative grace: running requests were cut at once).
+constexpr double kMaxWaitSeconds = 7 * 24 * 3600;
+
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop = true; }
 
@@ -39,10 +44,12 @@ void declare(po::options_description& opts) {
       ("max-prompt-tokens", with_default<int64_t>(d.limits.max_prompt_tokens),
        "the longest prompt, in tokens (a completion's model sees its last block_size; a chat whose prompt "
        "leaves no room for a reply in block_size gets 400 context_length_exceeded)")
-      ("timeout", with_default<double>(d.limits.max_seconds), "seconds a request may decode before it is cut")
+      ("timeout", with_default<double>(d.limits.max_seconds),
+       cat("seconds a request may decode before it is cut (at most ", kMaxWaitSeconds, ": a week)").c_str())
       ("max-body", with_default<int64_t>(int64_t(d.max_body)), "the largest request body, in bytes (413 beyond)")
       ("shutdown-grace", with_default<double>(d.shutdown_grace),
-       "on SIGTERM or SIGINT, seconds running requests get to finish before they are cut")
+       cat("on SIGTERM or SIGINT, seconds running requests get to finish before they are cut (at most ",
+           kMaxWaitSeconds, ")").c_str())
       ("no-batching", po::bool_switch(),
        "a thread per slot, each a token at a time, instead of one product per step for all slots (a baseline)");
   add_dtype(opts);
@@ -78,9 +85,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
   o.scheduler.batched = !vm["no-batching"].as<bool>();
   o.limits.max_tokens = positive<int64_t>(vm, "max-tokens");
   o.limits.max_prompt_tokens = positive<int64_t>(vm, "max-prompt-tokens");
-  o.limits.max_seconds = o.scheduler.max_seconds = positive<double>(vm, "timeout");
+  o.limits.max_seconds = o.scheduler.max_seconds = positive<double>(vm, "timeout", kMaxWaitSeconds);
   o.max_body = size_t(positive<int64_t>(vm, "max-body"));
-  o.shutdown_grace = non_negative<double>(vm, "shutdown-grace");
+  o.shutdown_grace = non_negative<double>(vm, "shutdown-grace", kMaxWaitSeconds);
   const Precision dtype = dtype_option(vm);
   o.scheduler.weights = weights_option(vm, dtype);
   const std::string path = checkpoint_option(vm);

@@ -3,6 +3,7 @@
 
 #include "cli/common.h"
 #include "data/dataset.h"
+#include "data/tokenizer.h"
 #include "io/checkpoint.h"
 
 namespace folio::cli {
@@ -22,16 +23,26 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (format != "ids" && format != "pieces" && format != "table")
     throw UsageError(cat("--format must be ids, pieces or table, got '", format, "'"));
   if (vm.count("text") == vm.count("file")) throw UsageError("give the text to tokenize as --text T or --file F (one of them)");
-  const std::string text = vm.count("text") ? unescaped(vm["text"].as<std::string>()) : read_file(vm["file"].as<std::string>());
+  std::string text = vm.count("text") ? unescaped(vm["text"].as<std::string>()) : read_file(vm["file"].as<std::string>());
+  const std::string source = vm.count("text") ? "--text" : vm["file"].as<std::string>();
+  // A byte that is not UTF-8 is read as U+FFFD, as folio train, eval and tokenize read a
+  // text (and spm_encode): the tokens shown are those a model trained on it saw. (It
+  // was refused here, so a file that trained was one this command could not show.)
+  const int64_t replaced = replace_invalid_utf8(text);
   // The tokenizer alone: the weights are not read.
   auto ck = std::make_shared<CheckpointHeader>(load_checkpoint_header(checkpoint_option(vm)));
   std::vector<int32_t> ids;
   try {
     ids = ck->tokenizer->encode(text);
   } catch (const Error& e) {
-    throw UsageError(cat(vm.count("text") ? "--text" : vm["file"].as<std::string>(), ": ", e.what()));
+    throw UsageError(cat(source, ": ", e.what(),
+                         replaced ? cat(" (", plural(replaced, "byte"), " of the text, not UTF-8, read as U+FFFD)")
+                                  : ""));
   }
   return [=] {
+    if (replaced)
+      warn(cat(source, ": not valid UTF-8; ", plural(replaced, "byte"), " replaced by U+FFFD",
+               format == "table" ? " (the offsets count the text so read)" : ""));
     const Tokenizer& tok = *ck->tokenizer;
     std::string out;
     if (format == "table") out = cat(tok.describe(), ": ", ids.size(), " tokens, ", text.size(), " bytes\n",
@@ -59,7 +70,9 @@ std::function<int()> prepare(const po::variables_map& vm) {
 const Command kTokens = {"tokens", "show how a checkpoint's tokenizer cuts a text",
                          "Tokenizes --text or --file with the checkpoint's tokenizer and prints the ids,\n"
                          "the pieces (\xE2\x90\xA3: space, \\n: newline, <0xNN>: a byte that is part of a\n"
-                         "character), or a table of both with each token's byte offset in the text.",
+                         "character), or a table of both with each token's byte offset in the text.\n"
+                         "A byte that is not UTF-8 is read as U+FFFD, with a warning, as folio train and\n"
+                         "folio tokenize read it.",
                          declare, prepare};
 
 }  // namespace folio::cli

@@ -287,6 +287,16 @@ std::function<int()> prepare(const po::variables_map& vm) {
       throw UsageError(cat("--eval-task ", e.what()));
     }
   }
+  // A token directory brings its tokenizer, and a --tokenizer given with it must describe
+  // it. The library refuses any other name, but reads char as folio train's default,
+  // which it cannot tell from one given: --tokenizer char trained on a bpe directory's
+  // tokens without a word. (--resume and --init-from check theirs before.)
+  if (!o.resume && given("tokenizer") && trainer->data().is_token_dir() &&
+      !spec_describes({tc.tokenizer, tc.vocab_size}, *trainer->data().tokenizer))
+    throw UsageError(cat("--tokenizer ", tc.tokenizer, " goes with a text file: the token directory ", tc.data,
+                         " was tokenized already, with ", trainer->data().tokenizer->describe(),
+                         " (leave --tokenizer out", config_file_options().count("tokenizer") ? cat(" of --config ", tc.recipe) : "",
+                         ")"));
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
     warnings.push_back(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
   if (!trainer->data_warning().empty()) warnings.push_back(trainer->data_warning());

@@ -29,6 +29,11 @@ int32_t sample_token(std::span<const float> logits, const SampleOptions& opt, Rn
   std::sort(scratch.begin(), scratch.end(), by_logit);
   int64_t keep = opt.top_k > 0 ? std::min(opt.top_k, V) : V;
   const float mx = scratch[0].first;
+  // A temperature so low that the top logit over it overflows float (1e-40, a denormal)
+  // made every kept weight exp(inf - inf), NaN, and the draw fell through to the least
+  // likely token kept. At such a temperature any other token's weight, exp(-gap / T), is
+  // 0 in float: the most likely token it is, as greedy picks it.
+  if (!std::isfinite(mx)) return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
   double total = 0;
   for (int64_t i = 0; i < keep; ++i) total += (scratch[i].first = std::exp(scratch[i].first - mx));
   if (opt.top_p < 1.0f) {  // nucleus: the smallest prefix whose mass reaches top_p

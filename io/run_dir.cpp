@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "io/checkpoint.h"
 
@@ -60,19 +61,12 @@ void sync_dir(const std::string& dir) {
 // Removes the temp files ("<name>.tmp.<pid>", see save_safetensors) that writers
 // killed mid-save left in `dir`. Those of a live process are left alone.
 void remove_dead_temp_files(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    bool ours = false;
+  folio::remove_dead_temp_files(dir, [](std::string_view name) {
     for (const char* base : {"model.safetensors", "best.safetensors", "state.safetensors",
                              "model.safetensors.pending", "best.safetensors.pending", "loss.svg"})
-      ours = ours || name.starts_with(std::string(base) + ".tmp.");
-    if (!ours) continue;
-    const std::string pid = name.substr(name.rfind('.') + 1);
-    if (pid.empty() || pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    const long long id = std::stoll(pid);
-    if (id > 0 && id <= INT32_MAX && ::kill(pid_t(id), 0) != 0 && errno == ESRCH) ::unlink(e.path().c_str());
-  }
+      if (name == base) return true;
+    return false;
+  });
 }
 
 // Before --resume reads the directory: finish a save that committed (its state is

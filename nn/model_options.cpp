@@ -142,8 +142,11 @@ const std::vector<ModelOption>& model_options() {
        Export::refused("GPT-2's blocks take only the previous block's output")},
       {"mtp", "mtp",
        "multi-token prediction: a second output layer predicts the token two ahead, and W times its "
-       "cross-entropy is added to the per-step training loss, not to evaluations; 0: off",
-       Number{&GPTConfig::mtp, 0.0f, "0: off"}, Export::carried(kSecondHead), Export::carried(kSecondHead)},
+       "cross-entropy (W at most 10) is added to the per-step training loss, not to evaluations; 0: off",
+       // At most 10: beyond it the second head's loss outweighs the next-token loss, the
+       // one the model is for, more than tenfold (published weights are 0.1 to 1); 1e30
+       // was taken.
+       Number{&GPTConfig::mtp, 0.0f, "0: off", 10.0f}, Export::carried(kSecondHead), Export::carried(kSecondHead)},
       {"gpt2-biases", "gpt2_biases",
        "biases where GPT-2 has them: key, query and value get one too, and the output layer none (its weight is "
        "then usually the tied token embedding); needs the Linears' biases (not --no-bias)",

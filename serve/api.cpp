@@ -283,7 +283,7 @@ std::string error_json(const ApiError& e) {
                    {{"message", e.what()},
                     {"type", type},
                     {"param", e.param.empty() ? json(nullptr) : json(e.param)},
-                    {"code", e.code.empty() ? json(e.status) : json(e.code)}}}};
+                    {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
   return dump(j);
 }
 

@@ -32,7 +32,10 @@ struct ApiError : std::runtime_error {
   int status;
   std::string param;  // the request field at fault ("" when none)
   std::string type;   // "" -> from the status: invalid_request_error, authentication_error, ...
-  std::string code;   // "" -> the status; else OpenAI's code string (model_not_found)
+  // OpenAI's code string (model_not_found, context_length_exceeded, invalid_api_key), or
+  // "" -> null, as OpenAI sends for most errors: its clients type `code` as a string or
+  // null, and the class of the error is the HTTP status's, never repeated here.
+  std::string code;
 };
 
 struct ApiLimits {

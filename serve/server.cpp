@@ -143,10 +143,13 @@ void Server::Routes::install() {
                         std::equal(prefix.begin(), prefix.end(), auth.begin(),
                                    [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
     if (!bearer || !same_key(std::string_view(auth).substr(prefix.size()), options.api_key)) {
-      reply_error(res, ApiError(401, auth.empty() ? "no API key: send the header Authorization: Bearer KEY"
-                                 : bearer         ? "wrong API key"
-                                                  : "the Authorization header is not Bearer KEY: send the key as "
-                                                    "Authorization: Bearer KEY"));
+      // A wrong key is OpenAI's invalid_api_key; a missing or malformed header, its null code.
+      reply_error(res, ApiError(401,
+                                auth.empty() ? "no API key: send the header Authorization: Bearer KEY"
+                                : bearer     ? "wrong API key"
+                                             : "the Authorization header is not Bearer KEY: send the key as "
+                                               "Authorization: Bearer KEY",
+                                "", "", bearer ? "invalid_api_key" : ""));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;

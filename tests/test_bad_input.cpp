@@ -207,6 +207,25 @@ TEST_F(BadInput, Options) {
   for (const Case& c : cases) expect_refused(c);
 }
 
+// Numbers that parse but mean nothing or overflow where they are used: a loss weight of
+// 1e30, a thread count OpenMP cannot start (or that wraps an int), a wait of NaN or
+// infinite seconds (a grace of 1e30 s overflowed its milliseconds into no grace at all).
+TEST_F(BadInput, NumbersBeyondTheirUse) {
+  const std::vector<Case> cases = {
+      {{"train", "--out", at("out"), "--mtp", "1e30"}, {"--mtp", "1e30", "[0, 10]"}},
+      {{"generate", "--checkpoint", at("run"), "--decode-threads", "1000000000"},
+       {"--decode-threads must be in [1, 1024], got 1000000000"}},
+      {{"generate", "--checkpoint", at("run"), "--decode-threads", "5000000000"}, {"--decode-threads", "[1, 1024]"}},
+      {{"serve", "--checkpoint", at("run"), "--port", "0", "--timeout", "nan"}, {"--timeout must be in (0, 604800]"}},
+      {{"serve", "--checkpoint", at("run"), "--port", "0", "--timeout", "inf"}, {"--timeout", "inf"}},
+      {{"serve", "--checkpoint", at("run"), "--port", "0", "--timeout", "1e30"}, {"--timeout", "1e+30"}},
+      {{"serve", "--checkpoint", at("run"), "--port", "0", "--shutdown-grace", "1e30"},
+       {"--shutdown-grace must be in [0, 604800], got 1e+30"}},
+      {{"serve", "--checkpoint", at("run"), "--port", "0", "--shutdown-grace", "inf"}, {"--shutdown-grace", "inf"}},
+  };
+  for (const Case& c : cases) expect_refused(c);
+}
+
 TEST_F(BadInput, Files) {
   const std::string out = at("out");
   const std::vector<Case> cases = {

@@ -5,7 +5,10 @@
 // nothing written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "support.h"
 
@@ -68,6 +71,33 @@ TEST_F(CliChat, ChatRefusesASystemMessageNoTurnCouldFollow) {
   const std::string chat = "chat --checkpoint " + model() + " --threads 2 --system ";
   expect_refused(chat + std::string(70, '1'), {"--system leaves no room for a turn", "context of 64 (block_size)"});
   expect_refused(chat + "Copy_1", {"--system cannot be encoded", "character '_' (U+005F) at position 4"});
+}
+
+// Piped, a turn left out (a character the model lacks, or longer than the context alone)
+// had its notice on stderr and no line on stdout: a script reading a reply a turn lost
+// its place. Its line is empty now, so line N answers turn N. (The test's children
+// read /dev/null: a shell feeds this one its turns.)
+TEST_F(CliChat, PipedARefusedTurnKeepsItsLineOfOutput) {
+  spit(dir_ / "turns.txt", "Copy 11\nCopy 1_\nCopy 12\n" + std::string(70, '1') + "\nCopy 13\n");
+  const std::string out = dir_ / "replies.txt", err = dir_ / "notices.txt";
+  const int status = std::system((std::string("'") + FOLIO_BINARY + "' chat --checkpoint '" + model() +
+                                  "' --threads 2 --greedy --max-new-tokens 4 < '" + (dir_ / "turns.txt") + "' > '" +
+                                  out + "' 2> '" + err + "'")
+                                     .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(err);
+  const std::string replies = slurp(out), notices = slurp(err);
+  EXPECT_EQ(std::count(replies.begin(), replies.end(), '\n'), 5) << replies << notices;
+  const std::string left_out = "the turn is left out; the conversation before it is kept";
+  int notes = 0;
+  for (size_t at = notices.find(left_out); at != std::string::npos; at = notices.find(left_out, at + 1)) ++notes;
+  EXPECT_EQ(notes, 2) << notices;
+  expect_contains(notices, {"character '_' (U+005F)", "does not fit"});
+  std::istringstream lines(replies);
+  std::vector<std::string> line(5);
+  for (std::string& l : line) std::getline(lines, l);
+  EXPECT_EQ(line[1], "") << replies;  // "Copy 1_"
+  EXPECT_EQ(line[3], "") << replies;  // 70 digits
 }
 
 // A model trained from scratch on conversations without a system message can still

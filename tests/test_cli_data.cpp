@@ -49,6 +49,21 @@ TEST_F(CliData, InfoAndResumeKnowATokenizerThatCameFromTheData) {
   EXPECT_EQ(tuned.code, 0) << tuned.err;
 }
 
+// char, folio train's default, given on a directory of other tokens: it trained on the
+// bpe ids as if they were the directory's characters' ids, without a word. It is
+// refused as any other name is; a directory of characters takes it.
+TEST_F(CliData, TokenizerCharOnAnotherTokenDirectoryIsRefused) {
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer bpe --vocab-size 400 --out " + (dir_ / "tok")).code, 0);
+  const Result chars = folio("train --data " + (dir_ / "tok") + " --tokenizer char" + run("chars", 2));
+  EXPECT_EQ(chars.code, 2) << chars.err;
+  expect_contains(chars.err, {"--tokenizer char goes with a text file", "tok was tokenized already, with spm",
+                              "400 pieces"});
+  EXPECT_FALSE(fs::exists(dir_.path / "chars" / "model.safetensors"));
+  ASSERT_EQ(folio("tokenize " + text() + " --tokenizer char --out " + (dir_ / "tokc")).code, 0);
+  const Result same = folio("train --data " + (dir_ / "tokc") + " --tokenizer char" + run("c", 2));
+  EXPECT_EQ(same.code, 0) << same.err;
+}
+
 // A folder of text files is not a token directory: the refusal says how to make one.
 TEST_F(CliData, AFolderOfTextSuggestsTokenize) {
   fs::create_directories(dir_.path / "texts");
@@ -70,6 +85,26 @@ TEST_F(CliData, InvalidUtf8IsReplacedAndCounted) {
   const Result clean = folio("train --data " + text() + run("clean", 2));
   EXPECT_EQ(clean.code, 0);
   EXPECT_EQ(clean.err.find("UTF-8"), std::string::npos) << clean.err;
+}
+
+// folio tokens reads such bytes as train and tokenize read them, with their warning: it
+// refused them, so the tokens of a text a model had trained on could not be shown.
+TEST_F(CliData, TokensReadsInvalidUtf8AsTrainingDoes) {
+  ASSERT_EQ(folio("train --tokenizer bpe --vocab-size 400 --data " + text() + run("bpe", 1)).code, 0);
+  testing::spit(dir_.path / "bad.txt", "To be\xff or not\n");
+  testing::spit(dir_.path / "read.txt", "To be\xEF\xBF\xBD or not\n");  // as read: U+FFFD
+  const std::string tokens = "tokens --format ids --checkpoint " + (dir_ / "bpe") + " --file ";
+  const Result bad = folio(tokens + (dir_ / "bad.txt"));
+  ASSERT_EQ(bad.code, 0) << bad.err;
+  expect_contains(bad.err, {"bad.txt: not valid UTF-8; 1 byte replaced by U+FFFD"});
+  const Result read = folio(tokens + (dir_ / "read.txt"));
+  EXPECT_EQ(bad.out, read.out);
+  EXPECT_EQ(read.err, "");
+  // A char vocabulary without U+FFFD: refused, saying where the character came from.
+  ASSERT_EQ(folio("train --data " + text() + run("char", 1)).code, 0);
+  const Result chars = folio("tokens --checkpoint " + (dir_ / "char") + " --file " + (dir_ / "bad.txt"));
+  EXPECT_EQ(chars.code, 2);
+  expect_contains(chars.err, {"bad.txt", "U+FFFD", "(1 byte of the text, not UTF-8, read as U+FFFD)"});
 }
 
 // --resume on other data: best.safetensors was chosen on the old val split, and the

@@ -124,7 +124,7 @@ TEST_F(CliOptions, MessagesNameTheFlagAndTheSourceOfTheValue) {
            {"eval --checkpoint " + trained_run() + " --max-windows -1", "--max-windows must be >= 0, got -1\n"},
            {"eval --checkpoint " + trained_run() + " --task t.jsonl --limit -2", "--limit must be >= 0, got -2\n"},
            {"serve --checkpoint " + trained_run() + " --queue -1", "--queue must be >= 0, got -1\n"},
-           {"serve --checkpoint " + trained_run() + " --shutdown-grace -0.5", "--shutdown-grace must be >= 0, got -0.5\n"},
+           {"serve --checkpoint " + trained_run() + " --shutdown-grace -0.5", "--shutdown-grace must be in [0, 604800], got -0.5\n"},
            // chat needs a reply, generate may write the prompt alone: one bound each, whatever the value.
            {"chat --checkpoint " + trained_run() + " --max-new-tokens -5", "--max-new-tokens must be >= 1, got -5\n"},
            {"chat --checkpoint " + trained_run() + " --max-new-tokens 0", "--max-new-tokens must be >= 1, got 0\n"},

@@ -7,6 +7,8 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "data/base64.h"
@@ -95,6 +97,24 @@ TEST_F(CliOutputs, EveryCommandRefusesToReplaceWhatIsThereUnlessOverwrite) {
     EXPECT_FALSE(fs::exists(dir_.path / "other" / stale)) << stale;
   for (const auto& e : fs::directory_iterator(dir_.path))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// A writer killed before its rename (a long export SIGKILLed) leaves OUT.tmp.PID: the
+// next write to OUT removes it, and never the temp file of a live process or another OUT.
+TEST_F(CliOutputs, AWriteRemovesTheTempFilesOfDeadWritersOfItsFile) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 2) + " --activation gelu --no-bias --pos rope").code, 0);
+  const pid_t child = ::fork();  // a process that is gone: its pid names a dead writer
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string dead = p(cat("out.gguf.tmp.", child)), live = p(cat("out.gguf.tmp.", ::getpid())),
+                    other = p(cat("other.gguf.tmp.", child));
+  for (const std::string& f : {dead, live, other}) spit(f, "half a file");
+  const Result r = folio("export " + p("run") + " " + p("out.gguf"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
 }
 
 // An output in a directory that is not there, or cannot take files, is bad input

@@ -182,6 +182,9 @@ TEST(Generate, SamplingFilters) {
   SampleOptions cold;
   cold.temperature = 0.01f;
   for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, cold, rng, scratch), 1);
+  // So cold that 3.0 / T overflows float: the most likely token still, not the least.
+  cold.temperature = 1e-40f;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_token(logits, cold, rng, scratch), 1);
   const std::vector<float> diverged{0.1f, std::nanf(""), 1.0f};
   EXPECT_THROW(sample_token(diverged, greedy, rng, scratch), Error);
   SampleOptions bad;

@@ -80,6 +80,35 @@ TEST_F(ServeRoutes, AnUnknownModelIs404ModelNotFound) {
                       "model must be a string");
 }
 
+// OpenAI's error object carries a code that is one of its strings or null, as its
+// clients type it; folio put the HTTP status there as a number, which the status line
+// already says.
+TEST_F(ServeRoutes, ErrorCodesAreOpenAIsStringsOrNull) {
+  serve::ServerOptions o;
+  o.api_key = "s3cret";
+  start(o);
+  auto c = client();
+  const httplib::Headers wrong = {{"Authorization", "Bearer nope"}}, auth = {{"Authorization", "Bearer s3cret"}};
+  // {response, status, code ("": null)}
+  const std::vector<std::tuple<httplib::Result, int, std::string>> cases = [&] {
+    std::vector<std::tuple<httplib::Result, int, std::string>> v;
+    v.emplace_back(c.Get("/v1/models"), 401, "");
+    v.emplace_back(c.Get("/v1/models", wrong), 401, "invalid_api_key");
+    v.emplace_back(c.Post("/v1/completions", auth, "{", "application/json"), 400, "");
+    v.emplace_back(c.Get("/v1/nowhere", auth), 404, "");
+    v.emplace_back(c.Post("/v1/completions", auth, R"({"prompt": "ab", "model": "gpt-4"})", "application/json"), 404,
+                   "model_not_found");
+    return v;
+  }();
+  for (const auto& [r, status, code] : cases) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    const json j = json::parse(r->body);
+    expect_openai_error(j);
+    EXPECT_EQ(j["error"]["code"], code.empty() ? json(nullptr) : json(code)) << r->body;
+  }
+}
+
 TEST_F(ServeRoutes, AnyModelNameServesWhateverARequestNames) {
   serve::ServerOptions o;
   o.any_model_name = true;

@@ -49,7 +49,7 @@ TEST_F(ServeRoutes, HeadersBeyondTheLimitsGet431) {
     const std::string got = send_and_read(port, head);
     ASSERT_EQ(got.rfind("HTTP/1.1 431", 0), 0u) << got.substr(0, 100);
     const json error = json::parse(got.substr(got.find("\r\n\r\n") + 4));
-    EXPECT_EQ(error["error"]["code"], 431);
+    expect_openai_error(error);
     EXPECT_NE(error["error"]["message"].get<std::string>().find("20 headers"), std::string::npos);
   }
   EXPECT_EQ(health()["status"], "ok");
