@@ -77,6 +77,9 @@ py::dict loss(const LoadedPtr& l, const py::handle& text_obj) {
       const int64_t B = std::min(kBatch, windows - w);
       const std::span<const int32_t> x(ids.data() + w * T, size_t(B * T)), y(ids.data() + w * T + 1, size_t(B * T));
       total += double(model_of(*l).forward(x, B, T, y).loss.item()) * double(B);
+      // Ctrl-C reaches Python between batches (a signal is only seen with the GIL held):
+      // without it, a long text's loss ran to its end and then raised KeyboardInterrupt.
+      check_signals();
     }
     mean = total / double(windows);
     for (int64_t i = 1; i <= windows * T; ++i) bytes += int64_t(tok.token_bytes(ids[size_t(i)]).size());
@@ -206,7 +209,8 @@ void bind_model(py::module_& m) {
            "non-overlapping windows of block_size tokens (a shorter text is one window).\n\n"
            "Args:\n    text: a str of at least 2 tokens.\n\n"
            "Returns:\n    dict: nats_per_token, bits_per_byte (of the predicted tokens' UTF-8 text), tokens\n"
-           "    (predicted), bytes, windows, block_size (the window's length).")
+           "    (predicted), bytes, windows, block_size (the window's length). Ctrl-C interrupts it between\n"
+           "    forward passes (of 32 windows each).")
       .def("attention", &attention, py::arg("prompt"),
            "The causal attention weights of the model's forward pass over a prompt, as folio\n"
            "attention shows them (after the softmax, no dropout).\n\n"
