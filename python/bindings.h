@@ -8,6 +8,7 @@
 //   train.cpp     folio.train (Run is Python, in folio/__init__.py)
 //   tensor.cpp    folio.tensor, Tensor and the functional ops: folio's autograd
 //   tensor_index.cpp  Tensor.__getitem__: integers and slices, through autograd's slice
+//   tensor_inplace.cpp  Tensor's -=, +=, *=, /= in its own storage, and folio.no_grad's switch
 //   nn.cpp        folio.nn: the modules Linear, Head, MultiHead and GPT on those tensors
 #include <pybind11/pybind11.h>
 
@@ -96,6 +97,11 @@ void bind_generate(py::class_<Loaded, LoadedPtr>& model);
 void bind_train(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_nn(py::module_& m);  // into the submodule folio.nn
+// Tensor's in-place operators, and the grad switch folio.no_grad (python/folio/__init__.py) uses.
+void bind_tensor_inplace(py::class_<Tensor>& t, py::module_& m);
+// The other operand of x's operators: a Tensor, or a number as a tensor of x's shape, or
+// an array (numpy's too) to broadcast (tensor.cpp).
+Tensor operand(const Tensor& x, const py::handle& other);
 // x[key] for integers and slices of step 1 (tensor_index.cpp); IndexError otherwise.
 Tensor index_tensor(const Tensor& x, const py::object& key);
 // A read-only (or writable) numpy array over the tensor's data, holding the tensor.

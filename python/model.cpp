@@ -1,7 +1,7 @@
 // folio.load and what a loaded Model answers without generating: its config and
 // tokenizer, the logits of ids, the loss on a text (as folio eval computes it), the
-// attention weights (as folio attention shows them), and its parameters as numpy
-// views. Every call into the model releases the GIL.
+// attention weights (as folio attention shows them), its parameters as numpy views,
+// and save() to a checkpoint. Every call into the model releases the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -77,6 +77,9 @@ py::dict loss(const LoadedPtr& l, const py::handle& text_obj) {
       const int64_t B = std::min(kBatch, windows - w);
       const std::span<const int32_t> x(ids.data() + w * T, size_t(B * T)), y(ids.data() + w * T + 1, size_t(B * T));
       total += double(model_of(*l).forward(x, B, T, y).loss.item()) * double(B);
+      // Ctrl-C reaches Python between batches (a signal is only seen with the GIL held):
+      // without it, a long text's loss ran to its end and then raised KeyboardInterrupt.
+      check_signals();
     }
     mean = total / double(windows);
     for (int64_t i = 1; i <= windows * T; ++i) bytes += int64_t(tok.token_bytes(ids[size_t(i)]).size());
@@ -109,6 +112,39 @@ py::array_t<float> attention(const LoadedPtr& l, const py::handle& prompt_obj) {
   model_of(*l).forward(ids, 1, T, {}, &weights);
   for (int64_t i = 0; i < L; ++i) std::memcpy(dst + i * H * T * T, weights[size_t(i)].data(), size_t(H * T * T) * sizeof(float));
   return out;
+}
+
+// Writes the model where folio generate --checkpoint, folio export and folio.load read
+// it: the checkpoint folio train writes (io/checkpoint.h's save_model: the weights, the
+// config, the tokenizer and the step it was loaded at), atomically (written beside the
+// path, then renamed over it: never a half-written file). Without it, weights changed
+// through parameters(writable=True) could not leave the process. What is at the path is
+// kept unless `overwrite`; what is not a regular file (a directory, a link, a device) is
+// refused either way, as the commands refuse it (cli/outputs.h): the rename would replace it.
+void save(const LoadedPtr& l, const py::handle& path_obj, bool overwrite) {
+  namespace fs = std::filesystem;
+  const std::string path = path_argument(path_obj, "[save] path");
+  if (path.empty()) throw Error("[save] path is empty: give the checkpoint file's path (out.safetensors)");
+  std::error_code ec;
+  const fs::file_status there = fs::symlink_status(path, ec);
+  if (fs::is_directory(there))
+    throw Error(cat("[save] ", path, " is a directory: give a file's path (",
+                    (fs::path(path) / "model.safetensors").string(),
+                    " is where folio.load and --checkpoint read a run directory's model)"));
+  if (fs::exists(there) && !fs::is_regular_file(there))
+    throw Error(cat("[save] ", path, " is not a regular file (a link, a device, a FIFO): the checkpoint is written "
+                    "beside it and renamed over it, which would replace it; give a regular file's path"));
+  if (fs::exists(there) && !overwrite) {
+    PyErr_SetString(PyExc_FileExistsError,
+                    cat("[save] ", path, " already exists: overwrite=True replaces it, or give another path").c_str());
+    throw py::error_already_set();
+  }
+  const fs::path dir = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(dir, ec))
+    throw FileMissing(cat("[save] ", path, ": the directory ", dir.string(), " does not exist"));
+  py::gil_scoped_release nogil;
+  std::lock_guard lock(l->busy);  // no write through the model while it is read
+  save_model(path, model_of(*l), *l->ck.tokenizer, l->ck.step);
 }
 
 // {name: view of the parameter's memory}; each view holds the model.
@@ -173,7 +209,8 @@ void bind_model(py::module_& m) {
            "non-overlapping windows of block_size tokens (a shorter text is one window).\n\n"
            "Args:\n    text: a str of at least 2 tokens.\n\n"
            "Returns:\n    dict: nats_per_token, bits_per_byte (of the predicted tokens' UTF-8 text), tokens\n"
-           "    (predicted), bytes, windows, block_size (the window's length).")
+           "    (predicted), bytes, windows, block_size (the window's length). Ctrl-C interrupts it between\n"
+           "    forward passes (of 32 windows each).")
       .def("attention", &attention, py::arg("prompt"),
            "The causal attention weights of the model's forward pass over a prompt, as folio\n"
            "attention shows them (after the softmax, no dropout).\n\n"
@@ -185,6 +222,15 @@ void bind_model(py::module_& m) {
            "        model, seen by its next call.\n\n"
            "Returns:\n    dict[str, numpy.ndarray] of float32, in the checkpoint's names. Each view keeps the\n"
            "    model's memory alive, also after the Model is gone.")
+      .def("save", &save, py::arg("path"), py::arg("overwrite") = false,
+           "Writes the model as a checkpoint that folio generate --checkpoint, folio export and folio.load\n"
+           "read: the file folio train writes (weights, config, tokenizer, and the step it was loaded at),\n"
+           "with the weights as they are now (changed through parameters(writable=True) too).\n\n"
+           "Args:\n    path: the .safetensors file to write, a str or an os.PathLike. It is written beside the\n"
+           "        path and renamed over it: a failed or interrupted save leaves no half-written file.\n"
+           "    overwrite: replace a file already at path (without it, FileExistsError naming it).\n\n"
+           "Raises:\n    FileExistsError, FileNotFoundError (no such directory), ValueError (a directory or\n"
+           "    another thing than a regular file at path, or a failed write, with the system's reason).")
       .def("__repr__", [](const Loaded& l) {
         const nn::GPTConfig& c = model_of(l).config();
         return cat("<folio.Model ", l.ck.path, ": step ", l.ck.step, ", ", c.n_layer, " layers, ", c.n_head, " heads, ",

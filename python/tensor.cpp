@@ -34,16 +34,6 @@ Tensor from_array(const py::handle& obj, bool requires_grad) {
   return t;
 }
 
-// The other operand of an operator: a Tensor, or a number as a tensor of x's shape.
-Tensor operand(const Tensor& x, const py::handle& other) {
-  if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
-  // A number, numpy's scalars too (np.float32(2)); an array is no number here, even of
-  // one element, but an array to broadcast.
-  if (!py::isinstance<py::array>(other))
-    if (const std::optional<double> v = real_value(other)) return Tensor::full(x.shape(), float(*v));
-  return from_array(other, false);
-}
-
 // The other operand of @: a Tensor or an array (numpy's on either side, as the other
 // operators take them); a number has no rows to multiply, as to numpy's matmul.
 Tensor matmul_operand(const py::handle& other) {
@@ -149,6 +139,15 @@ std::vector<int32_t> targets_of(const py::handle& obj, int64_t classes) {
 
 }  // namespace
 
+Tensor operand(const Tensor& x, const py::handle& other) {
+  if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
+  // A number, numpy's scalars too (np.float32(2)); an array is no number here, even of
+  // one element, but an array to broadcast.
+  if (!py::isinstance<py::array>(other))
+    if (const std::optional<double> v = real_value(other)) return Tensor::full(x.shape(), float(*v));
+  return from_array(other, false);
+}
+
 py::object tensor_view(const Tensor& t, bool writable) {
   std::vector<py::ssize_t> shape;
   for (int d = 0; d < t.ndim(); ++d) shape.push_back(t.size(d));
@@ -180,8 +179,9 @@ void bind_tensor(py::module_& m) {
            "The data as a numpy array of float32 that shares the tensor's memory (no copy) and keeps it\n"
            "alive.\n\n"
            "Args:\n    writable: False (the default) gives a read-only array. True lets writes change the\n"
-           "        tensor in place, outside autograd (as torch's `with no_grad(): p += ...`): for setting\n"
-           "        a module's weights; not while a graph that read the tensor awaits backward().")
+           "        tensor in place, outside autograd: for setting a module's weights; not while a graph\n"
+           "        that read the tensor awaits backward(). An optimizer step is `p -= lr * p.grad` under\n"
+           "        folio.no_grad().")
       .def("__array__", [](const Tensor& x, const py::object&) { return tensor_view(x); }, py::arg("dtype") = py::none())
       .def("item", &Tensor::item, "The value of a one-element tensor, as a float.")
       .def(
@@ -257,6 +257,7 @@ void bind_tensor(py::module_& m) {
         std::string r = cat("folio.Tensor(shape=", shape_text(x), x.requires_grad() ? ", requires_grad=True" : "", ",\n");
         return r + std::string(py::str(tensor_view(x))) + ")";
       });
+  bind_tensor_inplace(t, m);
 
   m.def("tensor", &from_array, py::arg("data"), py::arg("requires_grad") = false,
         "A Tensor holding a float32 copy of an array (or nested lists).\n\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A folio.nn.GPT trained by a loop written in Python, as nanoGPT's train.py writes it:
 batches drawn with numpy, `logits, loss = model(x, y)`, `loss.backward()`, and Adam's
-update on each parameter's numpy view. folio computes the forward and backward passes.
+update on each parameter in place (`p -= update` under folio.no_grad()). folio computes
+the forward and backward passes.
 
     PYTHONPATH=build/python python3 examples/python/gpt_by_hand.py --data data/tinyshakespeare.txt
 
@@ -38,12 +39,13 @@ def main():
         logits, loss = model(x, y)
         model.zero_grad()
         loss.backward()
-        for name, p in params.items():
-            g = p.grad.numpy()
-            m[name] = 0.9 * m[name] + 0.1 * g
-            v[name] = 0.999 * v[name] + 0.001 * g * g
-            update = lr * (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v[name] / (1 - 0.999 ** step)) + 1e-8)
-            p.numpy(writable=True)[...] -= update                # the model's own weights, in place
+        with folio.no_grad():                                    # an optimizer step, as torch's
+            for name, p in params.items():
+                g = p.grad.numpy()
+                m[name] = 0.9 * m[name] + 0.1 * g
+                v[name] = 0.999 * v[name] + 0.001 * g * g
+                update = lr * (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v[name] / (1 - 0.999 ** step)) + 1e-8)
+                p -= update                                      # the model's own weights, in place
         if step == 1 or step % 50 == 0:
             print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
 

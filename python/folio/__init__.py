@@ -11,6 +11,7 @@
 The engine is folio's C++ library (folio._folio); docs/python.md is the reference.
 """
 import csv
+import functools
 import math
 import os
 import sys
@@ -29,12 +30,45 @@ from ._folio import Model, Tokenizer, __version__, load, set_threads, threads
 from ._folio import (Tensor, causal_softmax, cross_entropy, dropout, exp, gelu, layer_norm, log, log_softmax, matmul,
                      masked_fill, ones, relu, softmax, tanh, tensor, tril, zeros)
 from ._folio import sum  # noqa: A004 (folio.sum as torch.sum; this file uses no builtin sum)
+from ._folio import is_grad_enabled
 from . import _folio
 from . import nn
 
 __all__ = ["Model", "Tokenizer", "Run", "load", "train", "set_threads", "threads", "__version__",
            "Tensor", "tensor", "matmul", "softmax", "log_softmax", "causal_softmax", "relu", "gelu", "tanh", "exp", "log",
-           "layer_norm", "cross_entropy", "dropout", "masked_fill", "tril", "ones", "zeros", "sum", "nn"]
+           "layer_norm", "cross_entropy", "dropout", "masked_fill", "tril", "ones", "zeros", "sum", "nn",
+           "no_grad", "is_grad_enabled"]
+
+
+class no_grad:
+    """Ops record no graph in this block (or function), as torch.no_grad(): for an optimizer step.
+
+        with folio.no_grad():
+            for p in model.parameters():
+                p -= lr * p.grad          # in p's own storage
+
+    Used as a decorator (@folio.no_grad()), the whole function runs so. Grad mode is each
+    thread's own; blocks nest, and the mode before comes back when one ends, however it ends.
+    """
+
+    def __init__(self):
+        self._scopes = []  # one guard per `with` under way (the same object may be entered again)
+
+    def __enter__(self):
+        scope = _folio._NoGradScope()
+        scope.enter()
+        self._scopes.append(scope)
+
+    def __exit__(self, *exc):
+        self._scopes.pop().exit()
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def without_grad(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+        return without_grad
 
 
 class Run:

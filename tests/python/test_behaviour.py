@@ -5,6 +5,8 @@ import gc
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -12,9 +14,8 @@ import numpy as np
 import pytest
 
 import folio
-from conftest import ROOT
+from conftest import ROOT, folio as folio_cmd
 
-import sys
 sys.path.insert(0, str(ROOT / "scripts"))
 import folio_numpy  # noqa: E402
 
@@ -201,3 +202,51 @@ def test_ctrl_c_interrupts_generation(run):
     timer.join()
     assert time.perf_counter() - start < 10, "the interrupt waited for the end of generate()"
     assert len(model.generate("A", max_new_tokens=5)) > 0
+
+
+# os._exit: the process's own exit after a KeyboardInterrupt out of a model this wide
+# aborted now and then in free() ("corrupted size vs. prev_size", from the main thread's
+# buffer pool at exit), which an interrupted generate() shows as well: not this test's
+# subject, which is how soon the interrupt arrives.
+LOSS_UNTIL_CTRL_C = """
+import os, sys, time
+import folio
+folio.set_threads(1)
+model = folio.load(sys.argv[1])
+text = open(sys.argv[2]).read()
+print("ready", flush=True)
+start = time.perf_counter()
+try:
+    model.loss(text)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter() - start, flush=True)
+os._exit(0)
+"""
+
+
+def test_ctrl_c_interrupts_loss(corpus, tmp_path):
+    # Model.loss runs a forward pass per 32 windows without the GIL: Ctrl-C stayed
+    # pending until the last one, then raised over a finished computation. A process of
+    # its own hears the SIGINT (pytest's would stop the session). The model is wide
+    # enough for a pass to take a moment (~0.2 s on one core, its weights untrained: one
+    # step), and its loss on the text over a minute: it must end within seconds.
+    wide = tmp_path / "wide"
+    folio_cmd("train", "--data", corpus, "--out", wide, "--n-layer", 4, "--n-head", 4, "--n-embd", 128,
+              "--block-size", 128, "--batch-size", 1, "--max-iters", 1, "--eval-interval", 1, "--eval-iters", 1,
+              "--quiet", "--threads", 1)
+    text = tmp_path / "long.txt"
+    text.write_bytes(corpus.read_bytes() * 100)
+    child = subprocess.Popen([sys.executable, "-c", LOSS_UNTIL_CTRL_C, str(wide), str(text)], stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        assert child.stdout.readline() == "ready\n"
+        time.sleep(0.5)  # inside loss() by now: the text is read, the model loaded
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail("the interrupt waited for the end of loss()")
+    assert out.startswith("interrupted"), out
+    assert child.returncode == 0
