@@ -94,7 +94,7 @@ Text text_to_evaluate(const po::variables_map& vm, const ModelCheckpoint& ck) {
     throw UsageError(e.what());
   }
   if (t.data.invalid_utf8_bytes)
-    warn(cat(t.path, ": not valid UTF-8; ", t.data.invalid_utf8_bytes, " bytes replaced by U+FFFD"));
+    warn(invalid_utf8_warning(t.path, t.data.invalid_utf8_bytes));
   t.tokens = t.split == "val" ? t.data.val : t.data.train;
   const int64_t T = ck.model->config().block_size;
   if (t.tokens.size() < T + 1)

@@ -41,8 +41,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   return [=] {
     if (replaced)
-      warn(cat(source, ": not valid UTF-8; ", plural(replaced, "byte"), " replaced by U+FFFD",
-               format == "table" ? " (the offsets count the text so read)" : ""));
+      warn(cat(invalid_utf8_warning(source, replaced), format == "table" ? " (the offsets count the text so read)" : ""));
     const Tokenizer& tok = *ck->tokenizer;
     std::string out;
     if (format == "table") out = cat(tok.describe(), ": ", ids.size(), " tokens, ", text.size(), " bytes\n",

@@ -298,7 +298,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
                          " (leave --tokenizer out", config_file_options().count("tokenizer") ? cat(" of --config ", tc.recipe) : "",
                          ")"));
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
-    warnings.push_back(cat(o.train.data, ": not valid UTF-8; ", replaced, " bytes replaced by U+FFFD"));
+    warnings.push_back(invalid_utf8_warning(o.train.data, replaced));
   if (!trainer->data_warning().empty()) warnings.push_back(trainer->data_warning());
   // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
   // minimum compares losses on two val sets.

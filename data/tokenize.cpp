@@ -346,7 +346,7 @@ TokenManifest tokenize_checked(const TokenizeOptions& o, const std::function<voi
       e.chars += c.chars;
       if (c.replaced && !doc_replaced[p.doc]) {
         doc_replaced[p.doc] = true, ++m.files_with_invalid_utf8;
-        warn(cat(docs[p.doc].path, ": not valid UTF-8; ", c.replaced, c.replaced == 1 ? " byte" : " bytes", " replaced by U+FFFD"));
+        warn(invalid_utf8_warning(docs[p.doc].path, c.replaced));
       }
       done += int64_t(c.text.size()) - 2 * c.replaced;  // as read: U+FFFD is 3 bytes for the 1 it replaced
     }

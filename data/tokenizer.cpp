@@ -181,6 +181,10 @@ std::string visible_token(std::string_view bytes) {
   return out;
 }
 
+std::string invalid_utf8_warning(std::string_view path, int64_t replaced) {
+  return cat(path, ": not valid UTF-8; ", replaced, replaced == 1 ? " byte" : " bytes", " replaced by U+FFFD");
+}
+
 int64_t replace_invalid_utf8(std::string& text) {
   int64_t bad = 0;
   size_t cut = scan_utf8(text, [](std::string_view) {}, [&](unsigned char) { ++bad; });

@@ -139,6 +139,8 @@ std::string visible_token(std::string_view bytes);
 // Replaces, in place, every byte of `text` that is not part of a valid UTF-8 character
 // (and a character cut off at the end) by U+FFFD; returns how many bytes it replaced.
 int64_t replace_invalid_utf8(std::string& text);
+// The warning every command gives for it: "PATH: not valid UTF-8; N bytes replaced by U+FFFD".
+std::string invalid_utf8_warning(std::string_view path, int64_t replaced);
 
 // Decodes a stream of ids into text that is always whole UTF-8 characters: a
 // character split across byte-fallback tokens is held until its last byte arrives.

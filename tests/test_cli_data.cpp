@@ -85,6 +85,11 @@ TEST_F(CliData, InvalidUtf8IsReplacedAndCounted) {
   const Result clean = folio("train --data " + text() + run("clean", 2));
   EXPECT_EQ(clean.code, 0);
   EXPECT_EQ(clean.err.find("UTF-8"), std::string::npos) << clean.err;
+  bad = testing::slurp(text()), bad[100] = '\xff';  // one: every command says it as tokens does
+  testing::spit(dir_.path / "one.txt", bad);
+  const Result one = folio("train --data " + (dir_ / "one.txt") + run("one", 2));
+  EXPECT_EQ(one.code, 0) << one.err;
+  expect_contains(one.err, {"one.txt: not valid UTF-8; 1 byte replaced by U+FFFD"});
 }
 
 // folio tokens reads such bytes as train and tokenize read them, with their warning: it
