@@ -85,15 +85,19 @@ void apply_threads(const po::variables_map& vm) {
   int64_t threads = vm["threads"].as<int64_t>();
   if (threads < 0 || threads > kMaxThreads)
     throw UsageError(cat("--threads must be in [0, ", kMaxThreads, "] (0: all cores), got ", threads));
-  // More threads than cores only makes them wait for each other (1000 on 2 cores ran
-  // a step 50x slower); allowed, since a container may see fewer cores than it has.
-  if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && threads > cores)
-    warn(cat("--threads ", threads, " is more than the ", plural(cores, "core"),
-             " of this machine: the threads will wait for each other (0 uses every core)"));
+  warn_beyond_cores("--threads", threads, " (0 uses every core)");
   // Several ranks on one machine share its cores, unless OMP_NUM_THREADS says otherwise.
   if (threads == 0 && dist::local_size() > 1 && !std::getenv("OMP_NUM_THREADS"))
     threads = std::max(1, int(std::thread::hardware_concurrency()) / dist::local_size());
   set_num_threads(threads);
+}
+
+// More threads than cores only makes them wait for each other (1000 on 2 cores ran a
+// step 50x slower).
+void warn_beyond_cores(std::string_view option, int64_t threads, std::string_view hint) {
+  if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && threads > cores)
+    warn(cat(option, " ", threads, " is more than the ", plural(cores, "core"),
+             " of this machine: the threads will wait for each other", hint));
 }
 
 void add_checkpoint(po::options_description& options) {

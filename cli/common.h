@@ -90,6 +90,9 @@ std::set<std::string>& config_file_options();
 // Options several commands take, declared here once.
 void add_threads(po::options_description& options);     // --threads N
 void apply_threads(const po::variables_map& vm);         // sets the thread count
+// Warns when `option`'s thread count is above this machine's cores (allowed: a container
+// may see fewer cores than it has); `hint` ends the warning.
+void warn_beyond_cores(std::string_view option, int64_t threads, std::string_view hint = "");
 void add_checkpoint(po::options_description& options);  // --checkpoint PATH
 // --checkpoint's value, refused (naming it and what was expected) when nothing is there.
 std::string checkpoint_option(const po::variables_map& vm);

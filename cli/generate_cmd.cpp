@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
-#include <thread>
 
 #include "autograd/parallel.h"
 #include "cli/common.h"
@@ -108,9 +107,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   // large product starts an OpenMP thread per share of its rows. 1e9 was taken, and the
   // first step asked for 128 GB (a context of 32) and died of std::bad_alloc (exit 1).
   const int64_t decode_threads = positive<int64_t>(vm, "decode-threads", kMaxThreads);
-  if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && decode_threads > cores)
-    warn(cat("--decode-threads ", decode_threads, " is more than the ", plural(cores, "core"),
-             " of this machine: the threads will wait for each other"));
+  warn_beyond_cores("--decode-threads", decode_threads);
   if (decode_threads > 1 && !so.kv_cache)
     throw UsageError(cat("--decode-threads ", decode_threads, " splits the KV-cached decoder's steps: drop "
                          "--no-kv-cache, or use --decode-threads 1"));
