@@ -28,17 +28,26 @@ void DataParallel::check(std::span<const int32_t> ids, std::span<const int32_t> 
     fail("data_parallel", ids.size(), " ids and ", targets.size(), " targets for a batch of B ", B, " x T ", T);
 }
 
-void DataParallel::count_shares(std::span<const int32_t> targets, int64_t B, int64_t T, int n) {
+DataParallel::Shard DataParallel::shard(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B,
+                                         int64_t T, int s, int n) {
+  const int64_t b0 = B * s / n, b1 = B * (s + 1) / n;
+  return {b0, b1, ids.subspan(size_t(b0 * T), size_t((b1 - b0) * T)), targets.subspan(size_t(b0 * T), size_t((b1 - b0) * T))};
+}
+
+void DataParallel::count_shares(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T,
+                                int n) {
   int64_t counted = 0;  // the targets the loss counts (not kNoTarget), counts_[s] of them shard s's
   for (int s = 0; s < n; ++s) {
     counts_[size_t(s)] = 0;
-    for (int64_t i = B * s / n * T; i < B * (s + 1) / n * T; ++i) counts_[size_t(s)] += targets[size_t(i)] != kNoTarget;
+    for (int32_t t : shard(ids, targets, B, T, s, n).targets) counts_[size_t(s)] += t != kNoTarget;
     counted += counts_[size_t(s)];
   }
-  for (int s = 0; s < n; ++s)
-    shares_[size_t(s)] = counted == B * T ? float(B * (s + 1) / n - B * s / n) / float(B)
+  for (int s = 0; s < n; ++s) {
+    const Shard sh = shard(ids, targets, B, T, s, n);
+    shares_[size_t(s)] = counted == B * T ? float(sh.b1 - sh.b0) / float(B)
                          : counted        ? float(counts_[size_t(s)]) / float(counted)
                                           : 0.0f;
+  }
 }
 
 void DataParallel::follow_model(int n) {
@@ -49,8 +58,8 @@ void DataParallel::follow_model(int n) {
   }
 }
 
-template <class Shard>
-void DataParallel::each_shard(int n, Shard shard) {
+template <class Body>
+void DataParallel::each_shard(int n, Body body) {
   std::exception_ptr error;
 #pragma omp parallel num_threads(n)
   {
@@ -60,7 +69,7 @@ void DataParallel::each_shard(int n, Shard shard) {
     // A runtime that gives fewer threads (a nested call) still covers every shard.
     for (int s = omp_get_thread_num(); s < n; s += omp_get_num_threads()) {
       try {
-        shard(s);
+        body(s);
       } catch (...) {
 #pragma omp critical(folio_data_parallel_error)
         if (!error) error = std::current_exception();
@@ -74,14 +83,11 @@ float DataParallel::evaluate(std::span<const int32_t> ids, std::span<const int32
                              const nn::GPT* weights) {
   check(ids, targets, B, T);
   const int n = shards_used(B);
-  count_shares(targets, B, T, n);
+  count_shares(ids, targets, B, T, n);
   const auto loss_of = [&](const nn::GPT& m, int s) {
     NoGradGuard no_grad;  // this thread's: each shard's thread sets its own
-    const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
-    losses_[size_t(s)] = m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T,
-                                   targets.subspan(size_t(begin), size_t(count)))
-                             .loss.item() *
-                         shares_[size_t(s)];
+    const Shard sh = shard(ids, targets, B, T, s, n);
+    losses_[size_t(s)] = m.forward(sh.ids, sh.b1 - sh.b0, T, sh.targets).loss.item() * shares_[size_t(s)];
   };
   if (weights) {
     for (int s = 0; s < n; ++s) loss_of(*weights, s);
@@ -100,14 +106,13 @@ float DataParallel::forward_backward(std::span<const int32_t> ids, std::span<con
   const int n = shards_used(B);
   follow_model(n);
   for (int s = 1; s < n; ++s) replicas_[size_t(s - 1)]->dropout_rng().reseed(model_.dropout_rng().next_u64());
-  count_shares(targets, B, T, n);
+  count_shares(ids, targets, B, T, n);
   each_shard(n, [&](int s) {
     nn::GPT& m = s == 0 ? model_ : *replicas_[size_t(s - 1)];
-    const int64_t b0 = B * s / n, b1 = B * (s + 1) / n, begin = b0 * T, count = (b1 - b0) * T;
+    const Shard sh = shard(ids, targets, B, T, s, n);
     Tensor loss;
     {  // the logits go with the forward's output, as soon as the graph holds what it needs
-      const nn::GPT::Output out =
-          m.forward(ids.subspan(size_t(begin), size_t(count)), b1 - b0, T, targets.subspan(size_t(begin), size_t(count)));
+      const nn::GPT::Output out = m.forward(sh.ids, sh.b1 - sh.b0, T, sh.targets);
       loss = scale(out.loss, shares_[size_t(s)]);
       next_token_losses_[size_t(s)] = out.next_token_loss.item() * shares_[size_t(s)];
     }

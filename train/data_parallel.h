@@ -56,14 +56,21 @@ class DataParallel {
 
  private:
   void check(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T) const;
+  // Shard s of n: its sequences [b0, b1) of the batch, and their ids and targets.
+  struct Shard {
+    int64_t b0, b1;
+    std::span<const int32_t> ids, targets;
+  };
+  static Shard shard(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T, int s,
+                     int n);
   // Shard s's part of the mean over the targets the loss counts, for n shards: its rows'
   // share when every target counts (text), its targets' share when some are masked (chat).
-  void count_shares(std::span<const int32_t> targets, int64_t B, int64_t T, int n);
+  void count_shares(std::span<const int32_t> ids, std::span<const int32_t> targets, int64_t B, int64_t T, int n);
   // The replicas follow the model's train()/eval() and precision.
   void follow_model(int n);
-  // Runs shard(s) for s < n on one thread each; the first error is rethrown after.
-  template <class Shard>
-  void each_shard(int n, Shard shard);
+  // Runs body(s) for s < n on one thread each; the first error is rethrown after.
+  template <class Body>
+  void each_shard(int n, Body body);
 
   nn::GPT& model_;
   std::vector<std::unique_ptr<nn::GPT>> replicas_;  // shards 1, 2, ...
