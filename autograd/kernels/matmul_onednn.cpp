@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "autograd/kernels/defer_signals.h"
 #include "autograd/kernels/matmul.h"
 #include "autograd/parallel.h"
 
@@ -122,6 +123,7 @@ void run(const Gemm& g0, bool bf16, const void* A, const void* B, float* C, cons
   e.b.set_data_handle(const_cast<void*>(B));
   e.c.set_data_handle(C);
   if (bias) e.bias.set_data_handle(const_cast<float*>(bias));
+  const DeferSignals until_done;  // its JIT code may move the stack pointer (defer_signals.h)
   e.primitive.execute(ctx.stream, e.args);
   ctx.stream.wait();
 }
