@@ -300,6 +300,29 @@ TEST(Muon, MatricesOfDifferentWidthsAreNotJoined) {
   }
 }
 
+// A shared state holds the optimizers' buffers, as a state_dict does, so a save writes
+// the moments without a copy of them beside it; state() (a rollback's start) keeps its
+// values while the steps go on.
+TEST(Muon, ASharedStateHoldsTheBuffersAndStateKeepsItsValues) {
+  const nn::GPT gpt(tiny());
+  TrainConfig config;
+  config.optimizer = OptimizerKind::muon;
+  Optimizer opt(gpt.named_parameters(), config);
+  fill_gradients(gpt, 3);
+  opt.step(1e-3f, 0);
+  const OptimizerState live = opt.shared_state(), kept = opt.state();
+  std::vector<std::vector<float>> at_step_1;
+  for (const NamedTensor& t : kept.tensors) at_step_1.push_back(t.tensor.to_vector());
+  fill_gradients(gpt, 4);
+  opt.step(1e-3f, 1);
+  const OptimizerState now = opt.shared_state();
+  for (size_t i = 0; i < live.tensors.size(); ++i) {
+    EXPECT_EQ(live.tensors[i].tensor.data(), now.tensors[i].tensor.data()) << live.tensors[i].name << " was copied";
+    EXPECT_EQ(kept.tensors[i].tensor.to_vector(), at_step_1[i]) << kept.tensors[i].name << " moved with the step";
+    EXPECT_NE(now.tensors[i].tensor.to_vector(), at_step_1[i]) << now.tensors[i].name << " did not move";
+  }
+}
+
 // The state goes out and comes back under the optimizers' own names; one that does
 // not fit the model, lacks a part or holds a tensor no optimizer owns is refused,
 // naming the file and the tensor.

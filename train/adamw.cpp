@@ -1,5 +1,6 @@
 #include "train/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -20,13 +21,13 @@ AdamW::AdamW(const nn::NamedParameters& params, AdamWConfig config) : config_(co
       segments_.push_back({data, grad, p.numel(), total, decay});
     total += p.numel();
   }
-  m_.assign(total, 0.0f);
-  v_.assign(total, 0.0f);
+  m_ = Tensor::zeros({total});
+  v_ = Tensor::zeros({total});
 }
 
 void AdamW::save_state(OptimizerState& into) const {
-  into.tensors.push_back({"adamw.m", flat_tensor(m_)});
-  into.tensors.push_back({"adamw.v", flat_tensor(v_)});
+  into.tensors.push_back({"adamw.m", m_});  // shared, not copied (Optimizer::shared_state)
+  into.tensors.push_back({"adamw.v", v_});
   into.counters.push_back({"adamw_steps", std::to_string(t_)});
 }
 
@@ -43,8 +44,8 @@ void AdamW::load_state(const OptimizerState& s, const std::string& where) {
   if (m.numel() != size())
     fail("checkpoint", where, ": tensor adamw.m has ", m.numel(), " values but the model has ", size(),
          " parameters for AdamW");
-  m_.assign(m.data(), m.data() + m.numel());
-  v_.assign(v.data(), v.data() + v.numel());
+  std::copy_n(m.data(), m.numel(), m_.data());
+  std::copy_n(v.data(), v.numel(), v_.data());
   t_ = checked_counter(s, "adamw_steps", where);
 }
 
@@ -58,7 +59,7 @@ void AdamW::step(float lr) {
   // One parallel region for all segments: each thread takes its share of every one,
   // with no barrier between them (a region per segment paid a fork and a join 13 times
   // for config S's 0.8M parameters). Elementwise, so the result is the same.
-#pragma omp parallel if (int64_t(m_.size()) >= kParallelGrain)
+#pragma omp parallel if (m_.numel() >= kParallelGrain)
   for (const Segment& s : segments_) {
     const int64_t n = s.numel;
     float* p = s.data;

@@ -32,7 +32,7 @@ class AdamW {
   static void check_state(const OptimizerState& s, const std::string& where);
   void load_state(const OptimizerState& s, const std::string& where);
   static bool owns(std::string_view name) { return name == "adamw.m" || name == "adamw.v"; }
-  int64_t size() const { return int64_t(m_.size()); }  // P, the values it updates
+  int64_t size() const { return m_.numel(); }  // P, the values it updates
   const AdamWConfig& config() const { return config_; }
 
  private:
@@ -47,7 +47,7 @@ class AdamW {
   AdamWConfig config_;
   std::vector<Tensor> params_;  // keeps the storage the segments point into alive
   std::vector<Segment> segments_;
-  std::vector<float> m_, v_;  // (P,) each: the first and second moments
+  Tensor m_, v_;  // (P,) each: the first and second moments (save_state shares them)
   int64_t t_ = 0;
 };
 

@@ -75,7 +75,7 @@ Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config
     total += m.rows * m.cols;
     order_.push_back(order_.size());
   }
-  momentum_.assign(size_t(total), 0.0f);
+  momentum_ = Tensor::zeros({total});
   auto cost = [&](size_t i) {
     const MuonMatrix& m = matrices_[i];
     return m.rows * m.cols * std::min(m.rows, m.cols);
@@ -83,7 +83,7 @@ Muon::Muon(std::vector<MuonMatrix> matrices, MuonConfig config) : config_(config
   std::stable_sort(order_.begin(), order_.end(), [&](size_t x, size_t y) { return cost(x) > cost(y); });
 }
 
-void Muon::save_state(OptimizerState& into) const { into.tensors.push_back({"muon.momentum", flat_tensor(momentum_)}); }
+void Muon::save_state(OptimizerState& into) const { into.tensors.push_back({"muon.momentum", momentum_}); }
 
 void Muon::check_state(const OptimizerState& s, const std::string& where) {
   checked_tensor(s, "muon.momentum", where, false, "the run's optimizer is muon");
@@ -95,7 +95,7 @@ void Muon::load_state(const OptimizerState& s, const std::string& where) {
   if (m.numel() != size())
     fail("checkpoint", where, ": tensor muon.momentum has ", m.numel(), " values but the model's hidden matrices have ",
          size());
-  momentum_.assign(m.data(), m.data() + m.numel());
+  std::copy_n(m.data(), m.numel(), momentum_.data());
 }
 
 float momentum_at(const MuonConfig& c, int64_t step) {

@@ -83,7 +83,7 @@ class Muon {
   static void check_state(const OptimizerState& s, const std::string& where);
   void load_state(const OptimizerState& s, const std::string& where);
   static bool owns(std::string_view name) { return name == "muon.momentum"; }
-  int64_t size() const { return int64_t(momentum_.size()); }  // M, the weights of its matrices
+  int64_t size() const { return momentum_.numel(); }  // M, the weights of its matrices
   const std::vector<MuonMatrix>& matrices() const { return matrices_; }
   const MuonConfig& config() const { return config_; }
 
@@ -92,7 +92,7 @@ class Muon {
   std::vector<MuonMatrix> matrices_;
   std::vector<int64_t> offsets_;     // of each matrix in momentum_
   std::vector<size_t> order_;        // largest first, dealt to the threads in turn
-  std::vector<float> momentum_;      // (M,)
+  Tensor momentum_;                  // (M,); save_state shares it
   std::vector<std::vector<float>> update_, scratch_;  // per thread
 };
 

@@ -25,12 +25,14 @@ void Optimizer::step(float lr, int64_t step) {
   if (muon_) muon_->step(muon_lr_ * (lr / peak_lr_), step);
 }
 
-OptimizerState Optimizer::state() const {
+OptimizerState Optimizer::shared_state() const {
   OptimizerState s;
   adamw_->save_state(s);
   if (muon_) muon_->save_state(s);
   return s;
 }
+
+OptimizerState Optimizer::state() const { return shared_state().snapshot(); }
 
 void Optimizer::check_state(OptimizerKind kind, const OptimizerState& s, const std::string& where) {
   const bool muon = kind == OptimizerKind::muon;

@@ -24,8 +24,13 @@ class Optimizer {
   // `step` is the run's (Muon's momentum warm-up follows it; AdamW counts its own).
   void step(float lr, int64_t step);
 
-  // The state, like PyTorch's state_dict: AdamW's, then Muon's.
+  // The state, like PyTorch's state_dict: AdamW's, then Muon's, copied: the steps that
+  // follow leave it as it is (a rollback's start).
   OptimizerState state() const;
+  // The same tensors sharing the optimizer's buffers, as a state_dict's do: what a save
+  // writes at once, without a copy of them beside it (GPT-2 small's moments: ~1 GB).
+  // The next step changes them.
+  OptimizerState shared_state() const;
   // Checks a state read from the file `where` is one an optimizer of `kind` saved:
   // every tensor and counter it needs, each well-formed, and no tensor it does not own.
   static void check_state(OptimizerKind kind, const OptimizerState& s, const std::string& where);

@@ -12,6 +12,12 @@ const Tensor* OptimizerState::find(std::string_view name) const {
   return nullptr;
 }
 
+OptimizerState OptimizerState::snapshot() const {
+  OptimizerState copy = *this;
+  for (NamedTensor& t : copy.tensors) t.tensor = Tensor::from(t.tensor.shape(), {t.tensor.data(), size_t(t.tensor.numel())});
+  return copy;
+}
+
 Tensor flat_tensor(const std::vector<float>& values) { return Tensor::from({int64_t(values.size())}, values); }
 
 const Tensor& checked_tensor(const OptimizerState& s, const std::string& name, const std::string& where,

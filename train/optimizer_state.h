@@ -5,7 +5,7 @@
 // does not look inside: a run's state file (train/run_state.h) writes the tensors as
 // safetensors tensors and the counters as __metadata__ entries, as they are.
 //   OptimizerState    the tensors and the counters, in the order they are saved
-//   flat_tensor       a (N,) tensor copied from a flat buffer, for state()
+//   flat_tensor       a (N,) tensor copied from a flat buffer
 //   checked_tensor    a tensor of a state read back: present, 1-D, finite
 //   checked_counter   a counter of a state read back: an integer >= 0
 // Errors name the file: "[checkpoint] <where>: tensor adamw.m is missing or not 1-D".
@@ -23,6 +23,8 @@ struct OptimizerState {
   Metadata counters;                 // name -> an integer >= 0 in decimal
 
   const Tensor* find(std::string_view name) const;  // nullptr if absent
+  // The same state in buffers of its own (a state can share an optimizer's: shared_state).
+  OptimizerState snapshot() const;
 };
 
 Tensor flat_tensor(const std::vector<float>& values);  // (N,)

@@ -158,13 +158,19 @@ Trainer::LossParts Trainer::forward_backward(const Batch& batch, bool last) {
 }
 
 TrainState Trainer::state() const {
+  TrainState s = shared_state();
+  s.optimizer = s.optimizer.snapshot();
+  return s;
+}
+
+TrainState Trainer::shared_state() const {
   const BatchSampler::State sampled = sampler_.state();
   return {step_,
           best_val_,
           sampled.rng,
           model_->dropout_rng().state(),
           opt_.train,
-          optimizer_->state(),
+          optimizer_->shared_state(),
           train_seconds_,
           sampled.epoch,
           sampled.position,

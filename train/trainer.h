@@ -103,7 +103,10 @@ class Trainer {
   // Saves the weights and `state` (state(), taken before the evaluation's checks), and
   // the weights as best.safetensors when `losses` are the lowest so far.
   void save(const Losses& losses, TrainState state);
-  TrainState state() const;  // what save() writes beside the weights
+  // What save() writes beside the weights: copied, or with the optimizer's tensors
+  // shared (a save right after it, between two steps).
+  TrainState state() const;
+  TrainState shared_state() const;
   // Fails when the ranks' weights are no longer identical (they must be, bit for bit).
   void check_ranks_agree() const;
 

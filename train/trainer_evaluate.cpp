@@ -40,7 +40,7 @@ Trainer::Losses Trainer::evaluate() {
 bool Trainer::evaluate_and_save(Progress& progress, const Schedule& schedule) {
   progress.evaluating(step_, 2 * opt_.train.eval_iters);
   last_ = evaluate();
-  TrainState st = state();  // what the save writes: it must read back
+  TrainState st = shared_state();  // what the save writes: it must read back
   const std::string why = unsound_evaluation(last_.train, last_.val, opt_.model.vocab_size, *model_, st);
   if (!why.empty()) return diverged(progress, why, false), false;
   Health health = guard_.take_health();
