@@ -15,6 +15,7 @@
 #include "infer/generator.h"
 #include "viz/attention.h"
 #include "viz/loss_plot.h"
+#include "viz/svg.h"
 #include "tests/support.h"
 
 namespace folio {
@@ -105,6 +106,28 @@ TEST(Attention, SvgGridIsWellFormedWhateverTheLabels) {
   EXPECT_EQ(svg.find('\x01'), std::string::npos);
   write_file_atomic((dir.path / "a.svg").string(), svg);
   expect_valid_svg(dir.path / "a.svg");
+}
+
+// Labels and names that are UTF-8 but not XML text (U+FFFE and U+FFFF, characters of a
+// char vocabulary trained on any text), or not UTF-8 at all (a run directory named in
+// Latin-1): each becomes U+FFFD, and the documents still parse. Both once stopped the
+// parser at the first of them.
+TEST(Attention, SvgsHoldOnlyXmlTextWhateverTheBytes) {
+  TempDir dir;
+  const std::vector<std::string> labels{"\xEF\xBF\xBF", "\xEF\xBF\xBE", "\xFF", "\xC3", "\xED\xA0\x80", "\xC0\xAF",
+                                        "\xEF\xBF\xBD\xE6\x97\xA5"};
+  const std::vector<viz::AttentionMap> maps{{"layer 0, head 0", 7, std::vector<float>(49, 0.1f)}};
+  const std::string svg = viz::attention_grid_svg(labels, maps, 1);
+  for (const char* bad : {"\xEF\xBF\xBF", "\xEF\xBF\xBE", "\xFF", "\xED\xA0\x80", "\xC0\xAF"})
+    EXPECT_EQ(svg.find(bad), std::string::npos) << "raw bytes of " << ::testing::PrintToString(std::string(bad));
+  EXPECT_NE(svg.find(">\xEF\xBF\xBD\xE6\x97\xA5</text>"), std::string::npos);  // valid text is kept as it is
+  write_file_atomic((dir.path / "a.svg").string(), svg);
+  expect_valid_svg(dir.path / "a.svg");
+  EXPECT_EQ(viz::xml_escape("caf\xE9 \xEF\xBF\xBF<"), "caf\xEF\xBF\xBD \xEF\xBF\xBD&lt;");
+
+  const viz::LossCurve latin1{"caf\xE9", {{0, 4.0, 4.1, 0}, {100, 2.0, 2.1, 50}}};
+  write_file_atomic((dir.path / "loss.svg").string(), viz::loss_plot_svg({latin1}));
+  expect_valid_svg(dir.path / "loss.svg");
 }
 
 TEST(LossPlot, ReadsLogsDrawsThemAndNamesBadLines) {
