@@ -51,7 +51,7 @@ std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptio
                       fs::path(need).filename().string()));
   r->state = load_state(dir.state_file());
   r->ck = load_model(dir.model_file());
-  r->curve = viz::read_loss_log(dir.log_file(), fs::path(run).filename().string());
+  r->curve = viz::read_loss_log(dir.log_file(), run_name(run));
   std::ifstream log(dir.log_file());
   std::string header;
   std::getline(log, header);
@@ -93,7 +93,7 @@ std::string write_report(ReportRun& report) {
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  md << "# Report: " << fs::path(fs::absolute(run)).lexically_normal().filename().string() << "\n\n"
+  md << "# Report: " << run_name(run) << "\n\n"
      << "Written by folio " << FOLIO_VERSION << " (commit " << folio_commit() << ") on " << date
      << ", from the run's own files. Figures are in this directory: the links are relative.\n\n";
 

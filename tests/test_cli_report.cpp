@@ -56,6 +56,22 @@ TEST_F(CliReport, TrainWritesAReportThatRendersAndReportRewritesIt) {
   expect_renders(report);
 }
 
+// The run is named by its directory however the path to it is written: "runs/x/" (a
+// shell's completion) and "." (from inside it) once gave the report an empty title and
+// its loss plot a legend of ": best val" and ".: best val".
+TEST_F(CliReport, NamesTheRunWhateverThePathLooksLike) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 10)).code, 0);
+  const std::string dir = dir_ / "run";
+  for (const auto& [checkpoint, cwd] : {std::pair<std::string, std::string>{dir + "/", ""}, {".", dir}, {"../run/", dir}}) {
+    SCOPED_TRACE(checkpoint);
+    const Result r =
+        testing::run_folio(testing::words("report --overwrite --checkpoint " + checkpoint), dir_.path, 300, {}, cwd);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(slurp(dir + "/report.md").rfind("# Report: run\n", 0), 0u) << slurp(dir + "/report.md").substr(0, 80);
+    expect_contains(slurp(dir + "/report-loss.svg"), {">run: best val", "elapsed wall time of run below"});
+  }
+}
+
 TEST_F(CliReport, BadInputIsRefusedWithNothingWritten) {
   ASSERT_EQ(folio("train --data " + text() + run("run", 10)).code, 0);
   std::filesystem::create_directories(dir_ / "empty");
