@@ -45,10 +45,23 @@ std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptio
   auto r = std::make_shared<ReportRun>();
   r->run = run, r->options = options;
   const RunDir dir(run);
+  // Each file missing is named; weights alone (what folio import writes) are a model
+  // but not a run, and the way to one is said: "not a run directory with a saved
+  // checkpoint" left the reader looking at the checkpoint it has.
+  std::vector<std::string> missing;
   for (const std::string& need : {dir.model_file(), dir.log_file(), dir.state_file()})
-    if (!fs::is_regular_file(need))
-      throw Error(cat(run, " is not a run directory with a saved checkpoint: it has no ",
-                      fs::path(need).filename().string()));
+    if (!fs::is_regular_file(need)) missing.push_back(fs::path(need).filename().string());
+  if (!missing.empty()) {
+    std::string names;
+    for (size_t i = 0; i < missing.size(); ++i)
+      names += cat(i == 0 ? "" : i + 1 == missing.size() ? " or " : ", ", missing[i]);
+    throw Error(cat(run, " has no ", names, ": a report reads a run's weights, log and state, as folio train --out ",
+                    "writes them",
+                    fs::is_regular_file(dir.model_file())
+                        ? cat("; weights alone (a model folio import wrote) are trained into a run first: folio train "
+                              "--init-from ", run, " --data TEXT --out RUN")
+                        : ""));
+  }
   r->state = load_state(dir.state_file());
   r->ck = load_model(dir.model_file());
   r->curve = viz::read_loss_log(dir.log_file(), run_name(run));
