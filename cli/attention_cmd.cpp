@@ -1,6 +1,7 @@
 // folio attention: what a trained model attends to, for a prompt: the causal
 // attention weights of its own forward pass, as text tables or an SVG grid.
 #include <cstdio>
+#include <optional>
 
 #include "cli/common.h"
 #include "io/checkpoint.h"
@@ -45,6 +46,11 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--prompt: ", e.what()));
   }
   if (ids.empty()) throw UsageError("--prompt is empty: give at least one character of text to look at");
+  // A model imported from a llama-family GGUF expects its BOS first
+  // (Tokenizer::prompt_start), and generate and serve (its page too) put it there: the
+  // weights shown are those of the tokens the model continues from.
+  const std::optional<int32_t> bos = ck->tokenizer->prompt_start();
+  if (bos) ids.insert(ids.begin(), *bos);
   // The model never sees more than its context: the last block_size tokens are what it
   // attends over when it continues the prompt, as the page shows them.
   if (int64_t(ids.size()) > c.block_size) {
@@ -60,7 +66,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
     std::vector<Tensor> attention;  // per layer (1, n_head, T, T)
     ck->model->forward(ids, 1, T, {}, &attention);
     std::vector<std::string> labels;
-    for (int32_t id : ids) labels.push_back(visible_token(ck->tokenizer->token_bytes(id)));
+    for (int32_t id : ids)  // the BOS has no text: named, not left blank
+      labels.push_back(id == bos ? "<bos>" : visible_token(ck->tokenizer->token_bytes(id)));
     std::vector<viz::AttentionMap> maps;
     for (int64_t l = 0; l < c.n_layer; ++l)
       for (int64_t h = 0; h < c.n_head; ++h) {
@@ -88,7 +95,8 @@ const Command kAttention = {"attention", "show what a model attends to, as table
                             "Runs the model on --prompt and shows the causal attention weights of its\n"
                             "forward pass (after the softmax, as used; no dropout): rows are queries, columns\n"
                             "keys, labelled with the prompt's tokens (\\n: newline, \xE2\x90\xA3: space, <0xNN>: a byte\n"
-                            "that is part of a character).",
+                            "that is part of a character). A model imported from a GGUF that asks for a BOS\n"
+                            "token before every prompt gets it first, as folio generate puts it (<bos>).",
                             declare, prepare};
 
 }  // namespace folio::cli
