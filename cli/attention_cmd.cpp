@@ -1,6 +1,7 @@
 // folio attention: what a trained model attends to, for a prompt: the causal
 // attention weights of its own forward pass, as text tables or an SVG grid.
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "cli/common.h"
@@ -17,7 +18,8 @@ void declare(po::options_description& opts) {
                          "(block_size tokens) is shown by its last block_size tokens").c_str())
       ("layer", with_default<int64_t>(-1), "the layer to show (-1: every layer)")
       ("head", with_default<int64_t>(-1), "the head to show (-1: every head)")
-      ("format", with_default<std::string>("table"), "table (text, 3 decimals) or svg (heatmaps, layers x heads)")
+      ("format", with_default<std::string>("table"),
+       "table (text, 3 decimals) or svg (heatmaps, layers x heads); an --out FILE.svg is svg unless --format says")
       ("out", po::value<std::string>(), "write to this file (default: standard output)");
   add_overwrite(opts);
   add_threads(opts);
@@ -33,7 +35,11 @@ int64_t choice(const po::variables_map& vm, const char* name, int64_t count) {
 
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
-  const std::string format = vm["format"].as<std::string>();
+  // An --out named .svg gets an SVG: a text table under that name wrote a file no
+  // browser or XML parser reads, and said it wrote it.
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  const bool svg_file = std::filesystem::path(out).extension() == ".svg";
+  const std::string format = vm["format"].defaulted() && svg_file ? "svg" : vm["format"].as<std::string>();
   if (format != "table" && format != "svg") throw UsageError(cat("--format must be table or svg, got '", format, "'"));
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->eval();
@@ -58,7 +64,6 @@ std::function<int()> prepare(const po::variables_map& vm) {
              ": showing the last ", c.block_size));
     ids.erase(ids.begin(), ids.end() - c.block_size);
   }
-  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty()) check_output(vm, "--out " + out, out);
   return [=] {
     NoGradGuard no_grad;
