@@ -1,6 +1,8 @@
 // folio attention: what a trained model attends to, for a prompt: the causal
 // attention weights of its own forward pass, as text tables or an SVG grid.
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "cli/common.h"
 #include "io/checkpoint.h"
@@ -16,7 +18,8 @@ void declare(po::options_description& opts) {
                          "(block_size tokens) is shown by its last block_size tokens").c_str())
       ("layer", with_default<int64_t>(-1), "the layer to show (-1: every layer)")
       ("head", with_default<int64_t>(-1), "the head to show (-1: every head)")
-      ("format", with_default<std::string>("table"), "table (text, 3 decimals) or svg (heatmaps, layers x heads)")
+      ("format", with_default<std::string>("table"),
+       "table (text, 3 decimals) or svg (heatmaps, layers x heads); an --out FILE.svg is svg unless --format says")
       ("out", po::value<std::string>(), "write to this file (default: standard output)");
   add_overwrite(opts);
   add_threads(opts);
@@ -32,7 +35,11 @@ int64_t choice(const po::variables_map& vm, const char* name, int64_t count) {
 
 std::function<int()> prepare(const po::variables_map& vm) {
   apply_threads(vm);
-  const std::string format = vm["format"].as<std::string>();
+  // An --out named .svg gets an SVG: a text table under that name wrote a file no
+  // browser or XML parser reads, and said it wrote it.
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  const bool svg_file = std::filesystem::path(out).extension() == ".svg";
+  const std::string format = vm["format"].defaulted() && svg_file ? "svg" : vm["format"].as<std::string>();
   if (format != "table" && format != "svg") throw UsageError(cat("--format must be table or svg, got '", format, "'"));
   auto ck = std::make_shared<ModelCheckpoint>(load_model(checkpoint_option(vm)));
   ck->model->eval();
@@ -45,6 +52,11 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--prompt: ", e.what()));
   }
   if (ids.empty()) throw UsageError("--prompt is empty: give at least one character of text to look at");
+  // A model imported from a llama-family GGUF expects its BOS first
+  // (Tokenizer::prompt_start), and generate and serve (its page too) put it there: the
+  // weights shown are those of the tokens the model continues from.
+  const std::optional<int32_t> bos = ck->tokenizer->prompt_start();
+  if (bos) ids.insert(ids.begin(), *bos);
   // The model never sees more than its context: the last block_size tokens are what it
   // attends over when it continues the prompt, as the page shows them.
   if (int64_t(ids.size()) > c.block_size) {
@@ -52,7 +64,6 @@ std::function<int()> prepare(const po::variables_map& vm) {
              ": showing the last ", c.block_size));
     ids.erase(ids.begin(), ids.end() - c.block_size);
   }
-  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty()) check_output(vm, "--out " + out, out);
   return [=] {
     NoGradGuard no_grad;
@@ -60,7 +71,8 @@ std::function<int()> prepare(const po::variables_map& vm) {
     std::vector<Tensor> attention;  // per layer (1, n_head, T, T)
     ck->model->forward(ids, 1, T, {}, &attention);
     std::vector<std::string> labels;
-    for (int32_t id : ids) labels.push_back(visible_token(ck->tokenizer->token_bytes(id)));
+    for (int32_t id : ids)  // the BOS has no text: named, not left blank
+      labels.push_back(id == bos ? "<bos>" : visible_token(ck->tokenizer->token_bytes(id)));
     std::vector<viz::AttentionMap> maps;
     for (int64_t l = 0; l < c.n_layer; ++l)
       for (int64_t h = 0; h < c.n_head; ++h) {
@@ -88,7 +100,8 @@ const Command kAttention = {"attention", "show what a model attends to, as table
                             "Runs the model on --prompt and shows the causal attention weights of its\n"
                             "forward pass (after the softmax, as used; no dropout): rows are queries, columns\n"
                             "keys, labelled with the prompt's tokens (\\n: newline, \xE2\x90\xA3: space, <0xNN>: a byte\n"
-                            "that is part of a character).",
+                            "that is part of a character). A model imported from a GGUF that asks for a BOS\n"
+                            "token before every prompt gets it first, as folio generate puts it (<bos>).",
                             declare, prepare};
 
 }  // namespace folio::cli

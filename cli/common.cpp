@@ -71,6 +71,16 @@ void warn(const std::string& line) {
 
 std::string plural(int64_t n, const char* noun) { return cat(n, " ", noun, n == 1 ? "" : "s"); }
 
+std::string run_name(const std::string& path) {
+  // "runs/x/" has no filename, and "." and ".." name no directory by themselves: the
+  // absolute path's last directory is the run's.
+  const std::filesystem::path p(path.empty() ? "." : path);
+  const std::string name = p.lexically_normal().filename().string();
+  if (!name.empty() && name != "." && name != "..") return name;
+  const std::filesystem::path whole = std::filesystem::absolute(p).lexically_normal();
+  return (whole.has_filename() ? whole : whole.parent_path()).filename().string();
+}
+
 std::set<std::string>& config_file_options() {
   static std::set<std::string> names;
   return names;

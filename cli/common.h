@@ -83,6 +83,10 @@ po::typed_value<T>* with_default(const T& v) {
 void warn(const std::string& line);
 // "1 run", "2 runs".
 std::string plural(int64_t n, const char* noun);
+// What a person calls the run directory `path`: its last component, also when it is
+// given as "runs/x/" or "." (then the working directory's own name). A plot's legend
+// and a report's title name a run by it.
+std::string run_name(const std::string& path);
 
 // The options whose value came from the --config file (the command line wins over it).
 std::set<std::string>& config_file_options();

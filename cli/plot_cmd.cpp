@@ -35,11 +35,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     // A bare log.csv (or a mistyped run's name) has no parent in its path: the working
     // directory names it, and absolute("") would throw a message that names nothing.
     const std::filesystem::path named = dir ? p : p.has_parent_path() ? p.parent_path() : ".";
-    std::string name = named.lexically_normal().filename().string();
-    if (name.empty() || name == ".") {
-      const std::filesystem::path whole = std::filesystem::absolute(named).lexically_normal();
-      name = (whole.has_filename() ? whole : whole.parent_path()).filename().string();
-    }
+    const std::string name = run_name(named.string());
     try {
       curves.push_back(viz::read_loss_log(log.string(), name, column));
     } catch (const Error& e) {  // a column it lacks: the flag was wrong

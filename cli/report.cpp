@@ -45,13 +45,26 @@ std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptio
   auto r = std::make_shared<ReportRun>();
   r->run = run, r->options = options;
   const RunDir dir(run);
+  // Each file missing is named; weights alone (what folio import writes) are a model
+  // but not a run, and the way to one is said: "not a run directory with a saved
+  // checkpoint" left the reader looking at the checkpoint it has.
+  std::vector<std::string> missing;
   for (const std::string& need : {dir.model_file(), dir.log_file(), dir.state_file()})
-    if (!fs::is_regular_file(need))
-      throw Error(cat(run, " is not a run directory with a saved checkpoint: it has no ",
-                      fs::path(need).filename().string()));
+    if (!fs::is_regular_file(need)) missing.push_back(fs::path(need).filename().string());
+  if (!missing.empty()) {
+    std::string names;
+    for (size_t i = 0; i < missing.size(); ++i)
+      names += cat(i == 0 ? "" : i + 1 == missing.size() ? " or " : ", ", missing[i]);
+    throw Error(cat(run, " has no ", names, ": a report reads a run's weights, log and state, as folio train --out ",
+                    "writes them",
+                    fs::is_regular_file(dir.model_file())
+                        ? cat("; weights alone (a model folio import wrote) are trained into a run first: folio train "
+                              "--init-from ", run, " --data TEXT --out RUN")
+                        : ""));
+  }
   r->state = load_state(dir.state_file());
   r->ck = load_model(dir.model_file());
-  r->curve = viz::read_loss_log(dir.log_file(), fs::path(run).filename().string());
+  r->curve = viz::read_loss_log(dir.log_file(), run_name(run));
   std::ifstream log(dir.log_file());
   std::string header;
   std::getline(log, header);
@@ -93,7 +106,7 @@ std::string write_report(ReportRun& report) {
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  md << "# Report: " << fs::path(fs::absolute(run)).lexically_normal().filename().string() << "\n\n"
+  md << "# Report: " << run_name(run) << "\n\n"
      << "Written by folio " << FOLIO_VERSION << " (commit " << folio_commit() << ") on " << date
      << ", from the run's own files. Figures are in this directory: the links are relative.\n\n";
 

@@ -264,6 +264,9 @@ TEST_F(Cli, AttentionAndPlotOfARun) {
   ASSERT_EQ(s.code, 0) << s.err;
   EXPECT_NE(s.out.find("(2 heads)"), std::string::npos) << s.out;  // 1 layer x 2 heads
   EXPECT_TRUE(fs::file_size(svg) > 1000);
+  // An --out named .svg is an SVG without --format (it was a text table under that name).
+  ASSERT_EQ(folio("attention --checkpoint " + run_dir() + " --prompt 'To be' --out " + svg + " --overwrite").code, 0);
+  EXPECT_EQ(testing::slurp(svg).rfind("<?xml", 0), 0u) << testing::slurp(svg).substr(0, 80);
   const std::string plot = (dir_ / "loss.svg").string();
   const Result p = folio("plot " + run_dir() + " " + run_dir() + "/log.csv --out " + plot);
   ASSERT_EQ(p.code, 0) << p.err;

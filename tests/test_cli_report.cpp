@@ -56,15 +56,37 @@ TEST_F(CliReport, TrainWritesAReportThatRendersAndReportRewritesIt) {
   expect_renders(report);
 }
 
+// The run is named by its directory however the path to it is written: "runs/x/" (a
+// shell's completion) and "." (from inside it) once gave the report an empty title and
+// its loss plot a legend of ": best val" and ".: best val".
+TEST_F(CliReport, NamesTheRunWhateverThePathLooksLike) {
+  ASSERT_EQ(folio("train --data " + text() + run("run", 10)).code, 0);
+  const std::string dir = dir_ / "run";
+  for (const auto& [checkpoint, cwd] : {std::pair<std::string, std::string>{dir + "/", ""}, {".", dir}, {"../run/", dir}}) {
+    SCOPED_TRACE(checkpoint);
+    const Result r =
+        testing::run_folio(testing::words("report --overwrite --checkpoint " + checkpoint), dir_.path, 300, {}, cwd);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(slurp(dir + "/report.md").rfind("# Report: run\n", 0), 0u) << slurp(dir + "/report.md").substr(0, 80);
+    expect_contains(slurp(dir + "/report-loss.svg"), {">run: best val", "elapsed wall time of run below"});
+  }
+}
+
 TEST_F(CliReport, BadInputIsRefusedWithNothingWritten) {
   ASSERT_EQ(folio("train --data " + text() + run("run", 10)).code, 0);
   std::filesystem::create_directories(dir_ / "empty");
+  std::filesystem::create_directories(dir_ / "weights");  // as folio import writes a model
+  std::filesystem::copy_file(dir_ / "run/model.safetensors", dir_ / "weights/model.safetensors");
   spit(dir_ / "bad.jsonl", "{\"context\": \"a\"}\n");
   const auto before = testing::snapshot(dir_.path);
   const std::vector<std::pair<std::string, std::string>> cases = {
            {"report --checkpoint " + (dir_ / "none"), "expected a run directory"},
            {"report --checkpoint " + (dir_ / "run/model.safetensors"), "expected a run directory"},
-           {"report --checkpoint " + (dir_ / "empty"), "has no model.safetensors"},
+           {"report --checkpoint " + (dir_ / "empty"), "has no model.safetensors, log.csv or state.safetensors"},
+           {"report --checkpoint " + (dir_ / "weights"),
+            "weights has no log.csv or state.safetensors: a report reads a run's weights, log and state, as folio train "
+            "--out writes them; weights alone (a model folio import wrote) are trained into a run first: folio train "
+            "--init-from "},
            {"report --checkpoint " + (dir_ / "run") + " --task " + (dir_ / "bad.jsonl"), "bad.jsonl:1: "},
            {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 0", "--sample-tokens must be positive"},
            {"report --checkpoint " + (dir_ / "run") + " --prompt h\xC3\xA9", "--prompt h\xC3\xA9: [tokenizer] character"},

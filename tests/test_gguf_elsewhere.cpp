@@ -2,8 +2,11 @@
 // comes from tokenizer.ggml.* (io/gguf_vocab_import.cpp) and the feed-forward width
 // from feed_forward_length (--ffn-hidden). That llama.cpp computes what folio computes
 // from such a file, made by llama.cpp's gguf-py, is tests/test_gguf_elsewhere.sh.
+#include <sstream>
+
 #include "data/tokenizer.h"
 #include "io/gguf.h"
+#include "io/checkpoint.h"
 #include "io/gguf_model.h"
 #include "serve/api.h"
 #include "gguf_weights.h"
@@ -109,6 +112,30 @@ TEST(GgufElsewhere, ServePutsTheBosBeforeThePrompt) {
   // Only a control piece can start prompts.
   meta.back().second = "300";
   expect_error([&] { load_tokenizer(meta, "checkpoint"); }, {"checkpoint", "300 is not one of the model's control pieces"});
+}
+
+// folio attention shows the window the model continues from, BOS first, as generate and
+// serve's page run it: it showed the prompt's tokens alone, weights of a forward pass
+// the model is never given.
+TEST(GgufElsewhere, AttentionPutsTheBosBeforeThePrompt) {
+  TempDir dir("gguf_elsewhere_attention");
+  const auto tok = make_tokenizer({"bpe", 500}, text());
+  TokenizerMetadata meta = tok->metadata();
+  meta.emplace_back("tokenizer_prompt_start", "1");
+  const auto with_bos = load_tokenizer(meta, "checkpoint");
+  const nn::GPT model(llama_config(*tok));
+  save_model((dir.path / "model.safetensors").string(), model, *with_bos, 0);
+  const size_t n = tok->encode("We are").size();
+  const Result r = run_folio(words("attention --layer 0 --head 0 --prompt 'We are' --checkpoint " +
+                                   (dir.path / "model.safetensors").string()),
+                             dir.path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream table(r.out);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(table, line);) rows.push_back(line);
+  ASSERT_EQ(rows.size(), n + 3) << r.out;  // the title, the keys, the BOS's row and the prompt's
+  EXPECT_EQ(rows[1].find("<bos>"), rows[1].find_first_not_of(' ')) << r.out;  // the first key
+  EXPECT_EQ(rows[2].rfind(" <bos> 1.000 0.000", 0), 0u) << r.out;              // the first query
 }
 
 // Another tokenizer kind, or a "llama" vocabulary folio's SentencePiece model cannot

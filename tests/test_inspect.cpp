@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 
 #include "data/tokenizer.h"
 #include "base/error.h"
@@ -15,6 +17,7 @@
 #include "infer/generator.h"
 #include "viz/attention.h"
 #include "viz/loss_plot.h"
+#include "viz/svg.h"
 #include "tests/support.h"
 
 namespace folio {
@@ -105,6 +108,28 @@ TEST(Attention, SvgGridIsWellFormedWhateverTheLabels) {
   EXPECT_EQ(svg.find('\x01'), std::string::npos);
   write_file_atomic((dir.path / "a.svg").string(), svg);
   expect_valid_svg(dir.path / "a.svg");
+}
+
+// Labels and names that are UTF-8 but not XML text (U+FFFE and U+FFFF, characters of a
+// char vocabulary trained on any text), or not UTF-8 at all (a run directory named in
+// Latin-1): each becomes U+FFFD, and the documents still parse. Both once stopped the
+// parser at the first of them.
+TEST(Attention, SvgsHoldOnlyXmlTextWhateverTheBytes) {
+  TempDir dir;
+  const std::vector<std::string> labels{"\xEF\xBF\xBF", "\xEF\xBF\xBE", "\xFF", "\xC3", "\xED\xA0\x80", "\xC0\xAF",
+                                        "\xEF\xBF\xBD\xE6\x97\xA5"};
+  const std::vector<viz::AttentionMap> maps{{"layer 0, head 0", 7, std::vector<float>(49, 0.1f)}};
+  const std::string svg = viz::attention_grid_svg(labels, maps, 1);
+  for (const char* bad : {"\xEF\xBF\xBF", "\xEF\xBF\xBE", "\xFF", "\xED\xA0\x80", "\xC0\xAF"})
+    EXPECT_EQ(svg.find(bad), std::string::npos) << "raw bytes of " << ::testing::PrintToString(std::string(bad));
+  EXPECT_NE(svg.find(">\xEF\xBF\xBD\xE6\x97\xA5</text>"), std::string::npos);  // valid text is kept as it is
+  write_file_atomic((dir.path / "a.svg").string(), svg);
+  expect_valid_svg(dir.path / "a.svg");
+  EXPECT_EQ(viz::xml_escape("caf\xE9 \xEF\xBF\xBF<"), "caf\xEF\xBF\xBD \xEF\xBF\xBD&lt;");
+
+  const viz::LossCurve latin1{"caf\xE9", {{0, 4.0, 4.1, 0}, {100, 2.0, 2.1, 50}}};
+  write_file_atomic((dir.path / "loss.svg").string(), viz::loss_plot_svg({latin1}));
+  expect_valid_svg(dir.path / "loss.svg");
 }
 
 TEST(LossPlot, ReadsLogsDrawsThemAndNamesBadLines) {
@@ -204,6 +229,62 @@ TEST(LossPlot, BitsPerByteAxis) {
   EXPECT_FALSE(viz::has_bits_per_byte(old));
   testing::expect_error([&] { viz::loss_plot_svg({old}, viz::PlotAxis::step, viz::PlotValue::bpb); },
                         {"old: its log has no val_bpb"});
+}
+
+// The texts of `svg`'s <text> elements whose attributes hold `attribute`: the vertical
+// axis's tick labels are the ones anchored at their end.
+std::vector<std::string> texts(const std::string& svg, const std::string& attribute) {
+  std::vector<std::string> out;
+  for (size_t at = svg.find("<text "); at != std::string::npos; at = svg.find("<text ", at + 1)) {
+    const size_t close = svg.find('>', at), end = svg.find("</text>", close);
+    if (svg.substr(at, close - at).find(attribute) != std::string::npos) out.push_back(svg.substr(close + 1, end - close - 1));
+  }
+  return out;
+}
+
+// Every tick reads as its own value: a loss that moved by 0.002 had ticks 0.005 apart
+// labelled 1.49, 1.49, 1.5, 1.5 (three significant digits), a run of three seconds had
+// seconds ticks 0s 1s 1s 2s 2s 3s, and a column from 0 (tokens_per_sec) a tick at -0.
+TEST(LossPlot, TickLabelsTellTheTicksApart) {
+  TempDir dir;
+  const viz::LossCurve flat =
+      read_log(dir, "0,1.502,1.504,0,0,0.5,2,0,2\n100,1.501,1.503,0.001,9000,1.7,2,1.2,2\n200,1.5,1.5025,0,9000,3.4,2,3.1,2\n", "a");
+  const auto distinct = [](std::vector<std::string> labels) {
+    std::sort(labels.begin(), labels.end());
+    return std::adjacent_find(labels.begin(), labels.end()) == labels.end();
+  };
+  const std::vector<std::string> loss = texts(viz::loss_plot_svg({flat}), "text-anchor=\"end\"");
+  EXPECT_TRUE(distinct(loss)) << ::testing::PrintToString(loss);
+  EXPECT_NE(std::find(loss.begin(), loss.end(), "1.495"), loss.end()) << ::testing::PrintToString(loss);
+  const std::string clock = viz::loss_plot_svg({flat}, viz::PlotAxis::time);
+  std::vector<std::string> seconds = texts(clock, "font-size=\"11\" text-anchor=\"middle\"");
+  EXPECT_TRUE(distinct(seconds)) << ::testing::PrintToString(seconds);
+  EXPECT_NE(std::find(seconds.begin(), seconds.end(), "0.5s"), seconds.end()) << ::testing::PrintToString(seconds);
+  viz::LossCurve speed = flat;
+  for (size_t i = 0; i < speed.points.size(); ++i) speed.points[i].column = 50000.0 * double(i);
+  const std::vector<std::string> tokens = texts(
+      viz::loss_plot_svg({speed}, viz::PlotAxis::step, viz::PlotValue::column, "tokens_per_sec"), "text-anchor=\"end\"");
+  EXPECT_NE(std::find(tokens.begin(), tokens.end(), "0"), tokens.end()) << ::testing::PrintToString(tokens);
+  EXPECT_EQ(std::find(tokens.begin(), tokens.end(), "-0"), tokens.end()) << ::testing::PrintToString(tokens);
+}
+
+// A column far below 0.01 (the lr, an update ratio) fills the plot's height, as a loss
+// does; it was drawn in a band of 0.02 around it, a flat line.
+TEST(LossPlot, ASmallColumnFillsThePlot) {
+  viz::LossCurve lr{"a", {{0, 4, 4, 0}, {10, 3, 3, 1}, {20, 2, 2, 2}}};
+  lr.points[0].column = 3e-4, lr.points[1].column = 6e-4, lr.points[2].column = 1e-4;
+  const std::string svg = viz::loss_plot_svg({lr}, viz::PlotAxis::step, viz::PlotValue::column, "lr");
+  // The val polyline (the second: the train one is empty for a column): its y extent.
+  const size_t points = svg.find(" points=\"", svg.find(" points=\"") + 1);
+  ASSERT_NE(points, std::string::npos) << svg;
+  std::istringstream xy(svg.substr(points + 9, svg.find('"', points + 9) - points - 9));
+  double lo = 1e9, hi = -1e9;
+  for (std::string pair; xy >> pair;) {
+    const double y = std::stod(pair.substr(pair.find(',') + 1));
+    lo = std::min(lo, y), hi = std::max(hi, y);
+  }
+  EXPECT_GT(hi - lo, 250) << svg;  // of the 348 between the frame's top and bottom
+  EXPECT_NE(texts(svg, "text-anchor=\"end\"").size(), 0u);
 }
 
 // Greedy tokens generated with the cache, and with `shift`, against a plain reference:

@@ -73,8 +73,15 @@ LossCurve read_loss_log(const std::string& path, const std::string& name, const 
 
 namespace {
 
-// About `count` round tick values covering [lo, hi].
-std::vector<double> ticks(double lo, double hi, int count) {
+// About `count` round tick values covering [lo, hi], and the decimals their labels
+// need: as many as the spacing has, so that neighbours never read alike (at three
+// significant digits, ticks 0.005 apart showed 1.49, 1.49, 1.5, 1.5).
+struct Ticks {
+  std::vector<double> at;
+  int decimals = 0;
+};
+
+Ticks ticks(double lo, double hi, int count) {
   const double raw = (hi - lo) / std::max(count, 1);
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw > 0 ? raw : 1.0)));
   double step = magnitude;
@@ -83,8 +90,27 @@ std::vector<double> ticks(double lo, double hi, int count) {
       step = m * magnitude;
       break;
     }
-  std::vector<double> out;
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
+  Ticks out;
+  while (out.decimals < 15) {  // the fewest decimals that write the step exactly
+    const double scaled = step * std::pow(10.0, out.decimals);
+    if (std::abs(scaled - std::round(scaled)) <= 1e-6 * scaled) break;
+    ++out.decimals;
+  }
+  // Whole multiples of the step (not a sum of steps, whose rounding wrote 8.67e-19 for
+  // 0), and 0 as 0, not -0.
+  for (double k = std::ceil(lo / step); k * step <= hi + step * 1e-9; ++k) out.at.push_back(k == 0 ? 0.0 : k * step);
+  return out;
+}
+
+// `t` with `decimals` decimals, less its trailing zeros: 1.495, 1.5, 1.505.
+std::string tick_label(double t, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, t);
+  std::string out = buf;
+  if (out.find('.') != std::string::npos) {
+    out.erase(out.find_last_not_of('0') + 1);
+    if (out.back() == '.') out.pop_back();
+  }
   return out;
 }
 
@@ -145,7 +171,11 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, P
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
   if (!(lo <= hi)) lo = 0, hi = 1;
-  const double pad = std::max((hi - lo) * 0.05, 0.01);
+  // A flat curve still gets a band around it: 0.01 of a loss, and 5% of a column's
+  // size, whose scale may be far below 0.01 (an lr near 1e-4 drawn in a band of 0.02
+  // was a flat line).
+  const double size = std::max(std::abs(lo), std::abs(hi));
+  const double pad = std::max((hi - lo) * 0.05, col && size > 0 ? size * 0.05 : 0.01);
   lo -= pad, hi += pad;
   auto X = [&](double step) { return left + (W - left - right) * step / max_x; };
   auto Y = [&](double loss) { return top + (plot_bottom - top) * (hi - loss) / (hi - lo); };
@@ -156,15 +186,22 @@ std::string loss_plot_svg(const std::vector<LossCurve>& curves, PlotAxis axis, P
                           : bits ? " (solid: val, dashed: train at the val text's bytes per token)"
                                  : " (solid: val, dashed: train)"),
            14, "start", "font-weight=\"bold\"");
-  for (double t : ticks(lo, hi, 6)) {
+  const Ticks vertical = ticks(lo, hi, 6);
+  for (double t : vertical.at) {
     svg.line(left, Y(t), W - right, Y(t), "#e5e5e5");
-    svg.text(left - 6, Y(t) + 4, short_number(t), 11, "end");
+    svg.text(left - 6, Y(t) + 4, tick_label(t, vertical.decimals), 11, "end");
   }
-  // Step ticks, with the first run's elapsed time at that step beneath them.
+  // Step ticks, with the first run's elapsed time at that step beneath them. Seconds
+  // ticks at fractions of a second (a short run's, 0.5 s or 2.5 s apart) keep their
+  // decimals: rounded to whole seconds they read 0s 1s 1s 2s.
   const LossCurve* timed = curves.empty() ? nullptr : &curves[0];
-  for (double t : ticks(0, max_x, 8)) {
+  const Ticks horizontal = ticks(0, max_x, 8);
+  for (double t : horizontal.at) {
     svg.line(X(t), top, X(t), plot_bottom, "#f0f0f0");
-    svg.text(X(t), plot_bottom + 16, timed_axis ? duration(t) : short_number(t, 6), 11, "middle");
+    const std::string label = !timed_axis                ? tick_label(t, horizontal.decimals)
+                              : horizontal.decimals > 0 ? tick_label(t, horizontal.decimals) + "s"
+                                                         : duration(t);
+    svg.text(X(t), plot_bottom + 16, label, 11, "middle");
     if (!timed_axis && timed && t <= double(timed->points.back().step))
       svg.text(X(t), plot_bottom + 30, duration(elapsed_at(*timed, t)), 10, "middle", "fill=\"#777\"");
   }

@@ -8,8 +8,10 @@
 
 namespace folio::viz {
 
-// `s` with & < > " ' escaped, and bytes no XML document may hold (control characters
-// but tab and newline) replaced by U+FFFD.
+// `s` with & < > " ' escaped, and what no XML document may hold replaced by U+FFFD:
+// control characters but tab and newline, U+FFFE and U+FFFF, and each byte that is
+// not part of a valid UTF-8 character (a label of the model's own tokens, or a run
+// directory's name in another encoding).
 std::string xml_escape(std::string_view s);
 
 // A colour for v in [0, 1] on a perceptually even scale from pale yellow (0) through
