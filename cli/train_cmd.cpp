@@ -181,6 +181,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
           : cat(" holds a run's weights (", run.model_file(), ") but no state.safetensors, which --resume needs (the "
                 "optimizer's moments, the data's position): train on from the weights as a new run with --init-from ",
                 o.out_dir, " --out ANOTHER_DIR (a fresh optimizer and schedule), or replace them with --overwrite");
+  // A run another trainer is writing, said as such: one in its first evaluation holds no
+  // state yet, and the refusals below took it for a run that died before its first save
+  // ("start it again with --overwrite"). Rank 0's alone: the others' would see its lock.
+  if (dist::is_root()) run.lock();  // fails if another process holds it; else let go at once: the trainer takes it
   if (!o.resume && !o.overwrite && run.holds_run())
     throw UsageError(resumable ? cat("--out ", o.out_dir, " already holds a run: continue it with --resume, replace it "
                                      "with --overwrite, or give another --out")
