@@ -304,6 +304,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
     warnings.push_back(invalid_utf8_warning(o.train.data, replaced));
   if (!trainer->data_warning().empty()) warnings.push_back(trainer->data_warning());
+  for (const std::string& w : trainer->resume_warnings()) warnings.push_back(w);
   // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
   // minimum compares losses on two val sets.
   if (o.resume && !same_data_path(o.train.data, saved_state.config.data))

@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "base/error.h"
+#include "io/checkpoint.h"
 #include "io/config_json.h"
 #include "io/folio_format.h"
 #include "io/json.h"
@@ -184,5 +187,26 @@ void save_run(const RunDir& run, const nn::GPT& model, const Tokenizer& tokenize
 }
 
 TrainState saved_run(const std::string& dir) { return load_state_settings(RunDir(dir).state_file()); }
+
+std::string lost_log(const RunDir& run, int64_t step) {
+  std::ifstream in(run.log_file());
+  std::string header;
+  if (std::getline(in, header) && !header.empty()) return "";
+  return cat(run.log_file(), std::filesystem::exists(run.log_file()) ? " is empty" : " is missing",
+             ": a new one starts with the evaluations after step ", step, " (those before it are not in it)");
+}
+
+std::string lost_best(const RunDir& run, float best_val) {
+  const std::string file = run.best_file();
+  std::string why = "is missing";
+  if (std::filesystem::exists(file)) try {
+      load_checkpoint_header(file);
+      return "";
+    } catch (const Error& e) {
+      why = cat("cannot be read (", e.what(), ")");
+    }
+  return cat(file, " ", why, ": the lowest val loss so far (", best_val, ") is held by no file, so the next "
+             "evaluation's weights become best.safetensors, and the best from then on");
+}
 
 }  // namespace folio

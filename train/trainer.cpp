@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>  // SIGTERM
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -61,6 +62,12 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     train_seconds_ = st.train_seconds;
     best_val_ = st.best_val_loss;
     has_best_ = true;
+    if (dist::is_root()) {  // rank 0 writes the run
+      // best.safetensors gone: the next evaluation is the best so far, and makes it again.
+      if (std::string w = lost_best(run_dir_, best_val_); !w.empty())
+        resume_warnings_.push_back(std::move(w)), best_val_ = std::numeric_limits<float>::infinity();
+      if (std::string w = lost_log(run_dir_, step_); !w.empty()) resume_warnings_.push_back(std::move(w));
+    }
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
     sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
     model_->dropout_rng().set_state(st.dropout_rng);
