@@ -45,6 +45,9 @@ struct TrainState {
   std::string data_fingerprint;
   std::vector<float> ema_weights;  // config.ema > 0: (P,) the average of the weights, flat
   GuardState guards;  // absent from older runs: an empty window, no skip or rollback yet
+  // The processes (MPI ranks) the run's steps last ran on, which share out each batch and
+  // so order the gradient's sums, as its threads do: absent from older runs, 0 (not known).
+  int64_t ranks = 0;
 };
 
 void save_state(const std::string& file, const TrainState& state);

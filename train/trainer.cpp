@@ -23,6 +23,7 @@
 #include "train/distributed.h"
 #include "train/init_from.h"
 #include "train/progress.h"
+#include "train/same_on_every_rank.h"
 #include "train/save_check.h"
 #include "train/stop_signals.h"
 
@@ -30,6 +31,7 @@ namespace folio {
 Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_.out_dir) {
   opt_.train.threads = num_threads();  // saved with the run: a resume repeats them (train/config.h)
   opt_.train.validate();
+  check_same_on_every_rank(options_to_share(opt_));  // before the first call between the ranks
   check_saveable(nullptr, opt_.train);
   run_dir_.check_usable();
   if (dist::is_root()) lock_ = run_dir_.lock();  // before a resume's recovery; a new directory's in run()
@@ -105,6 +107,10 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     average_ = std::make_unique<WeightAverage>(*model_, opt_.train.ema);
     if (opt_.resume) average_->restore(saved_average);
   }
+  // Read by each rank from its own paths: a host's copy may differ.
+  check_same_on_every_rank({{"the data's fingerprint", data_.fingerprint},
+                            {"the model", to_json(model_->config()).dump()},
+                            {"the checkpoint's step", std::to_string(step_)}});
   // Every rank starts from rank 0's weights (the same seed gives the same ones; this
   // makes it so whatever the ranks' libraries do).
   dist::broadcast(std::span(model_->flat_parameters().data(), size_t(model_->flat_parameters().numel())));
@@ -177,7 +183,8 @@ TrainState Trainer::state() const {
           sampled.position,
           data_.fingerprint,
           average_ ? std::vector<float>(average_->weights().begin(), average_->weights().end()) : std::vector<float>{},
-          guard_.state()};
+          guard_.state(),
+          dist::size()};
 }
 
 void Trainer::save(const Losses& losses, TrainState st) {
