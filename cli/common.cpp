@@ -97,8 +97,14 @@ void apply_threads(const po::variables_map& vm) {
     throw UsageError(cat("--threads must be in [0, ", kMaxThreads, "] (0: all cores), got ", threads));
   warn_beyond_cores("--threads", threads, " (0 uses every core)");
   // Several ranks on one machine share its cores, unless OMP_NUM_THREADS says otherwise.
-  if (threads == 0 && dist::local_size() > 1 && !std::getenv("OMP_NUM_THREADS"))
-    threads = std::max(1, int(std::thread::hardware_concurrency()) / dist::local_size());
+  const int local = dist::local_size(), cores = int(std::thread::hardware_concurrency());
+  if (threads == 0 && local > 1 && !std::getenv("OMP_NUM_THREADS")) threads = std::max(1, cores / local);
+  // Given to each of them, N threads take N x ranks of the cores, which the check of one
+  // process above lets through: 2 ranks of --threads 2 on 2 cores, without a word.
+  if (threads > 0 && local > 1 && cores > 0 && threads <= cores && threads * local > cores)
+    warn(cat("--threads ", threads, " on each of the ", local, " ranks on this machine makes ", threads * local,
+             " threads on its ", plural(cores, "core"), ": they will wait for each other (--threads 0 gives each rank "
+             "its share, ", std::max(1, cores / local), ")"));
   set_num_threads(threads);
 }
 

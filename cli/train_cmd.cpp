@@ -181,6 +181,10 @@ std::function<int()> prepare(const po::variables_map& vm) {
           : cat(" holds a run's weights (", run.model_file(), ") but no state.safetensors, which --resume needs (the "
                 "optimizer's moments, the data's position): train on from the weights as a new run with --init-from ",
                 o.out_dir, " --out ANOTHER_DIR (a fresh optimizer and schedule), or replace them with --overwrite");
+  // A run another trainer is writing, said as such: one in its first evaluation holds no
+  // state yet, and the refusals below took it for a run that died before its first save
+  // ("start it again with --overwrite"). Rank 0's alone: the others' would see its lock.
+  if (dist::is_root()) run.lock();  // fails if another process holds it; else let go at once: the trainer takes it
   if (!o.resume && !o.overwrite && run.holds_run())
     throw UsageError(resumable ? cat("--out ", o.out_dir, " already holds a run: continue it with --resume, replace it "
                                      "with --overwrite, or give another --out")
@@ -239,8 +243,18 @@ std::function<int()> prepare(const po::variables_map& vm) {
   }
   // A resumed run steps on the threads it saved, unless --threads is given: with data
   // parallelism they set the shard count, and so the order of the gradient's sums.
+  // Not on another number of ranks, which shares each batch out another way whatever
+  // the threads: a rank takes the default then (its share of the machine's cores), not
+  // the threads a process had to itself (2 ranks of 2 threads on 2 cores) or a rank's
+  // share (1 thread of 2 cores).
   std::string threads_note;
-  if (o.resume && !given("threads") && o.train.threads > 0 && o.train.threads != num_threads()) {
+  const bool other_ranks = o.resume && saved_state.ranks > 0 && saved_state.ranks != dist::size();
+  if (other_ranks)
+    threads_note = cat("the run trained on ", plural(saved_state.ranks, "MPI rank"), " and resumes on ", dist::size(),
+                       ": each batch is shared out another way, so its weights will differ by rounding from those of "
+                       "a run never stopped; ", dist::size() > 1 ? "each rank runs" : "it runs", " on ",
+                       given("threads") ? "the --threads given" : cat(plural(num_threads(), "thread"), " (the default)"));
+  else if (o.resume && !given("threads") && o.train.threads > 0 && o.train.threads != num_threads()) {
     set_num_threads(int(o.train.threads));
     if (const int cores = int(std::thread::hardware_concurrency()); cores > 0 && o.train.threads > cores)
       threads_note = cat("the run trained on ", o.train.threads, " threads and resumes on them, so that its weights "
@@ -300,6 +314,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (const int64_t replaced = trainer->data().invalid_utf8_bytes)
     warnings.push_back(invalid_utf8_warning(o.train.data, replaced));
   if (!trainer->data_warning().empty()) warnings.push_back(trainer->data_warning());
+  for (const std::string& w : trainer->resume_warnings()) warnings.push_back(w);
   // best.safetensors is the checkpoint of the lowest val loss so far; on other data that
   // minimum compares losses on two val sets.
   if (o.resume && !same_data_path(o.train.data, saved_state.config.data))
@@ -360,7 +375,8 @@ const Command kTrain = {
     "(with its saved options; options given on the command line override the training\n"
     "options, e.g. a larger --max-iters, which keeps the cosine's horizon; a change of\n"
     "the learning rate at that step is a warning); it runs on the run's saved thread\n"
-    "count unless --threads is given. Ctrl-C or SIGTERM saves and exits 130 or 143.\n"
+    "count unless --threads is given (or it resumes on another number of MPI ranks).\n"
+    "Ctrl-C or SIGTERM saves and exits 130 or 143.\n"
     "--max-time SECONDS stops the run after the step where its training time (the\n"
     "steps, not the evaluations) reaches SECONDS; given without --max-iters, it is\n"
     "the only limit and the cosine decays over it. A step whose loss or gradient norm\n"

@@ -15,6 +15,30 @@ cmake --build "$work/example" -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
 # The last query sees every key: the seed notebook's SelfAttention output for "step".
 grep -qE '^ +step +0\.2990 +0\.8040$' "$work/out.txt" || { echo "test-install: wrong output for 'step'" >&2; exit 1; }
 "$work/prefix/bin/folio" --version
+# docs/library.md's lines as they stand, in a project that says nothing else (no C++
+# standard of its own, as examples/attention sets): what the package exports suffices.
+mkdir "$work/doc"
+{
+  echo 'cmake_minimum_required(VERSION 3.20)'
+  echo 'project(doc_example LANGUAGES CXX)'
+  grep -E '^find_package\(folio' docs/library.md
+  echo 'add_executable(my_program main.cpp)'
+  grep -E '^target_link_libraries\(my_program' docs/library.md
+} >"$work/doc/CMakeLists.txt"
+[ "$(grep -c folio "$work/doc/CMakeLists.txt")" = 2 ] ||
+  { echo "test-install: docs/library.md's find_package and target_link_libraries lines are not found" >&2; exit 1; }
+cat >"$work/doc/main.cpp" <<'CPP'
+#include <folio/autograd/ops.h>
+#include <folio/nn/attention.h>
+#include <folio/version.h>
+#include <cstdio>
+int main() { std::printf("folio %s as a library\n", FOLIO_VERSION); }
+CPP
+cmake -S "$work/doc" -B "$work/doc/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/doc/build" >"$work/doc/build.log" 2>&1 ||
+  { tail -n 20 "$work/doc/build.log" >&2; echo "test-install: docs/library.md's lines do not build a program" >&2; exit 1; }
+"$work/doc/build/my_program" | grep -qF "folio $("$work/prefix/bin/folio" --version | cut -d' ' -f2) as a library" ||
+  { echo "test-install: the program of docs/library.md's lines does not run" >&2; exit 1; }
 # The bundled corpus is installed, and found beside bin/ (the default --data) even in a
 # moved prefix; without it, folio train asks for --data instead of failing to open a
 # path of the build machine.

@@ -20,6 +20,16 @@
 #     process does, and resumes exactly in the middle of it.
 #  8. --eval-task: rank 0 alone scores the task and writes its log.csv column, which
 #     equals the single process's (checked in 1.).
+#  9. ranks given different options or data (a command line each) stop at once, exit 2,
+#     naming what differs, before anything is written: they waited for each other until
+#     --comm-timeout (300 s), blaming a dead rank or the network, or stopped at the next
+#     evaluation saying that the weights differ.
+# 10. a resume on another number of ranks says that its weights will differ by rounding
+#     from an unbroken run's, and runs each rank on the default threads (its share of
+#     the cores), not on the thread count the run saved: a process's 2 threads on each
+#     of 2 ranks took twice the cores, a rank's 1 thread alone left half of them idle.
+# 11. --threads N on each of 2 ranks, N the machine's cores, is a warning: 2N threads
+#     waiting for each other on N cores, which the check of one process let through.
 #   test_mpi.sh FOLIO_BINARY            (exit 77: skipped, no mpirun or no numpy)
 set -euo pipefail
 folio=$1
@@ -128,4 +138,49 @@ warm=("${model[@]}" --batch-size 16 --batch-warmup 24 --eval-interval 8)
 "${mpi[@]}" "$folio" train "${warm[@]}" --max-iters 12 --out "$work/warm-cut"
 "${mpi[@]}" "$folio" train --resume --max-iters 30 --out "$work/warm-cut" --threads 1 --quiet
 "$python" "$here/tests/compare_weights.py" "$work/warm-two" "$work/warm-cut" 0
+echo "== 9. ranks given different options or data"
+# One command line a rank (mpirun's A : B): rank 1 trains on the text $1, with the
+# options after it. A hang would end at `timeout`, a failure.
+apart() {
+  local data=$1 status=0
+  shift
+  timeout 120 mpirun --allow-run-as-root --oversubscribe \
+    -np 1 "$folio" train --data "$work/corpus.txt" "${model[@]:2}" --batch-size 5 --max-iters 30 --out "$work/apart" : \
+    -np 1 "$folio" train --data "$data" "${model[@]:2}" --batch-size 5 --max-iters 30 --out "$work/apart" "$@" \
+    >/dev/null 2>"$work/apart.err" || status=$?
+  [ "$status" = 2 ] || { cat "$work/apart.err"; echo "FAILED: ranks apart ($*) exited $status, not 2"; exit 1; }
+  [ ! -e "$work/apart" ] || { echo "FAILED: ranks apart ($*) wrote $work/apart"; exit 1; }
+}
+apart "$work/corpus.txt" --eval-interval 4
+grep -q -- "--eval-interval is 250 on rank 0 but 4 here (rank 1)" "$work/apart.err" || { cat "$work/apart.err"; exit 1; }
+apart "$work/corpus.txt" --lr 0.002
+grep -q -- "--lr is 0.001 on rank 0 but 0.002 here (rank 1)" "$work/apart.err" || { cat "$work/apart.err"; exit 1; }
+tail -c 39000 "$work/corpus.txt" >"$work/other.txt"  # another text
+apart "$work/other.txt"
+grep -q "the data's fingerprint is .* on rank 0 but .* here (rank 1)" "$work/apart.err" || { cat "$work/apart.err"; exit 1; }
+echo "== 10. resume on another number of ranks"
+# The threads a rank takes by default (cli/common.cpp: apply_threads).
+cores=$(getconf _NPROCESSORS_ONLN)
+saved_threads() {
+  "$python" -c 'import json, struct, sys
+raw = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", raw[:8])[0]
+print(json.loads(json.loads(raw[8:8 + n])["__metadata__"]["train_config"])["threads"])' "$1/state.safetensors"
+}
+solo=(--data "$work/corpus.txt" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --eval-iters 1 --batch-size 4
+      --eval-interval 8 --warmup-iters 2)
+"$folio" train "${solo[@]}" --threads 2 --max-iters 8 --out "$work/ranks" --quiet
+"${mpi[@]}" "$folio" train --resume --max-iters 16 --out "$work/ranks" >"$work/ranks.out"
+[ "$(grep -c "the run trained on 1 MPI rank and resumes on 2: each batch is shared out another way" \
+     "$work/ranks.out")" = 1 ] || { cat "$work/ranks.out"; echo "FAILED: no one note of the new rank count"; exit 1; }
+if [ -z "${OMP_NUM_THREADS:-}" ]; then
+  [ "$(saved_threads "$work/ranks")" = $((cores / 2 > 1 ? cores / 2 : 1)) ] ||
+    { echo "FAILED: 2 ranks resumed on $(saved_threads "$work/ranks") threads each, not their share of $cores cores"; exit 1; }
+fi
+"$folio" train --resume --max-iters 24 --out "$work/ranks" >"$work/ranks.out"
+grep -q "the run trained on 2 MPI ranks and resumes on 1: .*; it runs on $cores threads\? (the default)" \
+  "$work/ranks.out" || [ -n "${OMP_NUM_THREADS:-}" ] || { cat "$work/ranks.out"; echo "FAILED: no note"; exit 1; }
+echo "== 11. --threads on each rank beyond the cores"
+"${mpi[@]}" "$folio" train "${solo[@]}" --threads "$cores" --max-iters 1 --out "$work/busy" --quiet 2>"$work/busy.err"
+[ "$(grep -c -- "--threads $cores on each of the 2 ranks on this machine makes $((2 * cores)) threads" \
+     "$work/busy.err")" = 1 ] || { cat "$work/busy.err"; echo "FAILED: no one warning of $((2 * cores)) threads"; exit 1; }
 echo "MPI tests passed"

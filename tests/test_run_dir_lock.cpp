@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+
 #include "io/checkpoint.h"
 #include "tests/support.h"
 #include "train/run_state.h"
@@ -49,6 +51,30 @@ TEST(RunDirLock, ASecondTrainerOnARunBeingWrittenIsRefused) {
   const Result resumed = run_folio(resume, d.path);
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(load_model(run).step, step + 2);
+}
+
+// A fresh run in its first evaluation has written its log but no state yet: a second
+// folio train on its --out was told that it held "a run that saved no checkpoint" (start
+// it again with --overwrite), and a --resume that its run "stopped before its first
+// save". Both are now told that another trainer is writing it.
+TEST(RunDirLock, ARunInItsFirstEvaluationIsSaidToBeWritten) {
+  TempDir d("run_dir_lock_first");
+  const std::string corpus = write_small_corpus(d.path / "corpus.txt"), run = d / "run";
+  Args first_args = tiny_train(corpus, run, "10");
+  *(std::find(first_args.begin(), first_args.end(), "--eval-iters") + 1) = "100000000";  // the first evaluation lasts
+  const Child first = spawn_folio(first_args, "", d / "first.err");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(run + "/log.csv") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(fs::exists(run + "/log.csv")) << slurp(d / "first.err");
+  ASSERT_FALSE(fs::exists(run + "/state.safetensors"));
+  for (const Args& second : {tiny_train(corpus, run, "4"), Args{"train", "--resume", "--out", run}}) {
+    const Result r = run_folio(second, d.path);
+    EXPECT_EQ(r.code, 2) << show(second) << "\n" << r.err;
+    expect_contains(r.err, {run + ": another trainer is writing this run directory"});
+  }
+  ::kill(first.pid, SIGKILL);
+  wait_child(first.pid, 120);
 }
 
 }  // namespace

@@ -145,7 +145,15 @@ Progress::Progress(Options options, bool resume)
       best_val_(std::numeric_limits<float>::infinity()) {
   curve_.name = o_.run_name;
   if (o_.log_file.empty()) return;
-  if (resume && std::filesystem::exists(o_.log_file)) {
+  // A resumed run whose log.csv is gone or empty starts a new one, header first: its
+  // rows went on without one, into a file that folio plot and report refuse.
+  bool continues = false;  // the log of the run resumed, to go on with
+  if (resume) {
+    std::ifstream in(o_.log_file);
+    std::string header;
+    continues = std::getline(in, header) && !header.empty();
+  }
+  if (continues) {
     elapsed_before_ = cut_log_to(o_.log_file, o_.resume_step);
     try {  // the evaluations before the resume, so the plot shows the whole run
       curve_ = viz::read_loss_log(o_.log_file, o_.run_name);
@@ -156,7 +164,7 @@ Progress::Progress(Options options, bool resume)
   }
   const std::vector<std::string> columns = log_columns();
   columns_ = columns.size();
-  if (resume) {  // a log begun before a column existed goes on without it: its header's first columns are ours
+  if (continues) {  // a log begun before a column existed goes on without it: its header's first columns are ours
     std::ifstream in(o_.log_file);
     std::string header, name;
     if (std::getline(in, header)) {
@@ -165,10 +173,10 @@ Progress::Progress(Options options, bool resume)
         ++columns_;
     }
   }
-  if (columns_ == columns.size()) task_columns_ = resumed_task_columns(o_.log_file, columns, o_.task_names, resume);
-  log_.open(o_.log_file, resume ? std::ios::app : std::ios::trunc);
+  if (columns_ == columns.size()) task_columns_ = resumed_task_columns(o_.log_file, columns, o_.task_names, continues);
+  log_.open(o_.log_file, continues ? std::ios::app : std::ios::trunc);
   if (!log_) fail("train", o_.log_file, ": cannot open for writing");
-  if (!resume) {
+  if (!continues) {
     for (size_t i = 0; i < columns.size(); ++i) log_ << (i ? "," : "") << columns[i];
     for (const std::string& name : task_columns_) log_ << ',' << name;
     log_ << '\n' << std::flush;

@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "base/error.h"
+#include "io/checkpoint.h"
 #include "io/config_json.h"
 #include "io/folio_format.h"
 #include "io/json.h"
@@ -18,7 +21,8 @@ namespace {
 // The __metadata__ keys of the run itself; every other key is the optimizer's.
 constexpr const char* kRunKeys[] = {"format",        "folio_format", "step",       "best_val_loss",
                                     "data_rng",      "dropout_rng",  "train_seconds", "data_epoch",
-                                    "data_position", "data_fingerprint", "train_config", "guards"};
+                                    "data_position", "data_fingerprint", "train_config", "guards",
+                                    "ranks"};
 
 bool run_key(const std::string& key) {
   for (const char* k : kRunKeys)
@@ -108,7 +112,8 @@ void save_state(const std::string& file, const TrainState& s) {
                                    {"data_position", std::to_string(s.data_position)},
                                    {"data_fingerprint", s.data_fingerprint},
                                    {"train_config", to_json(s.config).dump()},
-                                   {"guards", guards_json(s.guards).dump()}});
+                                   {"guards", guards_json(s.guards).dump()},
+                                   {"ranks", std::to_string(s.ranks)}});
   save_safetensors(file, tensors, metadata);
 }
 
@@ -131,7 +136,7 @@ TrainState settings_of(const SafetensorsMetadata& f, const std::string& file) {
   for (const auto& entry : f.metadata)  // the optimizer's counters: every key not the run's
     if (!run_key(entry.first)) s.optimizer.counters.push_back(entry);
   // Absent from runs saved before time budgets: their training time is not known, 0;
-  // before sampling epochs, divergence guards: their defaults.
+  // before sampling epochs, divergence guards, the ranks: their defaults.
   for (const auto& [key, value] : f.metadata)
     if (key == "train_seconds") {
       const Json t = metadata_json(f, "train_seconds", file);
@@ -146,6 +151,10 @@ TrainState settings_of(const SafetensorsMetadata& f, const std::string& file) {
       s.data_fingerprint = value;
     } else if (key == "guards") {
       s.guards = guards_from_json(metadata_json(f, "guards", file), file);
+    } else if (key == "ranks") {
+      const Json v = metadata_json(f, "ranks", file);
+      if (!v.is_int() || v.as_int() < 0) fail("checkpoint", file, ": __metadata__.ranks: expected an integer >= 0");
+      s.ranks = v.as_int();
     }
   return s;
 }
@@ -184,5 +193,26 @@ void save_run(const RunDir& run, const nn::GPT& model, const Tokenizer& tokenize
 }
 
 TrainState saved_run(const std::string& dir) { return load_state_settings(RunDir(dir).state_file()); }
+
+std::string lost_log(const RunDir& run, int64_t step) {
+  std::ifstream in(run.log_file());
+  std::string header;
+  if (std::getline(in, header) && !header.empty()) return "";
+  return cat(run.log_file(), std::filesystem::exists(run.log_file()) ? " is empty" : " is missing",
+             ": a new one starts with the evaluations after step ", step, " (those before it are not in it)");
+}
+
+std::string lost_best(const RunDir& run, float best_val) {
+  const std::string file = run.best_file();
+  std::string why = "is missing";
+  if (std::filesystem::exists(file)) try {
+      load_checkpoint_header(file);
+      return "";
+    } catch (const Error& e) {
+      why = cat("cannot be read (", e.what(), ")");
+    }
+  return cat(file, " ", why, ": the lowest val loss so far (", best_val, ") is held by no file, so the next "
+             "evaluation's weights become best.safetensors, and the best from then on");
+}
 
 }  // namespace folio

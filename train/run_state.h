@@ -16,6 +16,7 @@
 //                       or dropped a save that was cut short (io/run_dir.h)
 //   save_run            one commit of a run directory: the weights and this state
 //   saved_run           the settings saved in a run directory (its options, for --resume)
+//   lost_best, lost_log what --resume says of a best.safetensors or log.csv gone or damaged
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct TrainState {
   std::string data_fingerprint;
   std::vector<float> ema_weights;  // config.ema > 0: (P,) the average of the weights, flat
   GuardState guards;  // absent from older runs: an empty window, no skip or rollback yet
+  // The processes (MPI ranks) the run's steps last ran on, which share out each batch and
+  // so order the gradient's sums, as its threads do: absent from older runs, 0 (not known).
+  int64_t ranks = 0;
 };
 
 void save_state(const std::string& file, const TrainState& state);
@@ -57,5 +61,14 @@ TrainState recover_run(const RunDir& run);
 void save_run(const RunDir& run, const nn::GPT& model, const Tokenizer& tokenizer, const TrainState& state,
               const nn::GPT* best, bool first);
 TrainState saved_run(const std::string& dir);
+// --resume: "" when the run's best.safetensors reads; else why not, and what follows.
+// Gone (a copy of the run made without it) or damaged, it no longer holds the weights of
+// the state's best val loss `best_val`, and a resumed run whose evaluations stayed above
+// that loss ended without one, saying nothing: the trainer takes its next evaluation as
+// the best instead.
+std::string lost_best(const RunDir& run, float best_val);
+// --resume: "" when the run's log.csv has its header; else that it is missing or empty,
+// and that a new one starts after the run's `step` (train/progress.h writes it).
+std::string lost_log(const RunDir& run, int64_t step);
 
 }  // namespace folio

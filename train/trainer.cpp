@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>  // SIGTERM
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "train/distributed.h"
 #include "train/init_from.h"
 #include "train/progress.h"
+#include "train/same_on_every_rank.h"
 #include "train/save_check.h"
 #include "train/stop_signals.h"
 
@@ -29,6 +31,7 @@ namespace folio {
 Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_.out_dir) {
   opt_.train.threads = num_threads();  // saved with the run: a resume repeats them (train/config.h)
   opt_.train.validate();
+  check_same_on_every_rank(options_to_share(opt_));  // before the first call between the ranks
   check_saveable(nullptr, opt_.train);
   run_dir_.check_usable();
   if (dist::is_root()) lock_ = run_dir_.lock();  // before a resume's recovery; a new directory's in run()
@@ -61,6 +64,12 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     train_seconds_ = st.train_seconds;
     best_val_ = st.best_val_loss;
     has_best_ = true;
+    if (dist::is_root()) {  // rank 0 writes the run
+      // best.safetensors gone: the next evaluation is the best so far, and makes it again.
+      if (std::string w = lost_best(run_dir_, best_val_); !w.empty())
+        resume_warnings_.push_back(std::move(w)), best_val_ = std::numeric_limits<float>::infinity();
+      if (std::string w = lost_log(run_dir_, step_); !w.empty()) resume_warnings_.push_back(std::move(w));
+    }
     sampler_ = BatchSampler(opt_.train.sampling, opt_.train.seed);
     sampler_.restore({st.data_rng, st.data_epoch, st.data_position});
     model_->dropout_rng().set_state(st.dropout_rng);
@@ -98,6 +107,10 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)), run_dir_(opt_
     average_ = std::make_unique<WeightAverage>(*model_, opt_.train.ema);
     if (opt_.resume) average_->restore(saved_average);
   }
+  // Read by each rank from its own paths: a host's copy may differ.
+  check_same_on_every_rank({{"the data's fingerprint", data_.fingerprint},
+                            {"the model", to_json(model_->config()).dump()},
+                            {"the checkpoint's step", std::to_string(step_)}});
   // Every rank starts from rank 0's weights (the same seed gives the same ones; this
   // makes it so whatever the ranks' libraries do).
   dist::broadcast(std::span(model_->flat_parameters().data(), size_t(model_->flat_parameters().numel())));
@@ -176,7 +189,8 @@ TrainState Trainer::shared_state() const {
           sampled.position,
           data_.fingerprint,
           average_ ? std::vector<float>(average_->weights().begin(), average_->weights().end()) : std::vector<float>{},
-          guard_.state()};
+          guard_.state(),
+          dist::size()};
 }
 
 void Trainer::save(const Losses& losses, TrainState st) {

@@ -84,6 +84,9 @@ class Trainer {
   // What --resume could not check of the data (train/chat_data.h), "" if nothing: the
   // caller says it.
   const std::string& data_warning() const { return data_warning_; }
+  // What --resume found missing or damaged in the run directory (best.safetensors,
+  // log.csv), and what the run does about it: the caller says it.
+  const std::vector<std::string>& resume_warnings() const { return resume_warnings_; }
   int64_t step() const { return step_; }
   // Seconds spent in training steps, over the whole run (resumes included): evaluations
   // and saves are not counted. On several ranks, rank 0's clock.
@@ -140,6 +143,7 @@ class Trainer {
   RunDir run_dir_;
   TrainingData data_;
   std::string data_warning_;  // check_resumed_data's
+  std::vector<std::string> resume_warnings_;  // rank 0's: files that --resume found missing or damaged
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<DataParallel> data_parallel_;  // null: one model, threads inside the ops

@@ -24,8 +24,9 @@ std::string Trainer::kept() const {
              off ? cat(" (the last saved", val, "; --on-divergence off saves any finite evaluation)")
                  : cat(" (the last that evaluated sound", val, ")"),
              " is kept in ", opt_.out_dir, ", and best.safetensors there ",
-             best_step_ >= 0 ? cat("holds step ", best_step_, ", the lowest validation loss (", best_val_, ")")
-                             : cat("has the lowest validation loss (", best_val_, ")"));
+             best_step_ >= 0        ? cat("holds step ", best_step_, ", the lowest validation loss (", best_val_, ")")
+             : std::isinf(best_val_) ? std::string("is missing or damaged (as it was when the run resumed)")
+                                     : cat("has the lowest validation loss (", best_val_, ")"));
 }
 
 void Trainer::diverged(Progress& progress, const std::string& why, bool can_skip) {
