@@ -28,6 +28,10 @@ void record_command(const std::string& run, const std::string& line, bool fresh)
 // state, log) or names a task file's bad line; nothing is written.
 struct ReportRun;
 std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptions& options);
+// The files write_report writes in RUN: report.md, report-loss.svg and a
+// report-task-NAME.svg for each task the log scored; a command checks them
+// (check_output) before writing any.
+std::vector<std::string> report_files(const ReportRun& report);
 // Writes RUN/report.md and its figures, RUN/report-*.svg; returns the report's path.
 std::string write_report(ReportRun& report);
 

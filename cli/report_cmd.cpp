@@ -36,8 +36,12 @@ std::function<int()> prepare(const po::variables_map& vm) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-  const std::string report = (std::filesystem::path(run) / "report.md").string();
-  check_output(vm, "report " + report, report);
+  // Every file the report writes, not report.md alone: the figures beside it are the
+  // user's too (an earlier report's, edited or kept), and were once replaced without
+  // --overwrite while report.md was refused.
+  // All of them at once, each one there named, before the check that the directory
+  // takes new files (which leaves its trace in the directory).
+  check_output(vm, "report " + run, run, report_files(*opened));
   return [opened] {
     std::printf("wrote %s\n", write_report(*opened).c_str());
     return 0;
@@ -52,7 +56,9 @@ const Command kReport = {
     "commit, the machine (CPU, AVX2/AVX-512/AMX, threads, dtype), the model and data\n"
     "(tokenizer, tokens, bits per byte), time and throughput, the loss and task curves\n"
     "(RUN/report-*.svg beside it), the final task scores, and greedy samples. Links are\n"
-    "relative. folio train --report writes it at the end of a run. See docs/evals.md.",
+    "relative. Without --overwrite, any of these files already there is refused and\n"
+    "nothing is written. folio train --report writes it at the end of a run. See\n"
+    "docs/evals.md.",
     declare, prepare};
 
 }  // namespace folio::cli
