@@ -17,6 +17,11 @@ struct ReportOptions {
   std::vector<std::string> prompts;  // greedy samples after these (default: three from the data)
   int64_t sample_tokens = 80;
 };
+// The most --sample-tokens: each prompt's sample is written whole into report.md for a
+// person to read, a forward pass a token; 4096 is fifty times the default and four
+// times folio serve's default --max-tokens. Unbounded, a mistyped count (1e12) ran
+// for days, writing nothing.
+inline constexpr int64_t kMostSampleTokens = 4096;
 
 // RUN/commands.txt: each folio command that trained the run, a line each (a resume
 // adds its own), as the report's first section shows them. record_command adds `line`;

@@ -14,7 +14,8 @@ void declare(po::options_description& opts) {
        "also score this task file on the final weights (folio eval --task's formats; repeatable)")
       ("prompt", po::value<std::vector<std::string>>()->composing(),
        "a prompt for the greedy samples (repeatable; default: three line starts of the run's text)")
-      ("sample-tokens", with_default<int64_t>(80), "tokens written greedily after each prompt");
+      ("sample-tokens", with_default<int64_t>(80),
+       cat("tokens written greedily after each prompt (1 to ", kMostSampleTokens, ")").c_str());
   add_overwrite(opts);
   add_threads(opts);
 }
@@ -28,7 +29,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
   if (vm.count("task")) options.tasks = vm["task"].as<std::vector<std::string>>();
   if (vm.count("prompt"))
     for (const std::string& p : vm["prompt"].as<std::vector<std::string>>()) options.prompts.push_back(unescaped(p));
-  options.sample_tokens = positive<int64_t>(vm, "sample-tokens");
+  options.sample_tokens = positive<int64_t>(vm, "sample-tokens", kMostSampleTokens);
   // The checks the report makes of the run and the task files come before it writes.
   std::shared_ptr<ReportRun> opened;
   try {

@@ -111,7 +111,10 @@ TEST_F(CliReport, BadInputIsRefusedWithNothingWritten) {
             "--out writes them; weights alone (a model folio import wrote) are trained into a run first: folio train "
             "--init-from "},
            {"report --checkpoint " + (dir_ / "run") + " --task " + (dir_ / "bad.jsonl"), "bad.jsonl:1: "},
-           {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 0", "--sample-tokens must be positive"},
+           {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 0", "--sample-tokens must be in [1, 4096], got 0"},
+           // Unbounded, this ran for days (a forward pass a token) and wrote nothing.
+           {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 1000000000000",
+            "--sample-tokens must be in [1, 4096], got 1000000000000"},
            {"report --checkpoint " + (dir_ / "run") + " --prompt h\xC3\xA9", "--prompt h\xC3\xA9: [tokenizer] character"},
            {"report", "--checkpoint"}};
   for (const auto& [args, what] : cases) {
