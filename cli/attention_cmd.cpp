@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "data/attention_prompt.h"
 #include "io/checkpoint.h"
 #include "viz/attention.h"
 
@@ -52,18 +53,13 @@ std::function<int()> prepare(const po::variables_map& vm) {
     throw UsageError(cat("--prompt: ", e.what()));
   }
   if (ids.empty()) throw UsageError("--prompt is empty: give at least one character of text to look at");
-  // A model imported from a llama-family GGUF expects its BOS first
-  // (Tokenizer::prompt_start), and generate and serve (its page too) put it there: the
-  // weights shown are those of the tokens the model continues from.
-  const std::optional<int32_t> bos = ck->tokenizer->prompt_start();
-  if (bos) ids.insert(ids.begin(), *bos);
-  // The model never sees more than its context: the last block_size tokens are what it
-  // attends over when it continues the prompt, as the page shows them.
-  if (int64_t(ids.size()) > c.block_size) {
-    warn(cat("--prompt has ", ids.size(), " tokens and the model's context is ", c.block_size,
-             ": showing the last ", c.block_size));
-    ids.erase(ids.begin(), ids.end() - c.block_size);
-  }
+  // A model imported from a llama-family GGUF expects its BOS first, and a prompt
+  // longer than the context is seen by its last block_size tokens (attention_ids, as
+  // the Python module's attention and the page's).
+  int64_t dropped = 0;
+  ids = attention_ids(*ck->tokenizer, std::move(ids), c.block_size, &dropped);
+  if (dropped > 0)
+    warn(cat("--prompt has ", int64_t(ids.size()) + dropped, " tokens and the model's context is ", c.block_size, ": showing the last ", c.block_size));
   if (!out.empty()) check_output(vm, "--out " + out, out);
   return [=] {
     NoGradGuard no_grad;
@@ -71,8 +67,7 @@ std::function<int()> prepare(const po::variables_map& vm) {
     std::vector<Tensor> attention;  // per layer (1, n_head, T, T)
     ck->model->forward(ids, 1, T, {}, &attention);
     std::vector<std::string> labels;
-    for (int32_t id : ids)  // the BOS has no text: named, not left blank
-      labels.push_back(id == bos ? "<bos>" : visible_token(ck->tokenizer->token_bytes(id)));
+    for (int32_t id : ids) labels.push_back(attention_label(*ck->tokenizer, id));  // the BOS as <bos>
     std::vector<viz::AttentionMap> maps;
     for (int64_t l = 0; l < c.n_layer; ++l)
       for (int64_t h = 0; h < c.n_head; ++h) {

@@ -37,7 +37,13 @@ struct ReportRun {
   TrainState state;
   ModelCheckpoint ck;
   viz::LossCurve curve;
-  std::vector<std::string> task_columns;  // log.csv's task columns (train/task_evals.h)
+  // log.csv's task columns (train/task_evals.h) that hold a score, each with its curve
+  // and the figure it gets, RUN/report-task-NAME.svg
+  struct TaskCurve {
+    std::string task, file;
+    viz::LossCurve scores;
+  };
+  std::vector<TaskCurve> task_curves;
   std::vector<TaskRun> runs;              // the tasks scored now, on the final weights
 };
 
@@ -68,7 +74,15 @@ std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptio
   std::ifstream log(dir.log_file());
   std::string header;
   std::getline(log, header);
-  r->task_columns = task_columns_of(header, log_columns());
+  // The figures are known here, before anything is written, so that the command can
+  // refuse to replace the ones a user has (report_files).
+  for (const std::string& task : task_columns_of(header, log_columns())) {
+    viz::LossCurve scores = viz::read_loss_log(dir.log_file(), r->curve.name, task);
+    if (std::none_of(scores.points.begin(), scores.points.end(),
+                     [](const viz::LossPoint& p) { return std::isfinite(p.column); }))
+      continue;
+    r->task_curves.push_back({task, "report-task-" + file_safe(task) + ".svg", std::move(scores)});
+  }
   // The prompts a user gave are theirs to fix: refused here, before anything is written
   // (the default ones come from the run's own text).
   for (const std::string& prompt : options.prompts) {
@@ -89,14 +103,18 @@ std::shared_ptr<ReportRun> open_report(const std::string& run, const ReportOptio
   return r;
 }
 
+std::vector<std::string> report_files(const ReportRun& report) {
+  std::vector<std::string> files = {"report.md", "report-loss.svg"};
+  for (const ReportRun::TaskCurve& t : report.task_curves) files.push_back(t.file);
+  return files;
+}
+
 std::string write_report(ReportRun& report) {
   const std::string& run = report.run;
   const ReportOptions& options = report.options;
-  const RunDir dir(run);
   const TrainState& state = report.state;
   ModelCheckpoint& ck = report.ck;
   const viz::LossCurve& curve = report.curve;
-  const std::vector<std::string>& task_columns = report.task_columns;
   const std::vector<TaskRun>& runs = report.runs;
   const TaskOptions task_options;
 
@@ -147,12 +165,9 @@ std::string write_report(ReportRun& report) {
   write_file_atomic((fs::path(run) / "report-loss.svg").string(), viz::loss_plot_svg({curve}));
   md << "![train and val loss](report-loss.svg)\n\n";
   std::vector<std::pair<std::string, std::string>> finals;  // (task, "value at step N")
-  for (const std::string& task : task_columns) {
-    const viz::LossCurve scores = viz::read_loss_log(dir.log_file(), curve.name, task);
+  for (const auto& [task, file, scores] : report.task_curves) {
     const auto at = std::find_if(scores.points.rbegin(), scores.points.rend(),
                                  [](const viz::LossPoint& p) { return std::isfinite(p.column); });
-    if (at == scores.points.rend()) continue;
-    const std::string file = "report-task-" + file_safe(task) + ".svg";
     write_file_atomic((fs::path(run) / file).string(),
                       viz::loss_plot_svg({scores}, viz::PlotAxis::step, viz::PlotValue::column, task));
     md << "![" << task << " during training](" << file << ")\n\n";

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "data/attention_prompt.h"
 #include "python/bindings.h"
 
 namespace folio::python {
@@ -100,8 +101,10 @@ py::array_t<float> attention(const LoadedPtr& l, const py::handle& prompt_obj) {
   const nn::GPTConfig& c = model_of(*l).config();
   std::vector<int32_t> ids = l->ck.tokenizer->encode(text_argument(prompt_obj, "[attention] prompt"));
   if (ids.empty()) throw Error("[attention] prompt is empty: give at least one character of text to look at");
-  // What the model attends over when it continues the prompt: its last block_size tokens.
-  if (int64_t(ids.size()) > c.block_size) ids.erase(ids.begin(), ids.end() - c.block_size);
+  // What folio attention shows: the BOS first where the tokenizer asks for it (a model
+  // imported from a llama-family GGUF), and the last block_size tokens, the ones the
+  // model attends over when it continues the prompt. Before, the BOS was left out here.
+  ids = attention_ids(*l->ck.tokenizer, std::move(ids), c.block_size);
   const int64_t T = int64_t(ids.size()), L = c.n_layer, H = c.n_head;
   py::array_t<float> out({L, H, T, T});  // (L, H, T, T)
   float* dst = out.mutable_data();
@@ -214,7 +217,9 @@ void bind_model(py::module_& m) {
       .def("attention", &attention, py::arg("prompt"),
            "The causal attention weights of the model's forward pass over a prompt, as folio\n"
            "attention shows them (after the softmax, no dropout).\n\n"
-           "Args:\n    prompt: a str; a prompt longer than block_size tokens is looked at by its last block_size.\n\n"
+           "Args:\n    prompt: a str; a model whose tokenizer asks for a BOS before prompts (one imported from a\n"
+           "        GGUF) gets it first, as folio attention puts it; a prompt longer than block_size tokens\n"
+           "        is looked at by its last block_size.\n\n"
            "Returns:\n    numpy.ndarray of float32, shape (n_layer, n_head, T, T): [l, h, query, key].")
       .def("parameters", &parameters, py::arg("writable") = false,
            "The model's parameters by name, as numpy views of its memory (no copy).\n\n"

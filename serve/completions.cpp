@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "data/attention_prompt.h"
 #include "serve/chat.h"
 #include "serve/routes.h"
 
@@ -131,7 +132,8 @@ void Server::Routes::attention(const httplib::Request& req, httplib::Response& r
     model.model->forward(ids, 1, T, {}, &weights);
   }
   json tokens = json::array();
-  for (int32_t id : ids) tokens.push_back({{"id", id}, {"text", visible_token(model.tokenizer->token_bytes(id))}});
+  // The BOS (a llama-family GGUF's) as <bos>, as folio attention labels it, not its empty text.
+  for (int32_t id : ids) tokens.push_back({{"id", id}, {"text", attention_label(*model.tokenizer, id)}});
   // [layer][head][query][key], each query's row up to itself (the rest is masked to 0).
   json layers = json::array();
   for (int64_t l = 0; l < c.n_layer; ++l) {

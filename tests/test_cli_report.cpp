@@ -56,6 +56,29 @@ TEST_F(CliReport, TrainWritesAReportThatRendersAndReportRewritesIt) {
   expect_renders(report);
 }
 
+// The figures beside report.md are the user's as much as report.md is: without
+// --overwrite each one already there is refused, named, and nothing is written. Only
+// report.md was checked once, and report-loss.svg and report-task-*.svg were replaced.
+TEST_F(CliReport, RefusesToReplaceAnyOfItsFilesWithoutOverwrite) {
+  spit(dir_ / "choice.jsonl", R"({"context": "To be, or not", "choices": ["to be", "the king"], "answer": 0})" "\n");
+  ASSERT_EQ(folio("train --data " + text() + run("run", 10) + " --eval-task " + (dir_ / "choice.jsonl")).code, 0);
+  const std::string report = "report --checkpoint " + (dir_ / "run");
+  for (const std::string kept : {"report-loss.svg", "report-task-choice.svg"}) {
+    SCOPED_TRACE(kept);
+    for (const char* f : {"report.md", "report-loss.svg", "report-task-choice.svg"}) std::filesystem::remove(dir_ / (std::string("run/") + f));
+    spit(dir_ / ("run/" + kept), "the user's own\n");
+    const auto before = testing::snapshot(dir_.path);
+    const Result r = folio(report);
+    EXPECT_EQ(r.code, 2) << r.err;
+    expect_contains(r.err, {"run: already holds " + kept + "; --overwrite replaces it"});
+    EXPECT_EQ(testing::diff(before, testing::snapshot(dir_.path)), "");
+    EXPECT_EQ(slurp(dir_ / ("run/" + kept)), "the user's own\n");
+  }
+  const Result replaced = folio(report + " --overwrite");
+  ASSERT_EQ(replaced.code, 0) << replaced.err;
+  expect_contains(slurp(dir_ / "run/report-task-choice.svg"), {"<svg"});
+}
+
 // The run is named by its directory however the path to it is written: "runs/x/" (a
 // shell's completion) and "." (from inside it) once gave the report an empty title and
 // its loss plot a legend of ": best val" and ".: best val".
@@ -88,7 +111,10 @@ TEST_F(CliReport, BadInputIsRefusedWithNothingWritten) {
             "--out writes them; weights alone (a model folio import wrote) are trained into a run first: folio train "
             "--init-from "},
            {"report --checkpoint " + (dir_ / "run") + " --task " + (dir_ / "bad.jsonl"), "bad.jsonl:1: "},
-           {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 0", "--sample-tokens must be positive"},
+           {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 0", "--sample-tokens must be in [1, 4096], got 0"},
+           // Unbounded, this ran for days (a forward pass a token) and wrote nothing.
+           {"report --checkpoint " + (dir_ / "run") + " --sample-tokens 1000000000000",
+            "--sample-tokens must be in [1, 4096], got 1000000000000"},
            {"report --checkpoint " + (dir_ / "run") + " --prompt h\xC3\xA9", "--prompt h\xC3\xA9: [tokenizer] character"},
            {"report", "--checkpoint"}};
   for (const auto& [args, what] : cases) {

@@ -381,3 +381,28 @@ TEST_F(ServeRoutes, AClientThatHangsUpFreesItsSlot) {
 
 }  // namespace
 }  // namespace folio
+
+namespace folio {
+namespace {
+
+// A model whose tokenizer asks for a BOS before prompts (an imported GGUF's) is read
+// from it, and the page labels it <bos>, as folio attention does: its text was empty.
+TEST_F(ServeRoutes, AttentionLabelsTheBos) {
+  const testing::TempDir dir("serve_bos");
+  const auto tok = make_tokenizer({"bpe", 500}, testing::slurp(testing::write_small_corpus(dir.path / "text.txt", 20000)));
+  TokenizerMetadata meta = tok->metadata();
+  meta.emplace_back("tokenizer_prompt_start", "1");
+  nn::GPTConfig c{.vocab_size = tok->vocab_size(), .block_size = 16, .n_layer = 1, .n_head = 2, .n_embd = 16};
+  ck = ModelCheckpoint{std::make_unique<nn::GPT>(c), load_tokenizer(meta, "checkpoint"), 0, "test"};
+  ck.model->eval();
+  start({});
+  const auto r = client().Post("/v1/attention", R"({"prompt": "We are"})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json tokens = json::parse(r->body)["tokens"];
+  ASSERT_EQ(tokens.size(), tok->encode("We are").size() + 1) << tokens;
+  EXPECT_EQ(tokens[0], json({{"id", 1}, {"text", "<bos>"}}));
+}
+
+}  // namespace
+}  // namespace folio

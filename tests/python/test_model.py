@@ -142,3 +142,34 @@ def test_chat_refuses_a_conversation_longer_than_the_context(tmp_path, corpus):
     with pytest.raises(ValueError, match=f"resulted in {400 + template} tokens"):
         chat(400)
     assert isinstance(model.generate("a" * 400, max_new_tokens=3), str)
+
+
+def with_prompt_start(path, bos):
+    """Rewrites a checkpoint's metadata as folio import writes it for a GGUF whose tokenizer
+    asks for BOS before prompts (add_bos_token): tokenizer_prompt_start names the BOS."""
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    header["__metadata__"]["tokenizer_prompt_start"] = str(bos)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data stays 8-byte aligned
+    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + n:])
+
+
+def test_attention_puts_the_bos_first_as_folio_attention_does(corpus, tmp_path):
+    # A model whose tokenizer asks for a BOS before prompts: folio attention runs it
+    # first (labelled <bos>); the module ran the prompt alone, a forward pass of other
+    # tokens, so the two differed in shape and in every weight.
+    out = tmp_path / "bos"
+    folio_cmd("train", "--data", corpus, "--out", out, "--tokenizer", "bpe", "--vocab-size", "400", *TINY)
+    with_prompt_start(out / "model.safetensors", 1)
+    model = folio.load(str(out))
+    prompt = "To be, or"
+    weights = model.attention(prompt)
+    assert weights.shape[-1] == len(model.tokenizer.encode(prompt)) + 1
+    for layer, head in [(0, 0), (1, 1)]:
+        table = folio_cmd("attention", "--checkpoint", out, "--prompt", prompt, "--layer", layer, "--head", head,
+                          "--threads", "1").decode().splitlines()[2:]
+        assert table[0].split()[0] == "<bos>"
+        shown = np.array([[float(v) for v in row.split()[1:]] for row in table])
+        np.testing.assert_allclose(weights[layer, head], shown, rtol=0, atol=5e-4 + 1e-6)
