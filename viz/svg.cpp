@@ -5,25 +5,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/utf8.h"
+
 namespace folio::viz {
 
 namespace {
-
-// The length of the valid UTF-8 character at the start of `s` (1 to 4), or 0 when
-// its bytes are none: a stray or cut-off byte, an overlong form, a surrogate, or a
-// value past U+10FFFF.
-size_t utf8_length(std::string_view s) {
-  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char lead = b(0);
-  const size_t n = lead < 0x80 ? 1 : lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
-                                   : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
-  if (n == 0 || n > s.size()) return 0;
-  for (size_t i = 1; i < n; ++i)
-    if ((b(i) & 0xC0) != 0x80) return 0;
-  if (n == 3 && ((lead == 0xE0 && b(1) < 0xA0) || (lead == 0xED && b(1) >= 0xA0))) return 0;
-  if (n == 4 && ((lead == 0xF0 && b(1) < 0x90) || (lead == 0xF4 && b(1) >= 0x90))) return 0;
-  return n;
-}
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -32,28 +18,26 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 std::string xml_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const char c = s[i];
-    const size_t n = utf8_length(s.substr(i));
-    // A byte that is not part of a UTF-8 character, a control character (but tab and
-    // newline), and U+FFFE and U+FFFF (EF BF BE/BF) are not XML text: a parser stops
-    // at the first, and a browser draws nothing of the document.
-    if (n == 0 || (n == 1 && (unsigned char)c < 0x20 && c != '\t' && c != '\n') ||
-        (n == 3 && s.substr(i, 2) == "\xEF\xBF" && (unsigned char)s[i + 2] >= 0xBE)) {
-      out += kReplacement;
-      i += std::max<size_t>(n, 1);
-      continue;
-    }
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.append(s.substr(i, n));
-    }
-    i += n;
-  }
+  // A byte that is not part of a UTF-8 character, a control character (but tab and
+  // newline), and U+FFFE and U+FFFF (EF BF BE/BF) are not XML text: a parser stops at
+  // the first, and a browser draws nothing of the document.
+  const auto replace = [&](unsigned char) { out += kReplacement; };
+  const size_t cut = scan_utf8(
+      s,
+      [&](std::string_view c) {
+        if (c.size() == 1 && (unsigned char)c[0] < 0x20 && c[0] != '\t' && c[0] != '\n') return replace(0);
+        if (c == "\xEF\xBF\xBE" || c == "\xEF\xBF\xBF") return replace(0);
+        switch (c[0]) {
+          case '&': out += "&amp;"; break;
+          case '<': out += "&lt;"; break;
+          case '>': out += "&gt;"; break;
+          case '"': out += "&quot;"; break;
+          case '\'': out += "&apos;"; break;
+          default: out += c;
+        }
+      },
+      replace);
+  for (size_t i = cut; i < s.size(); ++i) replace(0);  // a character cut off at the end
   return out;
 }
 
