@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "data/hash.h"
 #include "train/config_json.h"
 #include "train/distributed.h"
 #include "train/settings.h"
@@ -14,12 +15,9 @@
 namespace folio {
 namespace {
 
-// FNV-1a, cut to 53 bits: a double holds it exactly, for dist::same_everywhere.
-double hash_of(std::string_view text) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : text) h = (h ^ uint64_t(uint8_t(c))) * 1099511628211ull;
-  return double(h >> 11);
-}
+// FNV-1a 64 (data/hash.h), cut to 53 bits: a double holds it exactly, for
+// dist::same_everywhere.
+double hash_of(std::string_view text) { return double(fnv1a64(text) >> 11); }
 
 // Rank 0's text, on every rank.
 std::string root_text(const std::string& mine) {
