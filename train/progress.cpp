@@ -147,12 +147,7 @@ Progress::Progress(Options options, bool resume)
   if (o_.log_file.empty()) return;
   // A resumed run whose log.csv is gone or empty starts a new one, header first: its
   // rows went on without one, into a file that folio plot and report refuse.
-  bool continues = false;  // the log of the run resumed, to go on with
-  if (resume) {
-    std::ifstream in(o_.log_file);
-    std::string header;
-    continues = std::getline(in, header) && !header.empty();
-  }
+  const bool continues = resume && log_has_header(o_.log_file);  // the log of the run resumed, to go on with
   if (continues) {
     elapsed_before_ = cut_log_to(o_.log_file, o_.resume_step);
     try {  // the evaluations before the resume, so the plot shows the whole run
@@ -214,6 +209,12 @@ void write_cell(std::ostream& out, double v) {
 }
 
 }  // namespace
+
+bool log_has_header(const std::string& log_file) {
+  std::ifstream in(log_file);
+  std::string header;
+  return std::getline(in, header) && !header.empty();
+}
 
 std::vector<std::string> log_columns() {
   std::vector<std::string> names;

@@ -160,6 +160,9 @@ class Progress {
 // "update_ratio_embeddings", ... (the names of an evaluation's figures; one list for the
 // file and the Python on_eval hook).
 std::vector<std::string> log_columns();
+// Whether the log.csv at `log_file` has its header, the first line: a resumed run goes
+// on with such a log, and starts a new one, header first, where it is missing or empty.
+bool log_has_header(const std::string& log_file);
 
 // A line for a phase that prints nothing of its own while it runs (a tokenizer's
 // training, before the run's first line): at its start, then with the seconds so far,

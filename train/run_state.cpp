@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 #include "base/error.h"
@@ -14,6 +13,7 @@
 #include "io/safetensors.h"
 #include "train/config_json.h"
 #include "train/optimizer.h"
+#include "train/progress.h"
 
 namespace folio {
 namespace {
@@ -195,9 +195,7 @@ void save_run(const RunDir& run, const nn::GPT& model, const Tokenizer& tokenize
 TrainState saved_run(const std::string& dir) { return load_state_settings(RunDir(dir).state_file()); }
 
 std::string lost_log(const RunDir& run, int64_t step) {
-  std::ifstream in(run.log_file());
-  std::string header;
-  if (std::getline(in, header) && !header.empty()) return "";
+  if (log_has_header(run.log_file())) return "";
   return cat(run.log_file(), std::filesystem::exists(run.log_file()) ? " is empty" : " is missing",
              ": a new one starts with the evaluations after step ", step, " (those before it are not in it)");
 }
